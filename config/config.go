@@ -1,0 +1,985 @@
+// Package config loads the OpenTelemetry Collector YAML that the benchmark
+// orchestrator renders, with the collector's meaning, and refuses anything
+// otelstep does not implement: an unknown component, key or statement is an
+// error naming it and its line. Nothing in a config is silently ignored.
+package config
+
+import (
+	"fmt"
+	"log/slog"
+	"net/url"
+	"os"
+	"regexp"
+	"sort"
+	"strings"
+	"time"
+
+	"go.yaml.in/yaml/v3"
+)
+
+// Config is a loaded, expanded and validated collector config.
+type Config struct {
+	File string
+
+	HealthCheck map[string]HealthCheck // by component id (e.g. "health_check")
+
+	Prometheus map[string]*Prometheus
+	OTLP       map[string]*OTLPReceiver
+
+	Batch     map[string]Batch
+	Resource  map[string][]ResourceAction
+	Transform map[string]*Transform
+
+	OTLPHTTP map[string]*OTLPHTTPExporter
+	Files    map[string]FileExporter
+
+	Service Service
+
+	// Secrets are values that must never be printed: expanded values of
+	// variables used in headers or the Authorization attribute, and header
+	// values. Longest first, so redaction replaces whole tokens.
+	Secrets []string
+}
+
+// HealthCheck is extensions.health_check.
+type HealthCheck struct {
+	Endpoint string
+	Path     string
+}
+
+// Prometheus is receivers.prometheus.
+type Prometheus struct {
+	ScrapeInterval     time.Duration // global.scrape_interval, default 1m
+	ScrapeTimeout      time.Duration // global.scrape_timeout, default 10s
+	ExternalLabels     map[string]string
+	ScrapeConfigs      []ScrapeConfig
+	BodySizeLimit      int64
+	TrimMetricSuffixes bool
+}
+
+// ScrapeConfig is one scrape_configs entry.
+type ScrapeConfig struct {
+	JobName         string
+	Interval        time.Duration
+	Timeout         time.Duration
+	MetricsPath     string
+	Scheme          string
+	Params          url.Values
+	HonorLabels     bool
+	HonorTimestamps bool
+	BodySizeLimit   int64
+	StaticConfigs   []StaticConfig
+	Line            int
+}
+
+// StaticConfig is one static_configs entry.
+type StaticConfig struct {
+	Targets []string
+	Labels  map[string]string
+}
+
+// OTLPReceiver is receivers.otlp.
+type OTLPReceiver struct {
+	GRPCEndpoint            string // "" when the protocol is not configured
+	HTTPEndpoint            string
+	GRPCMaxRecvMiB          int
+	HTTPMaxRequestBodyBytes int64
+}
+
+// Batch is processors.batch.
+type Batch struct {
+	SendBatchSize    int
+	SendBatchMaxSize int
+	Timeout          time.Duration
+}
+
+// ResourceAction is one processors.resource.attributes entry.
+type ResourceAction struct {
+	Key           string
+	Action        string // insert, update, upsert, delete, convert
+	Value         any    // string, int64, float64 or bool; nil with FromAttribute
+	FromAttribute string
+	ConvertedType string // string, int, double (convert only)
+	Line          int
+}
+
+// Transform is processors.transform: only the statements otelstep
+// implements are accepted; each is parsed at load time.
+type Transform struct {
+	ErrorMode  string
+	Statements []Statement
+}
+
+// Statement is one parsed transform statement (see ottl.go for the subset
+// of OTTL that is implemented).
+type Statement struct {
+	Signal  string // metrics, traces or logs
+	Context string // metric or resource
+	Text    string
+	Line    int
+
+	Func   string // "replace_pattern" or "set"
+	Target Path
+	// replace_pattern
+	Pattern     *regexp.Regexp
+	Replacement string
+	// set
+	Value Operand
+	Where []Cond // all must hold
+}
+
+// Path is a field a statement reads or writes.
+type Path struct {
+	Field string // "metric.name" or "resource.attributes"
+	Key   string // attribute key for resource.attributes
+}
+
+// Operand is a path, a string literal or nil.
+type Operand struct {
+	Path *Path
+	Str  *string
+	Nil  bool
+}
+
+// Cond is one comparison of a where clause.
+type Cond struct {
+	Left  Operand
+	Op    string // == or !=
+	Right Operand
+}
+
+// OTLPHTTPExporter is exporters.otlp_http / exporters.otlphttp.
+type OTLPHTTPExporter struct {
+	Endpoint        string
+	MetricsEndpoint string
+	TracesEndpoint  string
+	LogsEndpoint    string
+	Headers         map[string]string
+	Compression     string
+	Timeout         time.Duration
+	Retry           Retry
+	QueueEnabled    bool
+	QueueSize       int
+}
+
+// Retry is retry_on_failure.
+type Retry struct {
+	Enabled         bool
+	InitialInterval time.Duration
+	MaxInterval     time.Duration
+	MaxElapsedTime  time.Duration
+}
+
+// FileExporter is exporters.file.
+type FileExporter struct {
+	Path string
+}
+
+// Service is the service section.
+type Service struct {
+	Extensions []string
+	LogLevel   slog.Level
+	Pipelines  []Pipeline
+}
+
+// Pipeline is one service.pipelines entry.
+type Pipeline struct {
+	ID         string // e.g. "metrics" or "traces/otlp"
+	Signal     string
+	Receivers  []string
+	Processors []string
+	Exporters  []string
+	Line       int
+}
+
+// Load reads, expands and validates the config at path.
+func Load(path string, env Lookup) (*Config, error) {
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return nil, fmt.Errorf("config: %w", err)
+	}
+	return Parse(path, data, env)
+}
+
+// Parse is Load on bytes already read; name is used in error messages.
+func Parse(name string, data []byte, env Lookup) (*Config, error) {
+	if env == nil {
+		env = os.LookupEnv
+	}
+	var root yaml.Node
+	if err := yaml.Unmarshal(data, &root); err != nil {
+		return nil, fmt.Errorf("%s: %w", name, err)
+	}
+	c := &Config{
+		File:        name,
+		HealthCheck: map[string]HealthCheck{},
+		Prometheus:  map[string]*Prometheus{},
+		OTLP:        map[string]*OTLPReceiver{},
+		Batch:       map[string]Batch{},
+		Resource:    map[string][]ResourceAction{},
+		Transform:   map[string]*Transform{},
+		OTLPHTTP:    map[string]*OTLPHTTPExporter{},
+		Files:       map[string]FileExporter{},
+		Service:     Service{LogLevel: slog.LevelInfo},
+	}
+	d := &dec{file: name}
+	var err error
+	if len(root.Content) == 0 {
+		return nil, &Error{File: name, Msg: "config is empty"}
+	}
+	doc := root.Content[0]
+	secretVars := map[string]bool{}
+	if err := d.expandTree(doc, "", env, secretVars); err != nil {
+		return nil, err
+	}
+	err = d.mapping(doc, "", []string{"extensions", "receivers", "processors", "exporters", "connectors", "service"}, func(key string, k, v *yaml.Node) error {
+		switch key {
+		case "extensions":
+			return d.components(v, key, []string{"health_check"}, c.extension)
+		case "receivers":
+			return d.components(v, key, []string{"prometheus", "otlp"}, c.receiver(d))
+		case "processors":
+			return d.components(v, key, []string{"batch", "resource", "transform"}, c.processor(d))
+		case "exporters":
+			return d.components(v, key, []string{"otlp_http", "otlphttp", "file"}, c.exporter(d))
+		case "connectors":
+			return d.components(v, key, []string{}, nil)
+		case "service":
+			return c.service(d, v)
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	if err := c.validate(d, doc); err != nil {
+		return nil, err
+	}
+	c.collectSecrets()
+	return c, nil
+}
+
+// expandTree expands variables in every scalar value (not in keys, as the
+// collector does). A value that was one whole reference is retyped as YAML
+// would type the expanded text.
+func (d *dec) expandTree(n *yaml.Node, path string, env Lookup, used map[string]bool) error {
+	switch n.Kind {
+	case yaml.ScalarNode:
+		if !strings.Contains(n.Value, "$") {
+			return nil
+		}
+		whole := isWholeReference(n.Value) && n.Style&(yaml.SingleQuotedStyle|yaml.DoubleQuotedStyle) == 0
+		out, names, err := expand(n.Value, env)
+		if err != nil {
+			return d.errf(n, path, "%v", err)
+		}
+		for _, nm := range names {
+			used[nm] = true
+		}
+		n.Value = out
+		if whole && out != "" {
+			n.Tag = ""
+			n.Style = 0
+		} else {
+			n.Tag = "!!str"
+		}
+	case yaml.MappingNode:
+		for i := 0; i+1 < len(n.Content); i += 2 {
+			if err := d.expandTree(n.Content[i+1], join(path, n.Content[i].Value), env, used); err != nil {
+				return err
+			}
+		}
+	case yaml.SequenceNode:
+		for i, v := range n.Content {
+			if err := d.expandTree(v, fmt.Sprintf("%s[%d]", path, i), env, used); err != nil {
+				return err
+			}
+		}
+	case yaml.AliasNode:
+		return d.errf(n, path, "YAML aliases are not supported")
+	}
+	return nil
+}
+
+// components decodes a section of component ids ("type" or "type/name").
+func (d *dec) components(n *yaml.Node, section string, types []string, fn func(id, typ, path string, k, v *yaml.Node) error) error {
+	return d.mapping(n, section, nil, func(id string, k, v *yaml.Node) error {
+		typ, name, _ := strings.Cut(id, "/")
+		path := join(section, id)
+		if strings.Contains(id, "/") && name == "" {
+			return d.errf(k, path, "component id %q has an empty name after /", id)
+		}
+		if !contains(types, typ) {
+			if len(types) == 0 {
+				return d.errf(k, path, "unknown component %q: otelstep implements no %s", id, section)
+			}
+			return d.errf(k, path, "unknown component type %q in %s (otelstep implements: %s)", typ, section, strings.Join(types, ", "))
+		}
+		return fn(id, typ, path, k, v)
+	})
+}
+
+func (c *Config) extension(id, typ, path string, k, v *yaml.Node) error {
+	d := &dec{file: c.File}
+	hc := HealthCheck{Endpoint: "localhost:13133", Path: "/"}
+	err := d.mapping(v, path, []string{"endpoint", "path"}, func(key string, kn, vn *yaml.Node) error {
+		s, err := d.str(vn, join(path, key))
+		if key == "endpoint" {
+			hc.Endpoint = s
+		} else {
+			hc.Path = s
+		}
+		return err
+	})
+	c.HealthCheck[id] = hc
+	return err
+}
+
+func (c *Config) receiver(d *dec) func(id, typ, path string, k, v *yaml.Node) error {
+	return func(id, typ, path string, k, v *yaml.Node) error {
+		switch typ {
+		case "prometheus":
+			p, err := d.prometheus(v, path)
+			c.Prometheus[id] = p
+			return err
+		case "otlp":
+			o := &OTLPReceiver{}
+			err := d.mapping(v, path, []string{"protocols"}, func(key string, kn, vn *yaml.Node) error {
+				pp := join(path, key)
+				return d.mapping(vn, pp, []string{"grpc", "http"}, func(proto string, kn, vn *yaml.Node) error {
+					ppp := join(pp, proto)
+					if proto == "grpc" {
+						o.GRPCEndpoint = "localhost:4317"
+						return d.mapping(vn, ppp, []string{"endpoint", "max_recv_msg_size_mib"}, func(key string, kn, vn *yaml.Node) error {
+							var err error
+							if key == "endpoint" {
+								o.GRPCEndpoint, err = d.str(vn, join(ppp, key))
+							} else {
+								o.GRPCMaxRecvMiB, err = d.integer(vn, join(ppp, key))
+							}
+							return err
+						})
+					}
+					o.HTTPEndpoint = "localhost:4318"
+					return d.mapping(vn, ppp, []string{"endpoint", "max_request_body_size"}, func(key string, kn, vn *yaml.Node) error {
+						var err error
+						if key == "endpoint" {
+							o.HTTPEndpoint, err = d.str(vn, join(ppp, key))
+						} else {
+							var n int
+							n, err = d.integer(vn, join(ppp, key))
+							o.HTTPMaxRequestBodyBytes = int64(n)
+						}
+						return err
+					})
+				})
+			})
+			if err == nil && o.GRPCEndpoint == "" && o.HTTPEndpoint == "" {
+				err = d.errf(v, path, "at least one of protocols.grpc or protocols.http must be configured")
+			}
+			c.OTLP[id] = o
+			return err
+		}
+		return nil
+	}
+}
+
+func (d *dec) prometheus(v *yaml.Node, path string) (*Prometheus, error) {
+	p := &Prometheus{ScrapeInterval: time.Minute, ScrapeTimeout: 10 * time.Second}
+	var cfgNode *yaml.Node
+	err := d.mapping(v, path, []string{"config", "trim_metric_suffixes"}, func(key string, kn, vn *yaml.Node) error {
+		if key == "trim_metric_suffixes" {
+			b, err := d.boolean(vn, join(path, key))
+			if b {
+				return d.errf(vn, join(path, key), "trim_metric_suffixes: true is not implemented")
+			}
+			return err
+		}
+		cfgNode = vn
+		return nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	path = join(path, "config")
+	if cfgNode == nil {
+		return nil, d.errf(v, path, "receivers.prometheus needs a config with scrape_configs")
+	}
+	var scNode *yaml.Node
+	err = d.mapping(cfgNode, path, []string{"global", "scrape_configs"}, func(key string, kn, vn *yaml.Node) error {
+		if key == "scrape_configs" {
+			scNode = vn
+			return nil
+		}
+		gp := join(path, key)
+		return d.mapping(vn, gp, []string{"scrape_interval", "scrape_timeout", "external_labels", "body_size_limit"}, func(key string, kn, vn *yaml.Node) error {
+			var err error
+			switch key {
+			case "scrape_interval":
+				p.ScrapeInterval, err = d.duration(vn, join(gp, key))
+			case "scrape_timeout":
+				p.ScrapeTimeout, err = d.duration(vn, join(gp, key))
+			case "external_labels":
+				p.ExternalLabels, err = d.strMap(vn, join(gp, key))
+			case "body_size_limit":
+				p.BodySizeLimit, err = d.byteSize(vn, join(gp, key))
+			}
+			return err
+		})
+	})
+	if err != nil {
+		return nil, err
+	}
+	if len(p.ExternalLabels) > 0 {
+		return nil, d.errf(cfgNode, join(path, "global.external_labels"), "external_labels is not implemented")
+	}
+	jobs := map[string]bool{}
+	err = d.sequence(scNode, join(path, "scrape_configs"), func(i int, vn *yaml.Node) error {
+		sp := fmt.Sprintf("%s.scrape_configs[%d]", path, i)
+		sc := ScrapeConfig{MetricsPath: "/metrics", Scheme: "http", HonorTimestamps: true, Line: vn.Line, BodySizeLimit: p.BodySizeLimit}
+		interval, timeout := time.Duration(0), time.Duration(0)
+		err := d.mapping(vn, sp, []string{"job_name", "scrape_interval", "scrape_timeout", "metrics_path", "scheme", "params", "honor_labels", "honor_timestamps", "static_configs", "body_size_limit"}, func(key string, kn, vn *yaml.Node) error {
+			kp := join(sp, key)
+			var err error
+			switch key {
+			case "job_name":
+				sc.JobName, err = d.str(vn, kp)
+			case "scrape_interval":
+				interval, err = d.duration(vn, kp)
+			case "scrape_timeout":
+				timeout, err = d.duration(vn, kp)
+			case "metrics_path":
+				sc.MetricsPath, err = d.str(vn, kp)
+			case "scheme":
+				sc.Scheme, err = d.str(vn, kp)
+				if err == nil && sc.Scheme != "http" && sc.Scheme != "https" {
+					err = d.errf(vn, kp, "scheme must be http or https, got %q", sc.Scheme)
+				}
+			case "params":
+				sc.Params = url.Values{}
+				err = d.mapping(vn, kp, nil, func(name string, kn, vn *yaml.Node) error {
+					vals, err := d.strList(vn, join(kp, name))
+					sc.Params[name] = vals
+					return err
+				})
+			case "honor_labels":
+				sc.HonorLabels, err = d.boolean(vn, kp)
+			case "honor_timestamps":
+				sc.HonorTimestamps, err = d.boolean(vn, kp)
+			case "body_size_limit":
+				sc.BodySizeLimit, err = d.byteSize(vn, kp)
+			case "static_configs":
+				err = d.sequence(vn, kp, func(j int, vn *yaml.Node) error {
+					stp := fmt.Sprintf("%s[%d]", kp, j)
+					var st StaticConfig
+					err := d.mapping(vn, stp, []string{"targets", "labels"}, func(key string, kn, vn *yaml.Node) error {
+						var err error
+						if key == "targets" {
+							st.Targets, err = d.strList(vn, join(stp, key))
+							for _, t := range st.Targets {
+								if err == nil && (t == "" || strings.Contains(t, "/")) {
+									err = d.errf(vn, join(stp, key), "target %q must be host:port", t)
+								}
+							}
+						} else {
+							st.Labels, err = d.strMap(vn, join(stp, key))
+						}
+						return err
+					})
+					sc.StaticConfigs = append(sc.StaticConfigs, st)
+					return err
+				})
+			}
+			return err
+		})
+		if err != nil {
+			return err
+		}
+		if sc.JobName == "" {
+			return d.errf(vn, sp, "job_name is required")
+		}
+		if jobs[sc.JobName] {
+			return d.errf(vn, sp, "duplicate job_name %q", sc.JobName)
+		}
+		jobs[sc.JobName] = true
+		if interval == 0 {
+			interval = p.ScrapeInterval
+		}
+		if timeout == 0 {
+			timeout = p.ScrapeTimeout
+			if timeout > interval {
+				timeout = interval
+			}
+		}
+		if timeout > interval {
+			return d.errf(vn, sp, "scrape_timeout %s is greater than scrape_interval %s", timeout, interval)
+		}
+		sc.Interval, sc.Timeout = interval, timeout
+		p.ScrapeConfigs = append(p.ScrapeConfigs, sc)
+		return nil
+	})
+	return p, err
+}
+
+func (d *dec) strMap(n *yaml.Node, path string) (map[string]string, error) {
+	m := map[string]string{}
+	err := d.mapping(n, path, nil, func(key string, kn, vn *yaml.Node) error {
+		s, err := d.str(vn, join(path, key))
+		m[key] = s
+		return err
+	})
+	return m, err
+}
+
+func (d *dec) byteSize(n *yaml.Node, path string) (int64, error) {
+	s, err := d.str(n, path)
+	if err != nil {
+		return 0, err
+	}
+	mult := int64(1)
+	for _, u := range []struct {
+		suf string
+		m   int64
+	}{{"KiB", 1 << 10}, {"MiB", 1 << 20}, {"GiB", 1 << 30}, {"KB", 1 << 10}, {"MB", 1 << 20}, {"GB", 1 << 30}, {"B", 1}} {
+		if strings.HasSuffix(s, u.suf) {
+			s, mult = strings.TrimSuffix(s, u.suf), u.m
+			break
+		}
+	}
+	var v int64
+	if _, err := fmt.Sscanf(s, "%d", &v); err != nil || v < 0 {
+		return 0, d.errf(n, path, "expected a size like 64MiB, got %q", n.Value)
+	}
+	return v * mult, nil
+}
+
+func (c *Config) processor(d *dec) func(id, typ, path string, k, v *yaml.Node) error {
+	return func(id, typ, path string, k, v *yaml.Node) error {
+		switch typ {
+		case "batch":
+			b := Batch{SendBatchSize: 8192, Timeout: 200 * time.Millisecond}
+			err := d.mapping(v, path, []string{"send_batch_size", "send_batch_max_size", "timeout"}, func(key string, kn, vn *yaml.Node) error {
+				var err error
+				switch key {
+				case "send_batch_size":
+					b.SendBatchSize, err = d.integer(vn, join(path, key))
+				case "send_batch_max_size":
+					b.SendBatchMaxSize, err = d.integer(vn, join(path, key))
+				case "timeout":
+					b.Timeout, err = d.duration(vn, join(path, key))
+				}
+				return err
+			})
+			if err == nil && b.SendBatchMaxSize > 0 && b.SendBatchMaxSize < b.SendBatchSize {
+				err = d.errf(v, path, "send_batch_max_size (%d) must be at least send_batch_size (%d)", b.SendBatchMaxSize, b.SendBatchSize)
+			}
+			c.Batch[id] = b
+			return err
+		case "resource":
+			acts, err := d.resourceActions(v, path)
+			c.Resource[id] = acts
+			return err
+		case "transform":
+			t, err := d.transform(v, path)
+			c.Transform[id] = t
+			return err
+		}
+		return nil
+	}
+}
+
+func (d *dec) resourceActions(v *yaml.Node, path string) ([]ResourceAction, error) {
+	var acts []ResourceAction
+	var attrs *yaml.Node
+	err := d.mapping(v, path, []string{"attributes"}, func(key string, kn, vn *yaml.Node) error {
+		attrs = vn
+		return nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	if attrs == nil {
+		return nil, d.errf(v, path, "attributes is required")
+	}
+	err = d.sequence(attrs, join(path, "attributes"), func(i int, vn *yaml.Node) error {
+		ap := fmt.Sprintf("%s.attributes[%d]", path, i)
+		a := ResourceAction{Line: vn.Line}
+		var valueNode, actionNode *yaml.Node
+		err := d.mapping(vn, ap, []string{"key", "value", "from_attribute", "action", "converted_type"}, func(key string, kn, vn *yaml.Node) error {
+			var err error
+			switch key {
+			case "key":
+				a.Key, err = d.str(vn, join(ap, key))
+			case "value":
+				valueNode = vn
+			case "from_attribute":
+				a.FromAttribute, err = d.str(vn, join(ap, key))
+			case "action":
+				actionNode = vn
+				a.Action, err = d.str(vn, join(ap, key))
+			case "converted_type":
+				a.ConvertedType, err = d.str(vn, join(ap, key))
+			}
+			return err
+		})
+		if err != nil {
+			return err
+		}
+		if a.Key == "" {
+			return d.errf(vn, ap, "key is required")
+		}
+		switch a.Action {
+		case "insert", "update", "upsert":
+			if valueNode == nil && a.FromAttribute == "" {
+				return d.errf(vn, ap, "action %s on %q needs value or from_attribute", a.Action, a.Key)
+			}
+			if valueNode != nil && a.FromAttribute != "" {
+				return d.errf(vn, ap, "action %s on %q has both value and from_attribute", a.Action, a.Key)
+			}
+			if valueNode != nil {
+				val, err := d.scalarValue(valueNode, join(ap, "value"))
+				if err != nil {
+					return err
+				}
+				if s, ok := val.(string); ok && s == "" && a.Key == "Authorization" {
+					return d.errf(valueNode, join(ap, "value"), "the Authorization attribute would be empty: the routing proxy drops such payloads")
+				}
+				a.Value = val
+			}
+		case "delete":
+		case "convert":
+			switch a.ConvertedType {
+			case "string", "int", "double":
+			case "":
+				return d.errf(vn, ap, "action convert on %q needs converted_type (string, int or double)", a.Key)
+			default:
+				return d.errf(vn, join(ap, "converted_type"), "unknown converted_type %q (want string, int or double)", a.ConvertedType)
+			}
+		case "":
+			return d.errf(vn, ap, "action is required")
+		case "hash", "extract":
+			return d.errf(actionNode, join(ap, "action"), "action %q is not implemented", a.Action)
+		default:
+			return d.errf(actionNode, join(ap, "action"), "unknown action %q (want insert, update, upsert, delete or convert)", a.Action)
+		}
+		if a.Action != "convert" && a.ConvertedType != "" {
+			return d.errf(vn, join(ap, "converted_type"), "converted_type is only for action convert")
+		}
+		acts = append(acts, a)
+		return nil
+	})
+	return acts, err
+}
+
+// scalarValue types a value as YAML does (string, int, float, bool).
+func (d *dec) scalarValue(n *yaml.Node, path string) (any, error) {
+	if n.Kind != yaml.ScalarNode {
+		return nil, d.errf(n, path, "expected a scalar value, got %s", kindName(n))
+	}
+	var v any
+	if err := n.Decode(&v); err != nil {
+		return nil, d.errf(n, path, "%v", err)
+	}
+	switch x := v.(type) {
+	case string, bool, float64:
+		return x, nil
+	case int:
+		return int64(x), nil
+	case int64:
+		return x, nil
+	case uint64:
+		return nil, d.errf(n, path, "integer %d out of range", x)
+	case nil:
+		return nil, d.errf(n, path, "value is empty")
+	}
+	return fmt.Sprint(v), nil
+}
+
+func (c *Config) exporter(d *dec) func(id, typ, path string, k, v *yaml.Node) error {
+	return func(id, typ, path string, k, v *yaml.Node) error {
+		switch typ {
+		case "file":
+			var f FileExporter
+			err := d.mapping(v, path, []string{"path"}, func(key string, kn, vn *yaml.Node) error {
+				var err error
+				f.Path, err = d.str(vn, join(path, key))
+				return err
+			})
+			if err == nil && f.Path == "" {
+				err = d.errf(v, path, "path is required")
+			}
+			c.Files[id] = f
+			return err
+		default: // otlp_http, otlphttp
+			e := &OTLPHTTPExporter{
+				Compression:  "gzip",
+				Timeout:      30 * time.Second,
+				Retry:        Retry{Enabled: true, InitialInterval: 5 * time.Second, MaxInterval: 30 * time.Second, MaxElapsedTime: 300 * time.Second},
+				QueueEnabled: true,
+				QueueSize:    1000,
+			}
+			err := d.mapping(v, path, []string{"endpoint", "metrics_endpoint", "traces_endpoint", "logs_endpoint", "headers", "compression", "timeout", "retry_on_failure", "sending_queue"}, func(key string, kn, vn *yaml.Node) error {
+				kp := join(path, key)
+				var err error
+				switch key {
+				case "endpoint":
+					e.Endpoint, err = d.str(vn, kp)
+				case "metrics_endpoint":
+					e.MetricsEndpoint, err = d.str(vn, kp)
+				case "traces_endpoint":
+					e.TracesEndpoint, err = d.str(vn, kp)
+				case "logs_endpoint":
+					e.LogsEndpoint, err = d.str(vn, kp)
+				case "headers":
+					e.Headers, err = d.strMap(vn, kp)
+				case "compression":
+					e.Compression, err = d.str(vn, kp)
+					if err == nil && e.Compression != "gzip" && e.Compression != "none" && e.Compression != "" {
+						err = d.errf(vn, kp, "compression %q is not implemented (gzip or none)", e.Compression)
+					}
+					if e.Compression == "" {
+						e.Compression = "none"
+					}
+				case "timeout":
+					e.Timeout, err = d.duration(vn, kp)
+				case "retry_on_failure":
+					err = d.mapping(vn, kp, []string{"enabled", "initial_interval", "max_interval", "max_elapsed_time", "multiplier", "randomization_factor"}, func(key string, kn, vn *yaml.Node) error {
+						var err error
+						switch key {
+						case "enabled":
+							e.Retry.Enabled, err = d.boolean(vn, join(kp, key))
+						case "initial_interval":
+							e.Retry.InitialInterval, err = d.duration(vn, join(kp, key))
+						case "max_interval":
+							e.Retry.MaxInterval, err = d.duration(vn, join(kp, key))
+						case "max_elapsed_time":
+							e.Retry.MaxElapsedTime, err = d.duration(vn, join(kp, key))
+						default:
+							return d.errf(kn, join(kp, key), "%s is not implemented (the backoff doubles with jitter)", key)
+						}
+						return err
+					})
+				case "sending_queue":
+					err = d.mapping(vn, kp, []string{"enabled", "queue_size", "num_consumers"}, func(key string, kn, vn *yaml.Node) error {
+						var err error
+						switch key {
+						case "enabled":
+							e.QueueEnabled, err = d.boolean(vn, join(kp, key))
+						case "queue_size":
+							e.QueueSize, err = d.integer(vn, join(kp, key))
+							if err == nil && e.QueueSize == 0 {
+								err = d.errf(vn, join(kp, key), "queue_size must be positive")
+							}
+						case "num_consumers":
+							_, err = d.integer(vn, join(kp, key))
+						}
+						return err
+					})
+				}
+				return err
+			})
+			if err == nil {
+				if e.Endpoint == "" && (e.MetricsEndpoint == "" || e.TracesEndpoint == "" || e.LogsEndpoint == "") {
+					err = d.errf(v, path, "endpoint is required")
+				} else if e.Endpoint != "" {
+					u, perr := url.Parse(e.Endpoint)
+					if perr != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+						err = d.errf(v, join(path, "endpoint"), "endpoint %q must be an http:// or https:// URL", redactURL(e.Endpoint))
+					}
+				}
+			}
+			c.OTLPHTTP[id] = e
+			return err
+		}
+	}
+}
+
+func redactURL(s string) string {
+	u, err := url.Parse(s)
+	if err != nil || u.User == nil {
+		return s
+	}
+	u.User = url.User("redacted")
+	return u.String()
+}
+
+func (c *Config) service(d *dec, v *yaml.Node) error {
+	return d.mapping(v, "service", []string{"extensions", "telemetry", "pipelines"}, func(key string, kn, vn *yaml.Node) error {
+		kp := join("service", key)
+		switch key {
+		case "extensions":
+			var err error
+			c.Service.Extensions, err = d.strList(vn, kp)
+			return err
+		case "telemetry":
+			return d.mapping(vn, kp, []string{"logs"}, func(key string, kn, vn *yaml.Node) error {
+				lp := join(kp, key)
+				return d.mapping(vn, lp, []string{"level"}, func(key string, kn, vn *yaml.Node) error {
+					s, err := d.str(vn, join(lp, key))
+					if err != nil {
+						return err
+					}
+					switch strings.ToLower(s) {
+					case "debug":
+						c.Service.LogLevel = slog.LevelDebug
+					case "info":
+						c.Service.LogLevel = slog.LevelInfo
+					case "warn":
+						c.Service.LogLevel = slog.LevelWarn
+					case "error":
+						c.Service.LogLevel = slog.LevelError
+					default:
+						return d.errf(vn, join(lp, key), "unknown log level %q (debug, info, warn, error)", s)
+					}
+					return nil
+				})
+			})
+		case "pipelines":
+			return d.mapping(vn, kp, nil, func(id string, kn, vn *yaml.Node) error {
+				pp := join(kp, id)
+				sig, _, _ := strings.Cut(id, "/")
+				if sig != "metrics" && sig != "traces" && sig != "logs" {
+					return d.errf(kn, pp, "unknown pipeline type %q (metrics, traces or logs)", sig)
+				}
+				p := Pipeline{ID: id, Signal: sig, Line: kn.Line}
+				err := d.mapping(vn, pp, []string{"receivers", "processors", "exporters"}, func(key string, kn, vn *yaml.Node) error {
+					list, err := d.strList(vn, join(pp, key))
+					switch key {
+					case "receivers":
+						p.Receivers = list
+					case "processors":
+						p.Processors = list
+					case "exporters":
+						p.Exporters = list
+					}
+					return err
+				})
+				c.Service.Pipelines = append(c.Service.Pipelines, p)
+				return err
+			})
+		}
+		return nil
+	})
+}
+
+// validate checks references between the service section and components.
+func (c *Config) validate(d *dec, doc *yaml.Node) error {
+	line := func(path ...string) int {
+		n := doc
+		for _, p := range path {
+			var next *yaml.Node
+			if n == nil || n.Kind != yaml.MappingNode {
+				return 0
+			}
+			for i := 0; i+1 < len(n.Content); i += 2 {
+				if n.Content[i].Value == p {
+					next = n.Content[i+1]
+					if p == path[len(path)-1] {
+						return n.Content[i].Line
+					}
+				}
+			}
+			n = next
+		}
+		return 0
+	}
+	fail := func(l int, path, format string, args ...any) error {
+		return &Error{File: c.File, Line: l, Path: path, Msg: fmt.Sprintf(format, args...)}
+	}
+	for _, e := range c.Service.Extensions {
+		if _, ok := c.HealthCheck[e]; !ok {
+			return fail(line("service", "extensions"), "service.extensions", "extension %q is not defined under extensions", e)
+		}
+	}
+	if len(c.Service.Pipelines) == 0 {
+		return fail(line("service"), "service.pipelines", "no pipelines defined")
+	}
+	fileUse := map[string]string{}
+	for _, p := range c.Service.Pipelines {
+		pp := "service.pipelines." + p.ID
+		if len(p.Receivers) == 0 {
+			return fail(p.Line, pp, "pipeline has no receivers")
+		}
+		if len(p.Exporters) == 0 {
+			return fail(p.Line, pp, "pipeline has no exporters")
+		}
+		for _, r := range p.Receivers {
+			if _, ok := c.Prometheus[r]; ok {
+				if p.Signal != "metrics" {
+					return fail(p.Line, pp+".receivers", "receiver %q gives only metrics, not %s", r, p.Signal)
+				}
+				continue
+			}
+			if _, ok := c.OTLP[r]; ok {
+				continue
+			}
+			return fail(p.Line, pp+".receivers", "receiver %q is not defined under receivers", r)
+		}
+		for _, pr := range p.Processors {
+			_, b := c.Batch[pr]
+			_, r := c.Resource[pr]
+			_, tr := c.Transform[pr]
+			if !b && !r && !tr {
+				return fail(p.Line, pp+".processors", "processor %q is not defined under processors", pr)
+			}
+		}
+		for _, e := range p.Exporters {
+			if _, ok := c.OTLPHTTP[e]; ok {
+				continue
+			}
+			if _, ok := c.Files[e]; ok {
+				if prev, ok := fileUse[e]; ok && prev != p.Signal {
+					return fail(p.Line, pp+".exporters", "exporter %q is already used by a %s pipeline: one JSONL file holds one signal", e, prev)
+				}
+				fileUse[e] = p.Signal
+				continue
+			}
+			return fail(p.Line, pp+".exporters", "exporter %q is not defined under exporters", e)
+		}
+	}
+	paths := map[string]string{}
+	for id, f := range c.Files {
+		if other, ok := paths[f.Path]; ok {
+			return fail(line("exporters", id), "exporters."+id, "path %q is also used by %s", f.Path, other)
+		}
+		paths[f.Path] = id
+	}
+	return nil
+}
+
+func (c *Config) collectSecrets() {
+	set := map[string]bool{}
+	for _, e := range c.OTLPHTTP {
+		for k, v := range e.Headers {
+			set[v] = true
+			if strings.EqualFold(k, "authorization") {
+				if _, tok, ok := strings.Cut(v, " "); ok {
+					set[tok] = true
+				}
+			}
+		}
+	}
+	for _, acts := range c.Resource {
+		for _, a := range acts {
+			if strings.EqualFold(a.Key, "authorization") {
+				if s, ok := a.Value.(string); ok {
+					set[s] = true
+					if _, tok, ok := strings.Cut(s, " "); ok {
+						set[tok] = true
+					}
+				}
+			}
+		}
+	}
+	for s := range set {
+		if len(s) >= 4 { // too short a value would redact ordinary words
+			c.Secrets = append(c.Secrets, s)
+		}
+	}
+	sort.Slice(c.Secrets, func(i, j int) bool { return len(c.Secrets[i]) > len(c.Secrets[j]) })
+}
+
+// IsSecretKey reports whether an attribute or header key holds a secret.
+func IsSecretKey(k string) bool {
+	return strings.EqualFold(k, "authorization")
+}

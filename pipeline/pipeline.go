@@ -1,0 +1,142 @@
+// Package pipeline holds the few types every stage shares: the signal kinds,
+// the batch that flows from receivers (scraper, otlpin) through processors
+// (resource) to the sinks, and the Consumer interface that links them.
+//
+// Data flows one way: a receiver calls Consume on the first processor, which
+// calls Consume on the next, and the last one is the sink fan-out. A batch is
+// owned by the callee once Consume returns nil: the caller must not touch it
+// again. Processors may mutate a batch in place before passing it on.
+package pipeline
+
+import (
+	"context"
+	"errors"
+
+	logspb "go.opentelemetry.io/proto/otlp/logs/v1"
+	metricspb "go.opentelemetry.io/proto/otlp/metrics/v1"
+	tracepb "go.opentelemetry.io/proto/otlp/trace/v1"
+)
+
+// Signal is one of the three OTLP signals.
+type Signal uint8
+
+const (
+	Metrics Signal = iota
+	Traces
+	Logs
+)
+
+// String returns the signal's name as used in config pipeline ids and in the
+// OTLP/HTTP paths (/v1/metrics, /v1/traces, /v1/logs).
+func (s Signal) String() string {
+	switch s {
+	case Metrics:
+		return "metrics"
+	case Traces:
+		return "traces"
+	case Logs:
+		return "logs"
+	}
+	return "unknown"
+}
+
+// ParseSignal is the inverse of Signal.String.
+func ParseSignal(s string) (Signal, bool) {
+	switch s {
+	case "metrics":
+		return Metrics, true
+	case "traces":
+		return Traces, true
+	case "logs":
+		return Logs, true
+	}
+	return 0, false
+}
+
+// Batch is a unit of telemetry of one signal. Exactly one of the slices is
+// used, the one matching Signal.
+type Batch struct {
+	Signal  Signal
+	Metrics []*metricspb.ResourceMetrics
+	Traces  []*tracepb.ResourceSpans
+	Logs    []*logspb.ResourceLogs
+}
+
+// Len returns the number of resources in the batch.
+func (b *Batch) Len() int {
+	switch b.Signal {
+	case Metrics:
+		return len(b.Metrics)
+	case Traces:
+		return len(b.Traces)
+	case Logs:
+		return len(b.Logs)
+	}
+	return 0
+}
+
+// Items returns the number of data points, spans or log records in the batch:
+// the unit the batch processor's send_batch_size counts.
+func (b *Batch) Items() int {
+	n := 0
+	switch b.Signal {
+	case Metrics:
+		for _, rm := range b.Metrics {
+			for _, sm := range rm.GetScopeMetrics() {
+				for _, m := range sm.GetMetrics() {
+					n += MetricPoints(m)
+				}
+			}
+		}
+	case Traces:
+		for _, rs := range b.Traces {
+			for _, ss := range rs.GetScopeSpans() {
+				n += len(ss.GetSpans())
+			}
+		}
+	case Logs:
+		for _, rl := range b.Logs {
+			for _, sl := range rl.GetScopeLogs() {
+				n += len(sl.GetLogRecords())
+			}
+		}
+	}
+	return n
+}
+
+// MetricPoints returns the number of data points of one metric.
+func MetricPoints(m *metricspb.Metric) int {
+	switch d := m.GetData().(type) {
+	case *metricspb.Metric_Gauge:
+		return len(d.Gauge.GetDataPoints())
+	case *metricspb.Metric_Sum:
+		return len(d.Sum.GetDataPoints())
+	case *metricspb.Metric_Histogram:
+		return len(d.Histogram.GetDataPoints())
+	case *metricspb.Metric_ExponentialHistogram:
+		return len(d.ExponentialHistogram.GetDataPoints())
+	case *metricspb.Metric_Summary:
+		return len(d.Summary.GetDataPoints())
+	}
+	return 0
+}
+
+// Consumer takes batches. Consume may block while the downstream buffer that
+// must not drop (the JSONL sink) is full; it returns ctx.Err() or ErrFull when
+// the caller should give up and tell its sender to retry later.
+type Consumer interface {
+	Consume(ctx context.Context, b *Batch) error
+}
+
+// ConsumerFunc adapts a function to Consumer.
+type ConsumerFunc func(ctx context.Context, b *Batch) error
+
+// Consume calls f.
+func (f ConsumerFunc) Consume(ctx context.Context, b *Batch) error { return f(ctx, b) }
+
+// ErrFull is returned by Consume when a buffer that must not drop data is
+// full. Receivers turn it into "retry later" (gRPC UNAVAILABLE, HTTP 503).
+var ErrFull = errors.New("pipeline: buffer full, retry later")
+
+// ErrStopped is returned by Consume once the pipeline is shutting down.
+var ErrStopped = errors.New("pipeline: stopped")

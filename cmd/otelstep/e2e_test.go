@@ -1,0 +1,526 @@
+package main
+
+import (
+	"bufio"
+	"bytes"
+	"compress/gzip"
+	"context"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/otelstep/otelstep/otlpjson"
+	"github.com/prometheus/prometheus/model/labels"
+	"github.com/prometheus/prometheus/model/textparse"
+	"go.opentelemetry.io/otel/attribute"
+	"go.opentelemetry.io/otel/exporters/otlp/otlplog/otlploggrpc"
+	"go.opentelemetry.io/otel/exporters/otlp/otlptrace/otlptracehttp"
+	otellog "go.opentelemetry.io/otel/log"
+	sdklog "go.opentelemetry.io/otel/sdk/log"
+	sdkresource "go.opentelemetry.io/otel/sdk/resource"
+	sdktrace "go.opentelemetry.io/otel/sdk/trace"
+	collogspb "go.opentelemetry.io/proto/otlp/collector/logs/v1"
+	colmetricspb "go.opentelemetry.io/proto/otlp/collector/metrics/v1"
+	coltracepb "go.opentelemetry.io/proto/otlp/collector/trace/v1"
+	commonpb "go.opentelemetry.io/proto/otlp/common/v1"
+	metricspb "go.opentelemetry.io/proto/otlp/metrics/v1"
+	resourcepb "go.opentelemetry.io/proto/otlp/resource/v1"
+	"google.golang.org/protobuf/proto"
+)
+
+const testToken = "e2e-Secret-Token-7f3a9c" // must appear nowhere on disk or in logs
+
+var (
+	buildOnce sync.Once
+	binPath   string
+	buildErr  error
+)
+
+// buildBinary builds otelstep once per test run.
+func buildBinary(t *testing.T) string {
+	t.Helper()
+	buildOnce.Do(func() {
+		dir, err := os.MkdirTemp("", "otelstep-bin")
+		if err != nil {
+			buildErr = err
+			return
+		}
+		binPath = filepath.Join(dir, "otelstep")
+		out, err := exec.Command("go", "build", "-o", binPath, ".").CombinedOutput()
+		if err != nil {
+			buildErr = fmt.Errorf("go build: %v\n%s", err, out)
+		}
+	})
+	if buildErr != nil {
+		t.Fatal(buildErr)
+	}
+	return binPath
+}
+
+func freePort(t *testing.T) string {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	return ln.Addr().String()
+}
+
+// backend is a fake OTLP/HTTP backend behind a routing proxy: it answers 200
+// to everything but counts a resource without the Authorization attribute as
+// dropped, as the real proxy silently does.
+type backend struct {
+	mu        sync.Mutex
+	metrics   []*metricspb.ResourceMetrics
+	spans     map[string]bool
+	logs      map[string]bool
+	resources []*resourcepb.Resource
+	dropped   int
+	badHeader int
+	requests  int
+}
+
+func (b *backend) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	var body io.Reader = r.Body
+	if r.Header.Get("Content-Encoding") == "gzip" {
+		zr, err := gzip.NewReader(r.Body)
+		if err != nil {
+			http.Error(w, err.Error(), 400)
+			return
+		}
+		body = zr
+	}
+	data, err := io.ReadAll(body)
+	if err != nil {
+		http.Error(w, err.Error(), 400)
+		return
+	}
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	b.requests++
+	if r.Header.Get("Authorization") != "Bearer "+testToken {
+		b.badHeader++
+	}
+	check := func(res *resourcepb.Resource) {
+		b.resources = append(b.resources, res)
+		if attr(res, "Authorization") != testToken {
+			b.dropped++
+		}
+	}
+	switch r.URL.Path {
+	case "/v1/metrics":
+		var req colmetricspb.ExportMetricsServiceRequest
+		if err := proto.Unmarshal(data, &req); err != nil {
+			http.Error(w, err.Error(), 400)
+			return
+		}
+		for _, rm := range req.ResourceMetrics {
+			check(rm.Resource)
+			b.metrics = append(b.metrics, rm)
+		}
+	case "/v1/traces":
+		var req coltracepb.ExportTraceServiceRequest
+		if err := proto.Unmarshal(data, &req); err != nil {
+			http.Error(w, err.Error(), 400)
+			return
+		}
+		for _, rs := range req.ResourceSpans {
+			check(rs.Resource)
+			for _, ss := range rs.ScopeSpans {
+				for _, sp := range ss.Spans {
+					b.spans[sp.Name] = true
+				}
+			}
+		}
+	case "/v1/logs":
+		var req collogspb.ExportLogsServiceRequest
+		if err := proto.Unmarshal(data, &req); err != nil {
+			http.Error(w, err.Error(), 400)
+			return
+		}
+		for _, rl := range req.ResourceLogs {
+			check(rl.Resource)
+			for _, sl := range rl.ScopeLogs {
+				for _, lr := range sl.LogRecords {
+					b.logs[lr.Body.GetStringValue()] = true
+				}
+			}
+		}
+	default:
+		http.NotFound(w, r)
+		return
+	}
+	w.Header().Set("Content-Type", "application/x-protobuf")
+	w.WriteHeader(200)
+}
+
+func attr(r *resourcepb.Resource, key string) string {
+	for _, kv := range r.GetAttributes() {
+		if kv.Key == key {
+			return kv.Value.GetStringValue()
+		}
+	}
+	return ""
+}
+
+func pageServer(t *testing.T, file string) *httptest.Server {
+	page, err := os.ReadFile(file)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "text/plain; version=0.0.4; charset=utf-8")
+		_, _ = w.Write(page)
+	}))
+	t.Cleanup(s.Close)
+	return s
+}
+
+// familyNames lists the OTLP metric names a page must produce: one per
+// family (histogram and summary series fold into their family), with the
+// config's vllm: -> vllm_ rename applied.
+func familyNames(t *testing.T, file string) map[string]bool {
+	page, _ := os.ReadFile(file)
+	p, err := textparse.New(page, "text/plain; version=0.0.4", labels.NewSymbolTable(), textparse.ParserOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	types := map[string]string{}
+	names := map[string]bool{}
+	for {
+		e, err := p.Next()
+		if err == io.EOF {
+			break
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+		switch e {
+		case textparse.EntryType:
+			n, typ := p.Type()
+			types[string(n)] = string(typ)
+		case textparse.EntrySeries:
+			var ls labels.Labels
+			p.Labels(&ls)
+			name := ls.Get("__name__")
+			for _, suf := range []string{"_bucket", "_sum", "_count"} {
+				if base, ok := strings.CutSuffix(name, suf); ok && (types[base] == "histogram" || types[base] == "summary") {
+					name = base
+				}
+			}
+			names[strings.Replace(name, ":", "_", 1)] = true
+		}
+	}
+	return names
+}
+
+func TestEndToEnd(t *testing.T) {
+	bin := buildBinary(t)
+	dir := t.TempDir()
+	vllm := pageServer(t, "testdata/vllm.txt")
+	node := pageServer(t, "testdata/node.txt")
+	be := &backend{spans: map[string]bool{}, logs: map[string]bool{}}
+	backendSrv := httptest.NewServer(be)
+	defer backendSrv.Close()
+
+	grpcAddr, httpAddr, healthAddr := freePort(t), freePort(t), freePort(t)
+	deadAddr := freePort(t) // dcgm is down: it must not stop the others
+	cfg, _ := os.ReadFile("testdata/collector-v1.yaml")
+	r := strings.NewReplacer(
+		"localhost:8000", strings.TrimPrefix(vllm.URL, "http://"),
+		"localhost:9100", strings.TrimPrefix(node.URL, "http://"),
+		"localhost:9400", deadAddr,
+		"0.0.0.0:4317", grpcAddr, "0.0.0.0:4318", httpAddr, "0.0.0.0:13133", healthAddr,
+		"https://otlp.example.com", backendSrv.URL,
+		"/remote/jobs/gym-job-20260921T100000Z-abc123/scicode/otel", filepath.Join(dir, "job", "otel"),
+	)
+	jobByInstance.Store(strings.TrimPrefix(vllm.URL, "http://"), "vllm-policy")
+	jobByInstance.Store(strings.TrimPrefix(node.URL, "http://"), "node")
+	jobByInstance.Store(deadAddr, "dcgm")
+	cfgPath := filepath.Join(dir, "collector.yaml")
+	if err := os.WriteFile(cfgPath, []byte(r.Replace(string(cfg))), 0o644); err != nil {
+		t.Fatal(err)
+	}
+
+	var stderr bytes.Buffer
+	cmd := exec.Command(bin, "--config", cfgPath)
+	cmd.Env = append(os.Environ(), "OTEL_TOKEN="+testToken, "SLURM_JOB_ID=12345")
+	cmd.Stderr = &stderr
+	start := time.Now()
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan error, 1)
+	go func() { done <- cmd.Wait() }()
+	defer func() { _ = cmd.Process.Kill() }()
+
+	// Wait for health.
+	healthy := false
+	for time.Since(start) < 10*time.Second && !healthy {
+		resp, err := http.Get("http://" + healthAddr + "/")
+		if err == nil {
+			healthy = resp.StatusCode == 200
+			resp.Body.Close()
+		}
+		if !healthy {
+			time.Sleep(10 * time.Millisecond)
+		}
+	}
+	if !healthy {
+		t.Fatalf("not healthy after 10s; stderr:\n%s", stderr.String())
+	}
+	t.Logf("healthy after %v", time.Since(start))
+
+	ctx := context.Background()
+	res := sdkresource.NewSchemaless(attribute.String("service.name", "gym-driver"))
+	// Traces over HTTP/protobuf with the real SDK exporter.
+	texp, err := otlptracehttp.New(ctx, otlptracehttp.WithEndpoint(httpAddr), otlptracehttp.WithInsecure())
+	if err != nil {
+		t.Fatal(err)
+	}
+	tp := sdktrace.NewTracerProvider(sdktrace.WithBatcher(texp), sdktrace.WithResource(res))
+	const nSpans, nLogs = 40, 30
+	tr := tp.Tracer("e2e")
+	for i := range nSpans {
+		_, sp := tr.Start(ctx, fmt.Sprintf("span-%d", i))
+		sp.End()
+	}
+	if err := tp.Shutdown(ctx); err != nil {
+		t.Fatalf("trace export: %v", err)
+	}
+	// Logs over gRPC.
+	lexp, err := otlploggrpc.New(ctx, otlploggrpc.WithEndpoint(grpcAddr), otlploggrpc.WithInsecure())
+	if err != nil {
+		t.Fatal(err)
+	}
+	lp := sdklog.NewLoggerProvider(sdklog.WithProcessor(sdklog.NewBatchProcessor(lexp)), sdklog.WithResource(res))
+	lg := lp.Logger("e2e")
+	for i := range nLogs {
+		var rec otellog.Record
+		rec.SetBody(otellog.StringValue(fmt.Sprintf("log-%d", i)))
+		rec.SetSeverity(otellog.SeverityInfo)
+		lg.Emit(ctx, rec)
+	}
+	if err := lp.Shutdown(ctx); err != nil {
+		t.Fatalf("log export: %v", err)
+	}
+
+	stopAt := time.Now()
+	if err := cmd.Process.Signal(syscall.SIGTERM); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case err := <-done:
+		if err != nil {
+			t.Fatalf("exit: %v; stderr:\n%s", err, stderr.String())
+		}
+	case <-time.After(30 * time.Second):
+		t.Fatalf("did not exit within 30s of SIGTERM; stderr:\n%s", stderr.String())
+	}
+	t.Logf("exited 0, %v after SIGTERM", time.Since(stopAt))
+
+	// The JSONL files.
+	otel := filepath.Join(dir, "job", "otel")
+	jsonlMetrics := map[string]map[string]bool{} // job -> metric names
+	jsonlPoints := 0
+	forLines(t, filepath.Join(otel, "metrics.jsonl"), func(line []byte) {
+		req, err := otlpjson.DecodeMetrics(line)
+		if err != nil {
+			t.Fatalf("metrics.jsonl: %v", err)
+		}
+		for _, rm := range req.ResourceMetrics {
+			collectNames(jsonlMetrics, rm)
+			jsonlPoints += points(rm)
+		}
+	})
+	jsonlSpans, jsonlLogs := map[string]bool{}, map[string]bool{}
+	forLines(t, filepath.Join(otel, "traces.jsonl"), func(line []byte) {
+		req, err := otlpjson.DecodeTraces(line)
+		if err != nil {
+			t.Fatalf("traces.jsonl: %v", err)
+		}
+		for _, rs := range req.ResourceSpans {
+			for _, ss := range rs.ScopeSpans {
+				for _, sp := range ss.Spans {
+					jsonlSpans[sp.Name] = true
+					if len(sp.TraceId) != 16 || len(sp.SpanId) != 8 {
+						t.Errorf("span %s ids: %x %x", sp.Name, sp.TraceId, sp.SpanId)
+					}
+				}
+			}
+		}
+	})
+	forLines(t, filepath.Join(otel, "logs.jsonl"), func(line []byte) {
+		req, err := otlpjson.DecodeLogs(line)
+		if err != nil {
+			t.Fatalf("logs.jsonl: %v", err)
+		}
+		for _, rl := range req.ResourceLogs {
+			for _, sl := range rl.ScopeLogs {
+				for _, lr := range sl.LogRecords {
+					jsonlLogs[lr.Body.GetStringValue()] = true
+				}
+			}
+		}
+	})
+
+	be.mu.Lock()
+	defer be.mu.Unlock()
+	backendMetrics := map[string]map[string]bool{}
+	backendPoints := 0
+	for _, rm := range be.metrics {
+		collectNames(backendMetrics, rm)
+		backendPoints += points(rm)
+	}
+	for job, file := range map[string]string{"vllm-policy": "testdata/vllm.txt", "node": "testdata/node.txt"} {
+		for name := range familyNames(t, file) {
+			if !jsonlMetrics[job][name] {
+				t.Errorf("job %s: metric %s missing from metrics.jsonl", job, name)
+			}
+			if !backendMetrics[job][name] {
+				t.Errorf("job %s: metric %s missing at the backend", job, name)
+			}
+		}
+		for _, syn := range []string{"up", "scrape_duration_seconds", "scrape_samples_scraped"} {
+			if !jsonlMetrics[job][syn] || !backendMetrics[job][syn] {
+				t.Errorf("job %s: synthetic %s missing", job, syn)
+			}
+		}
+	}
+	if !jsonlMetrics["dcgm"]["up"] {
+		t.Error("the down dcgm target has no up series")
+	}
+	if jsonlPoints != backendPoints || jsonlPoints == 0 {
+		t.Errorf("points: %d in metrics.jsonl, %d at the backend", jsonlPoints, backendPoints)
+	}
+	for i := range nSpans {
+		n := fmt.Sprintf("span-%d", i)
+		if !jsonlSpans[n] || !be.spans[n] {
+			t.Errorf("%s: in jsonl %v, at backend %v", n, jsonlSpans[n], be.spans[n])
+		}
+	}
+	for i := range nLogs {
+		n := fmt.Sprintf("log-%d", i)
+		if !jsonlLogs[n] || !be.logs[n] {
+			t.Errorf("%s: in jsonl %v, at backend %v", n, jsonlLogs[n], be.logs[n])
+		}
+	}
+	if be.dropped != 0 || be.badHeader != 0 {
+		t.Errorf("backend dropped %d resources without Authorization; %d requests with a bad header", be.dropped, be.badHeader)
+	}
+	want := map[string]string{"service.name": "my-registered-service", "user": "someone", "run_id": "gym-job-20260921T100000Z-abc123",
+		"slurm_job_id": "12345", "benchmark": "scicode", "cluster": "cluster-a", "model": "/checkpoint", "Authorization": testToken}
+	for _, res := range be.resources {
+		for k, v := range want {
+			if got := attr(res, k); got != v {
+				t.Errorf("resource attribute %s = %q, want %q", k, got, v)
+				break
+			}
+		}
+		for _, kv := range res.Attributes {
+			if kv.Key == "slurm_job_id" {
+				if _, ok := kv.Value.Value.(*commonpb.AnyValue_StringValue); !ok {
+					t.Errorf("slurm_job_id is %T, want a string", kv.Value.Value)
+				}
+			}
+		}
+	}
+	// The token: nowhere on disk, nowhere in the log.
+	_ = filepath.Walk(dir, func(p string, info os.FileInfo, err error) error {
+		if err == nil && !info.IsDir() && p != cfgPath {
+			data, _ := os.ReadFile(p)
+			if bytes.Contains(data, []byte(testToken)) {
+				t.Errorf("token found in %s", p)
+			}
+		}
+		return nil
+	})
+	if strings.Contains(stderr.String(), testToken) {
+		t.Error("token found in otelstep's log")
+	}
+	if !strings.Contains(stderr.String(), "level=DEBUG") {
+		t.Error("debug level from the config was not applied")
+	}
+	t.Logf("backend: %d requests, %d resources, %d points; jsonl: %d points", be.requests, len(be.resources), backendPoints, jsonlPoints)
+}
+
+func forLines(t *testing.T, path string, fn func([]byte)) {
+	t.Helper()
+	f, err := os.Open(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	sc := bufio.NewScanner(f)
+	sc.Buffer(nil, 64<<20)
+	n := 0
+	for sc.Scan() {
+		n++
+		fn(sc.Bytes())
+	}
+	if err := sc.Err(); err != nil {
+		t.Fatal(err)
+	}
+	if n == 0 {
+		t.Errorf("%s is empty", path)
+	}
+}
+
+func collectNames(into map[string]map[string]bool, rm *metricspb.ResourceMetrics) {
+	// service.name (the job) is upserted by the config's resource
+	// processor, so the job is told by service.instance.id.
+	job := jobOf(rm)
+	if into[job] == nil {
+		into[job] = map[string]bool{}
+	}
+	for _, sm := range rm.ScopeMetrics {
+		for _, m := range sm.Metrics {
+			into[job][m.Name] = true
+		}
+	}
+}
+
+var jobByInstance sync.Map // instance -> job, set by TestEndToEnd
+
+func jobOf(rm *metricspb.ResourceMetrics) string {
+	inst := ""
+	for _, kv := range rm.Resource.GetAttributes() {
+		if kv.Key == "service.instance.id" {
+			inst = kv.Value.GetStringValue()
+		}
+	}
+	if j, ok := jobByInstance.Load(inst); ok {
+		return j.(string)
+	}
+	return inst
+}
+
+func points(rm *metricspb.ResourceMetrics) int {
+	n := 0
+	for _, sm := range rm.ScopeMetrics {
+		for _, m := range sm.Metrics {
+			switch d := m.Data.(type) {
+			case *metricspb.Metric_Gauge:
+				n += len(d.Gauge.DataPoints)
+			case *metricspb.Metric_Sum:
+				n += len(d.Sum.DataPoints)
+			case *metricspb.Metric_Histogram:
+				n += len(d.Histogram.DataPoints)
+			case *metricspb.Metric_Summary:
+				n += len(d.Summary.DataPoints)
+			}
+		}
+	}
+	return n
+}

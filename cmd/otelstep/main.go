@@ -1,0 +1,110 @@
+// Command otelstep is a single-binary replacement for the OpenTelemetry
+// Collector step of a benchmark job: it scrapes the job's Prometheus
+// targets, receives OTLP, stamps resource attributes and double-writes to an
+// OTLP/HTTP backend and JSONL files.
+//
+//	otelstep --config FILE             run (the collector's command line)
+//	otelstep validate --config FILE    check a config and print what would run
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"os/signal"
+	"syscall"
+
+	"github.com/otelstep/otelstep/config"
+	"github.com/otelstep/otelstep/service"
+)
+
+// Exit statuses.
+const (
+	exitOK      = 0
+	exitFailure = 1
+	exitUsage   = 2 // bad flags or a config that is refused
+)
+
+func main() {
+	os.Exit(run(os.Args[1:], os.Stdout, os.Stderr))
+}
+
+func run(args []string, stdout, stderr io.Writer) int {
+	cmd := "run"
+	if len(args) > 0 {
+		switch args[0] {
+		case "validate", "run":
+			cmd, args = args[0], args[1:]
+		case "help", "-h", "--help":
+			usage(stderr)
+			return exitOK
+		}
+	}
+	fs := flag.NewFlagSet("otelstep "+cmd, flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	cfgPath := fs.String("config", "", "collector YAML `file` (as rendered for the job)")
+	fs.Usage = func() { usage(stderr); fs.PrintDefaults() }
+	if err := fs.Parse(args); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			return exitOK
+		}
+		return exitUsage
+	}
+	if fs.NArg() > 0 {
+		fmt.Fprintf(stderr, "otelstep: unexpected argument %q\n", fs.Arg(0))
+		return exitUsage
+	}
+	if *cfgPath == "" {
+		fmt.Fprintln(stderr, "otelstep: --config FILE is required")
+		return exitUsage
+	}
+	cfg, err := config.Load(*cfgPath, os.LookupEnv)
+	if err != nil {
+		fmt.Fprintf(stderr, "otelstep: invalid config: %v\n", err)
+		return exitUsage
+	}
+	if cmd == "validate" {
+		cfg.Describe(stdout)
+		return exitOK
+	}
+	return serve(cfg, stderr)
+}
+
+func serve(cfg *config.Config, stderr io.Writer) int {
+	h := slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: cfg.Service.LogLevel})
+	log := slog.New(service.NewRedactingHandler(h, cfg.Secrets))
+	svc, err := service.New(cfg, log)
+	if err != nil {
+		log.Error("cannot build pipelines", "err", err)
+		return exitFailure
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	sigs := make(chan os.Signal, 2)
+	signal.Notify(sigs, syscall.SIGTERM, syscall.SIGINT)
+	go func() {
+		s := <-sigs
+		log.Info("signal received, stopping: a second signal exits at once", "signal", s.String())
+		cancel()
+		s = <-sigs
+		log.Warn("second signal, exiting now", "signal", s.String())
+		os.Exit(exitFailure)
+	}()
+	if err := svc.Run(ctx, nil); err != nil {
+		log.Error("otelstep stopped with errors", "err", err)
+		return exitFailure
+	}
+	log.Info("otelstep stopped")
+	return exitOK
+}
+
+func usage(w io.Writer) {
+	fmt.Fprint(w, `usage:
+  otelstep --config FILE             run the collector config FILE
+  otelstep validate --config FILE    check FILE and print what would run (secrets redacted)
+`)
+}

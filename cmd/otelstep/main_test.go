@@ -1,0 +1,103 @@
+package main
+
+import (
+	"bytes"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+// runBinary runs the built otelstep with args and env, returning its exit
+// status and combined output.
+func runBinary(t *testing.T, env []string, args ...string) (int, string) {
+	t.Helper()
+	cmd := exec.Command(buildBinary(t), args...)
+	cmd.Env = append(os.Environ(), env...)
+	var out bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &out
+	err := cmd.Run()
+	if ee, ok := err.(*exec.ExitError); ok {
+		return ee.ExitCode(), out.String()
+	} else if err != nil {
+		t.Fatal(err)
+	}
+	return 0, out.String()
+}
+
+func TestRefusedConfigs(t *testing.T) {
+	good, err := os.ReadFile("testdata/collector-v1.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	jobEnv := []string{"OTEL_TOKEN=" + testToken, "SLURM_JOB_ID=7"}
+	cases := []struct {
+		name  string
+		edit  func(string) string
+		env   []string
+		wants []string
+	}{
+		{"unknown key", func(s string) string {
+			return strings.Replace(s, "        scrape_interval: 15s\n", "        scrape_interval: 15s\n        scrape_protocols: [PrometheusText0.0.4]\n", 1)
+		}, jobEnv, []string{"collector.yaml:10:", `unknown key "scrape_protocols"`, "scrape_configs[0]"}},
+		{"unknown component", func(s string) string {
+			return strings.Replace(s, "processors:\n  batch: {}\n", "processors:\n  batch: {}\n  memory_limiter:\n    limit_mib: 100\n", 1)
+		}, jobEnv, []string{"collector.yaml:33:", `"memory_limiter"`}},
+		{"unset variable", func(s string) string { return s }, []string{"SLURM_JOB_ID=7", "OTEL_TOKEN="},
+			nil},
+		{"unset variable really unset", func(s string) string { return strings.ReplaceAll(s, "OTEL_TOKEN", "OTEL_TOKEN_MISSING_X") }, []string{"SLURM_JOB_ID=7"},
+			[]string{"OTEL_TOKEN_MISSING_X", "not set", "collector.yaml:42:"}},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			p := filepath.Join(t.TempDir(), "collector.yaml")
+			if err := os.WriteFile(p, []byte(tc.edit(string(good))), 0o644); err != nil {
+				t.Fatal(err)
+			}
+			code, out := runBinary(t, tc.env, "validate", "--config", p)
+			if tc.wants == nil {
+				// An empty token is refused too: the proxy would drop everything.
+				if code != 2 || !strings.Contains(out, "Authorization") {
+					t.Fatalf("empty token: exit %d, output:\n%s", code, out)
+				}
+				return
+			}
+			if code != 2 {
+				t.Fatalf("exit %d, want 2; output:\n%s", code, out)
+			}
+			for _, w := range tc.wants {
+				if !strings.Contains(out, w) {
+					t.Errorf("output does not name %q:\n%s", w, out)
+				}
+			}
+			if strings.Contains(out, testToken) {
+				t.Error("token printed")
+			}
+		})
+	}
+}
+
+func TestValidateRedacts(t *testing.T) {
+	code, out := runBinary(t, []string{"OTEL_TOKEN=" + testToken, "SLURM_JOB_ID=7"}, "validate", "--config=testdata/collector-v1.yaml")
+	if code != 0 {
+		t.Fatalf("exit %d:\n%s", code, out)
+	}
+	for _, w := range []string{"scrape", "localhost:8000", "listen", "grpc 0.0.0.0:4317", "pipeline metrics", "file/metrics", "otlp_http/managed", "<redacted>"} {
+		if !strings.Contains(out, w) {
+			t.Errorf("validate output lacks %q:\n%s", w, out)
+		}
+	}
+	if strings.Contains(out, testToken) {
+		t.Errorf("token printed:\n%s", out)
+	}
+}
+
+func TestUsageErrors(t *testing.T) {
+	if code, out := runBinary(t, nil); code != 2 || !strings.Contains(out, "--config") {
+		t.Errorf("no flags: exit %d, %s", code, out)
+	}
+	if code, out := runBinary(t, nil, "--config", "/nonexistent/c.yaml"); code != 2 || !strings.Contains(out, "/nonexistent/c.yaml") {
+		t.Errorf("missing file: exit %d, %s", code, out)
+	}
+}

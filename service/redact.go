@@ -1,0 +1,74 @@
+package service
+
+import (
+	"context"
+	"log/slog"
+	"strings"
+)
+
+// redactHandler replaces secrets in every message and string attribute
+// before a record reaches the real handler: a token must never reach a log
+// line, whatever a component chose to log.
+type redactHandler struct {
+	next slog.Handler
+	r    *strings.Replacer
+}
+
+// NewRedactingHandler wraps h so that every secret in a record is shown as
+// <redacted>. With no secrets it returns h.
+func NewRedactingHandler(h slog.Handler, secrets []string) slog.Handler {
+	if len(secrets) == 0 {
+		return h
+	}
+	args := make([]string, 0, 2*len(secrets))
+	for _, s := range secrets {
+		args = append(args, s, "<redacted>")
+	}
+	return &redactHandler{next: h, r: strings.NewReplacer(args...)}
+}
+
+func (h *redactHandler) Enabled(ctx context.Context, l slog.Level) bool {
+	return h.next.Enabled(ctx, l)
+}
+
+func (h *redactHandler) Handle(ctx context.Context, rec slog.Record) error {
+	out := slog.NewRecord(rec.Time, rec.Level, h.r.Replace(rec.Message), rec.PC)
+	rec.Attrs(func(a slog.Attr) bool {
+		out.AddAttrs(h.attr(a))
+		return true
+	})
+	return h.next.Handle(ctx, out)
+}
+
+func (h *redactHandler) attr(a slog.Attr) slog.Attr {
+	v := a.Value.Resolve()
+	switch v.Kind() {
+	case slog.KindString:
+		return slog.String(a.Key, h.r.Replace(v.String()))
+	case slog.KindGroup:
+		g := v.Group()
+		out := make([]any, len(g))
+		for i, x := range g {
+			out[i] = h.attr(x)
+		}
+		return slog.Group(a.Key, out...)
+	case slog.KindAny:
+		if err, ok := v.Any().(error); ok {
+			return slog.String(a.Key, h.r.Replace(err.Error()))
+		}
+		return slog.String(a.Key, h.r.Replace(v.String()))
+	}
+	return slog.Attr{Key: a.Key, Value: v}
+}
+
+func (h *redactHandler) WithAttrs(attrs []slog.Attr) slog.Handler {
+	red := make([]slog.Attr, len(attrs))
+	for i, a := range attrs {
+		red[i] = h.attr(a)
+	}
+	return &redactHandler{next: h.next.WithAttrs(red), r: h.r}
+}
+
+func (h *redactHandler) WithGroup(name string) slog.Handler {
+	return &redactHandler{next: h.next.WithGroup(name), r: h.r}
+}

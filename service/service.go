@@ -1,0 +1,387 @@
+// Package service builds the running otelstep from a config: receivers,
+// processors and sinks linked into pipelines, the health endpoint, and the
+// start and stop order that keeps everything accepted before SIGTERM.
+package service
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"net/http"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/otelstep/otelstep/config"
+	"github.com/otelstep/otelstep/otlpin"
+	"github.com/otelstep/otelstep/pipeline"
+	"github.com/otelstep/otelstep/resource"
+	"github.com/otelstep/otelstep/scraper"
+	"github.com/otelstep/otelstep/sink"
+	"google.golang.org/protobuf/proto"
+)
+
+// StopTimeout is how long a stop may take in all: the job script waits
+// 30 s after SIGTERM before it kills the step.
+const StopTimeout = 28 * time.Second
+
+// Service is one running otelstep.
+type Service struct {
+	cfg *config.Config
+	log *slog.Logger
+
+	state   atomic.Int32
+	started time.Time
+
+	scrapers  []*scraper.Manager
+	receivers []*otlpin.Receiver
+	batchers  []*sink.Batcher
+	files     []*sink.File
+	https     []*sink.HTTP
+	httpIDs   []string
+	pipeCount []*counter
+
+	health    *http.Server
+	healthLn  net.Listener
+	scrapeWG  sync.WaitGroup
+	cancelRun context.CancelFunc
+}
+
+// New builds every component of cfg without starting any.
+func New(cfg *config.Config, log *slog.Logger) (*Service, error) {
+	s := &Service{cfg: cfg, log: log, started: time.Now()}
+	sinks := map[string]sink.Sink{}
+	fileSignal := map[string]pipeline.Signal{}
+	for _, p := range cfg.Service.Pipelines {
+		sig, _ := pipeline.ParseSignal(p.Signal)
+		for _, e := range p.Exporters {
+			if _, ok := cfg.Files[e]; ok {
+				fileSignal[e] = sig
+			}
+		}
+	}
+	sinkFor := func(id string) (sink.Sink, error) {
+		if sk, ok := sinks[id]; ok {
+			return sk, nil
+		}
+		if f, ok := cfg.Files[id]; ok {
+			fs, err := sink.NewFile(sink.FileOptions{Name: id, Path: f.Path, Signal: fileSignal[id], Logger: log.With("sink", id)})
+			if err != nil {
+				return nil, fmt.Errorf("exporter %s: %w", id, err)
+			}
+			s.files = append(s.files, fs)
+			sinks[id] = fs
+			return fs, nil
+		}
+		e := cfg.OTLPHTTP[id]
+		hs, err := sink.NewHTTP(httpOptions(id, e, log))
+		if err != nil {
+			return nil, fmt.Errorf("exporter %s: %w", id, err)
+		}
+		s.https = append(s.https, hs)
+		s.httpIDs = append(s.httpIDs, id)
+		sinks[id] = hs
+		return hs, nil
+	}
+
+	// heads[receiver][signal] are the first stages of the pipelines that
+	// receiver feeds.
+	heads := map[string]map[pipeline.Signal][]pipeline.Consumer{}
+	for _, p := range cfg.Service.Pipelines {
+		sig, _ := pipeline.ParseSignal(p.Signal)
+		var exp []sink.Sink
+		for _, e := range p.Exporters {
+			sk, err := sinkFor(e)
+			if err != nil {
+				return nil, err
+			}
+			exp = append(exp, sk)
+		}
+		var next pipeline.Consumer = sink.NewFanout(exp...)
+		for i := len(p.Processors) - 1; i >= 0; i-- {
+			id := p.Processors[i]
+			switch {
+			case strings.HasPrefix(id, "batch"):
+				b := cfg.Batch[id]
+				bt := sink.NewBatcher(sink.BatchOptions{SendBatchSize: b.SendBatchSize, SendBatchMaxSize: b.SendBatchMaxSize, Timeout: b.Timeout}, next)
+				s.batchers = append(s.batchers, bt)
+				next = bt
+			case strings.HasPrefix(id, "resource"):
+				rp, err := resource.NewProcessor(cfg.Resource[id], next)
+				if err != nil {
+					return nil, fmt.Errorf("processor %s: %w", id, err)
+				}
+				next = rp
+			case strings.HasPrefix(id, "transform"):
+				next = resource.NewTransform(cfg.Transform[id], sig, next)
+			default:
+				return nil, fmt.Errorf("processor %s: not implemented", id)
+			}
+		}
+		c := &counter{name: "otelstep_pipeline_items_total", help: "Points, spans or log records that entered a pipeline.", labels: fmt.Sprintf("pipeline=%q", p.ID)}
+		s.pipeCount = append(s.pipeCount, c)
+		next = countItems(c, next)
+		for _, r := range p.Receivers {
+			if heads[r] == nil {
+				heads[r] = map[pipeline.Signal][]pipeline.Consumer{}
+			}
+			heads[r][sig] = append(heads[r][sig], next)
+		}
+	}
+	// Batchers were appended from the last stage to the first; stop order
+	// wants the first first, so that flushes flow downstream.
+	for i, j := 0, len(s.batchers)-1; i < j; i, j = i+1, j-1 {
+		s.batchers[i], s.batchers[j] = s.batchers[j], s.batchers[i]
+	}
+
+	for id, pr := range cfg.Prometheus {
+		var targets []scraper.Target
+		for _, sc := range pr.ScrapeConfigs {
+			for _, st := range sc.StaticConfigs {
+				for _, addr := range st.Targets {
+					targets = append(targets, scraper.Target{
+						JobName: sc.JobName, Address: addr, Scheme: sc.Scheme, MetricsPath: sc.MetricsPath,
+						Params: sc.Params, Labels: st.Labels, Interval: sc.Interval, Timeout: sc.Timeout,
+						HonorLabels: sc.HonorLabels, HonorTimestamps: sc.HonorTimestamps, BodySizeLimit: sc.BodySizeLimit,
+					})
+				}
+			}
+		}
+		next := multi(heads[id][pipeline.Metrics])
+		if next == nil {
+			continue // defined but in no pipeline: the collector does not start it either
+		}
+		m, err := scraper.New(scraper.Options{Targets: targets, Next: next, Logger: log.With("receiver", id)})
+		if err != nil {
+			return nil, fmt.Errorf("receiver %s: %w", id, err)
+		}
+		s.scrapers = append(s.scrapers, m)
+	}
+	for id, o := range cfg.OTLP {
+		h := heads[id]
+		if h == nil {
+			continue
+		}
+		maxBytes := o.HTTPMaxRequestBodyBytes
+		if o.GRPCMaxRecvMiB > 0 && int64(o.GRPCMaxRecvMiB)<<20 > maxBytes {
+			maxBytes = int64(o.GRPCMaxRecvMiB) << 20
+		}
+		r, err := otlpin.New(otlpin.Options{
+			GRPCEndpoint: o.GRPCEndpoint, HTTPEndpoint: o.HTTPEndpoint,
+			Metrics: multi(h[pipeline.Metrics]), Traces: multi(h[pipeline.Traces]), Logs: multi(h[pipeline.Logs]),
+			Logger: log.With("receiver", id), MaxRequestBytes: maxBytes,
+		})
+		if err != nil {
+			return nil, fmt.Errorf("receiver %s: %w", id, err)
+		}
+		s.receivers = append(s.receivers, r)
+	}
+	return s, nil
+}
+
+func httpOptions(id string, e *config.OTLPHTTPExporter, log *slog.Logger) sink.HTTPOptions {
+	qs := e.QueueSize
+	if !e.QueueEnabled {
+		qs = 1
+	}
+	return sink.HTTPOptions{
+		Name: id, Endpoint: e.Endpoint, Headers: e.Headers, Compression: e.Compression, Timeout: e.Timeout,
+		Retry: sink.RetryOptions{Enabled: e.Retry.Enabled, InitialInterval: e.Retry.InitialInterval, MaxInterval: e.Retry.MaxInterval, MaxElapsedTime: e.Retry.MaxElapsedTime},
+		QueueSize: qs, Logger: log.With("sink", id),
+		MetricsURL: e.MetricsEndpoint, TracesURL: e.TracesEndpoint, LogsURL: e.LogsEndpoint,
+	}
+}
+
+func countItems(c *counter, next pipeline.Consumer) pipeline.Consumer {
+	return pipeline.ConsumerFunc(func(ctx context.Context, b *pipeline.Batch) error {
+		n := b.Items()
+		err := next.Consume(ctx, b)
+		if err == nil {
+			c.v.Add(int64(n))
+		}
+		return err
+	})
+}
+
+// multi feeds every pipeline a receiver is in. Each pipeline but the last
+// gets a deep copy, since processors change batches in place.
+func multi(cs []pipeline.Consumer) pipeline.Consumer {
+	switch len(cs) {
+	case 0:
+		return nil
+	case 1:
+		return cs[0]
+	}
+	return pipeline.ConsumerFunc(func(ctx context.Context, b *pipeline.Batch) error {
+		for i, c := range cs {
+			bb := b
+			if i < len(cs)-1 {
+				bb = cloneBatch(b)
+			}
+			if err := c.Consume(ctx, bb); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+}
+
+func cloneBatch(b *pipeline.Batch) *pipeline.Batch {
+	out := &pipeline.Batch{Signal: b.Signal}
+	for _, x := range b.Metrics {
+		out.Metrics = append(out.Metrics, proto.CloneOf(x))
+	}
+	for _, x := range b.Traces {
+		out.Traces = append(out.Traces, proto.CloneOf(x))
+	}
+	for _, x := range b.Logs {
+		out.Logs = append(out.Logs, proto.CloneOf(x))
+	}
+	return out
+}
+
+func (s *Service) counters() []*counter {
+	out := append([]*counter(nil), s.pipeCount...)
+	for i, h := range s.https {
+		st := h.Stats()
+		lbl := fmt.Sprintf("exporter=%q", s.httpIDs[i])
+		for _, x := range []struct {
+			name, help string
+			v          int64
+		}{
+			{"otelstep_exporter_sent_items_total", "Items the backend accepted.", int64(st.SentItems)},
+			{"otelstep_exporter_dropped_batches_total", "Batches dropped because the exporter queue was full.", int64(st.Dropped)},
+			{"otelstep_exporter_failed_batches_total", "Batches the backend refused or that ran out of retries.", int64(st.Failed)},
+		} {
+			c := &counter{name: x.name, help: x.help, labels: lbl}
+			c.v.Store(x.v)
+			out = append(out, c)
+		}
+	}
+	return out
+}
+
+// Run starts everything, serves until ctx is done, then stops in order
+// within StopTimeout. ready, if not nil, is closed once healthy.
+func (s *Service) Run(ctx context.Context, ready chan<- struct{}) error {
+	if err := s.start(ctx); err != nil {
+		stopCtx, cancel := context.WithTimeout(context.Background(), StopTimeout)
+		defer cancel()
+		s.stop(stopCtx)
+		return err
+	}
+	s.state.Store(int32(running))
+	s.log.Info("otelstep running", "startup", time.Since(s.started).Round(time.Microsecond).String(),
+		"scrape_managers", len(s.scrapers), "receivers", len(s.receivers), "files", len(s.files), "exporters", len(s.https))
+	if ready != nil {
+		close(ready)
+	}
+	<-ctx.Done()
+	s.log.Info("otelstep stopping")
+	stopCtx, cancel := context.WithTimeout(context.Background(), StopTimeout)
+	defer cancel()
+	return s.stop(stopCtx)
+}
+
+func (s *Service) start(ctx context.Context) error {
+	for _, id := range s.cfg.Service.Extensions {
+		h := s.cfg.HealthCheck[id]
+		ln, err := net.Listen("tcp", h.Endpoint)
+		if err != nil {
+			return fmt.Errorf("extension %s: listen on %s: %w", id, h.Endpoint, err)
+		}
+		mux := http.NewServeMux()
+		mux.HandleFunc(h.Path, s.healthHandler)
+		if h.Path != "/metrics" {
+			mux.HandleFunc("/metrics", s.metricsHandler)
+		}
+		s.healthLn = ln
+		s.health = &http.Server{Handler: mux, ReadHeaderTimeout: 5 * time.Second}
+		go func() { _ = s.health.Serve(ln) }()
+		break // one health_check is all the collector allows per port
+	}
+	for _, f := range s.files {
+		if err := f.Start(ctx); err != nil {
+			return err
+		}
+	}
+	for _, h := range s.https {
+		if err := h.Start(ctx); err != nil {
+			return err
+		}
+	}
+	for _, b := range s.batchers {
+		if err := b.Start(ctx); err != nil {
+			return err
+		}
+	}
+	for _, r := range s.receivers {
+		if err := r.Start(ctx); err != nil {
+			return err
+		}
+	}
+	runCtx, cancel := context.WithCancel(context.WithoutCancel(ctx))
+	s.cancelRun = cancel
+	for _, m := range s.scrapers {
+		s.scrapeWG.Add(1)
+		go func() {
+			defer s.scrapeWG.Done()
+			if err := m.Run(runCtx); err != nil && !errors.Is(err, context.Canceled) {
+				s.log.Error("scraper stopped", "err", err)
+			}
+		}()
+	}
+	return nil
+}
+
+// stop: stop accepting, take the final scrape at once, flush processors,
+// then the JSONL files, then the backend with what time is left.
+func (s *Service) stop(ctx context.Context) error {
+	s.state.Store(int32(stopping))
+	var errs []error
+	for _, r := range s.receivers {
+		if err := r.Shutdown(ctx); err != nil {
+			errs = append(errs, fmt.Errorf("stop receiver: %w", err))
+		}
+	}
+	if s.cancelRun != nil {
+		s.cancelRun()
+		s.scrapeWG.Wait()
+		var wg sync.WaitGroup
+		for _, m := range s.scrapers {
+			wg.Add(1)
+			go func() { defer wg.Done(); m.ScrapeAll(ctx) }()
+		}
+		wg.Wait()
+	}
+	for _, b := range s.batchers {
+		if err := b.Shutdown(ctx); err != nil {
+			errs = append(errs, fmt.Errorf("flush batch: %w", err))
+		}
+	}
+	for _, f := range s.files {
+		if err := f.Shutdown(ctx); err != nil {
+			errs = append(errs, fmt.Errorf("flush %s: %w", f.Name(), err))
+		}
+	}
+	for _, h := range s.https {
+		if err := h.Shutdown(ctx); err != nil {
+			errs = append(errs, fmt.Errorf("flush %s: %w", h.Name(), err))
+		}
+	}
+	if s.health != nil {
+		_ = s.health.Close()
+	}
+	return errors.Join(errs...)
+}
+
+// HealthAddr is the bound health endpoint (for tests using port 0).
+func (s *Service) HealthAddr() net.Addr {
+	if s.healthLn == nil {
+		return nil
+	}
+	return s.healthLn.Addr()
+}

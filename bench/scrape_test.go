@@ -1,0 +1,131 @@
+// Package bench holds otelstep's throughput benchmarks. The scrape-path
+// benchmark here is the honest end-to-end figure: page bytes in, both
+// sinks' bytes (protobuf+gzip for the backend, OTLP/JSON for the file) out.
+//
+//	go test -run '^$' -bench . -benchmem ./bench/
+package bench
+
+import (
+	"bytes"
+	"io"
+	"os"
+	"testing"
+	"time"
+
+	"github.com/klauspost/compress/gzip"
+	"github.com/otelstep/otelstep/otlpjson"
+	"github.com/otelstep/otelstep/scraper"
+	"github.com/prometheus/prometheus/model/labels"
+	"github.com/prometheus/prometheus/model/textparse"
+	colmetricspb "go.opentelemetry.io/proto/otlp/collector/metrics/v1"
+	metricspb "go.opentelemetry.io/proto/otlp/metrics/v1"
+	"google.golang.org/protobuf/proto"
+)
+
+const textType = "text/plain; version=0.0.4; charset=utf-8"
+
+// samples counts the page's samples as textparse sees them.
+func samples(b *testing.B, page []byte) int {
+	p, err := textparse.New(page, textType, labels.NewSymbolTable(), textparse.ParserOptions{})
+	if err != nil {
+		b.Fatal(err)
+	}
+	n := 0
+	for {
+		e, err := p.Next()
+		if err == io.EOF {
+			return n
+		}
+		if err != nil {
+			b.Fatal(err)
+		}
+		if e == textparse.EntrySeries {
+			n++
+		}
+	}
+}
+
+func benchScrapePath(b *testing.B, file string) {
+	page, err := os.ReadFile(file)
+	if err != nil {
+		b.Fatal(err)
+	}
+	n := samples(b, page)
+	conv := scraper.NewConverter(scraper.Target{JobName: "bench", Address: "127.0.0.1:18200", Scheme: "http", MetricsPath: "/metrics",
+		Labels: map[string]string{"gym_service": "bench"}, Interval: 15 * time.Second, Timeout: 10 * time.Second, HonorTimestamps: true})
+	var pb, js []byte
+	var zbuf bytes.Buffer
+	zw, _ := gzip.NewWriterLevel(&zbuf, gzip.BestSpeed)
+	mo := proto.MarshalOptions{}
+	ts := time.Now()
+	b.ReportAllocs()
+	b.SetBytes(int64(len(page)))
+	b.ResetTimer()
+	for i := 0; i < b.N; i++ {
+		ts = ts.Add(15 * time.Second)
+		rm, err := conv.Convert(page, textType, ts)
+		if err != nil {
+			b.Fatal(err)
+		}
+		rms := []*metricspb.ResourceMetrics{rm}
+		pb, err = mo.MarshalAppend(pb[:0], &colmetricspb.ExportMetricsServiceRequest{ResourceMetrics: rms})
+		if err != nil {
+			b.Fatal(err)
+		}
+		zbuf.Reset()
+		zw.Reset(&zbuf)
+		_, _ = zw.Write(pb)
+		_ = zw.Close()
+		js = otlpjson.AppendMetrics(js[:0], rms, "Authorization")
+	}
+	b.StopTimer()
+	perOp := b.Elapsed().Seconds() / float64(b.N)
+	b.ReportMetric(float64(n)/perOp, "samples/s")
+	b.ReportMetric(float64(len(js))/float64(n), "jsonB/sample")
+	b.ReportMetric(float64(zbuf.Len())/float64(n), "gzipB/sample")
+}
+
+// BenchmarkScrapePath: parse -> convert -> protobuf+gzip and OTLP/JSON, on
+// one core's worth of steady-state scrapes of the same target.
+func BenchmarkScrapePathVLLM(b *testing.B) { benchScrapePath(b, "testdata/vllm.txt") }
+func BenchmarkScrapePathNode(b *testing.B) { benchScrapePath(b, "testdata/node.txt") }
+func BenchmarkScrapePathDCGM(b *testing.B) { benchScrapePath(b, "testdata/dcgm.txt") }
+
+// BenchmarkParseOnly is the ceiling: textparse alone on the same page.
+func BenchmarkParseOnlyVLLM(b *testing.B) {
+	page, _ := os.ReadFile("testdata/vllm.txt")
+	n := samples(b, page)
+	b.ReportAllocs()
+	for b.Loop() {
+		p, _ := textparse.New(page, textType, labels.NewSymbolTable(), textparse.ParserOptions{})
+		for {
+			e, err := p.Next()
+			if err == io.EOF {
+				break
+			}
+			if e == textparse.EntrySeries {
+				_, _, _ = p.Series()
+			}
+		}
+	}
+	b.ReportMetric(float64(n)*float64(b.N)/b.Elapsed().Seconds(), "samples/s")
+}
+
+// TestScrapePathOutputs keeps the benchmark honest: both encodings of a
+// converted page are non-empty and decode back to the same points.
+func TestScrapePathOutputs(t *testing.T) {
+	page, _ := os.ReadFile("testdata/vllm.txt")
+	conv := scraper.NewConverter(scraper.Target{JobName: "bench", Address: "127.0.0.1:1", Scheme: "http", MetricsPath: "/metrics", HonorTimestamps: true, Interval: time.Second, Timeout: time.Second})
+	rm, err := conv.Convert(page, textType, time.Now())
+	if err != nil {
+		t.Fatal(err)
+	}
+	js := otlpjson.AppendMetrics(nil, []*metricspb.ResourceMetrics{rm})
+	req, err := otlpjson.DecodeMetrics(js)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !proto.Equal(req.ResourceMetrics[0], rm) {
+		t.Fatal("OTLP/JSON round trip changed the converted metrics")
+	}
+}

@@ -1,0 +1,259 @@
+package sink
+
+import (
+	"context"
+	"sync"
+	"time"
+
+	"github.com/otelstep/otelstep/pipeline"
+)
+
+// BatchOptions configures the Batcher (the collector's batch processor).
+type BatchOptions struct {
+	// SendBatchSize: a batch is sent once it has this many items (data
+	// points, spans, log records); default 8192.
+	SendBatchSize int
+	// SendBatchMaxSize: if > 0 no batch sent has more items than this
+	// (SendBatchSize is lowered to it if larger). 0 means no maximum.
+	SendBatchMaxSize int
+	// Timeout: a batch is sent this long after its first item arrived,
+	// whatever its size; default 200ms.
+	Timeout time.Duration
+}
+
+// Batcher accumulates batches per signal and sends them to next once they
+// reach SendBatchSize items or Timeout after their first item.
+//
+// Splitting (SendBatchMaxSize > 0) happens at resource granularity, then
+// scope, then metric, and within a metric at data-point granularity (spans
+// and log records for the other signals), so every batch sent has at most
+// SendBatchMaxSize items. The pieces of a split resource/scope/metric share
+// the original Resource, scope and metric metadata pointers read-only.
+//
+// Backpressure invariant: Consume returns nil iff it took the batch (it will
+// be delivered, in order, unless Shutdown's ctx runs out); an error (ErrFull
+// when ctx is done before next accepts, ErrStopped after Shutdown) means the
+// batch was not taken, so the sender may retry without duplicates. Consume
+// calls next synchronously with the caller's ctx: when the pending batch is
+// already full because an earlier flush was refused, Consume first tries to
+// flush it and returns the error without taking the new batch if that fails.
+// When the new batch fills the pending batch, it is taken and the flush is
+// attempted; if next refuses, the data stays pending (for the timer or the
+// next Consume), so at most one batch beyond SendBatchSize (per signal) is
+// ever held. The timer flush calls next with a context that only ends at
+// Shutdown and keeps retrying, so it never drops. All sends to next are
+// serialised, which keeps the order of each signal.
+type Batcher struct {
+	o    BatchOptions
+	next pipeline.Consumer
+
+	lock    chan struct{} // 1-slot mutex that callers can abandon on ctx
+	pend    [3]pendingBatch
+	stopped bool // under lock
+
+	kick      chan struct{}
+	stopCh    chan struct{}
+	done      chan struct{}
+	runCtx    context.Context
+	runCancel context.CancelFunc
+	startOnce sync.Once
+	stopOnce  sync.Once
+}
+
+type pendingBatch struct {
+	b     *pipeline.Batch
+	items int
+	since time.Time
+}
+
+// NewBatcher returns a Batcher sending to next.
+func NewBatcher(o BatchOptions, next pipeline.Consumer) *Batcher {
+	if o.SendBatchSize <= 0 {
+		o.SendBatchSize = 8192
+	}
+	if o.SendBatchMaxSize < 0 {
+		o.SendBatchMaxSize = 0
+	}
+	if o.SendBatchMaxSize > 0 && o.SendBatchSize > o.SendBatchMaxSize {
+		o.SendBatchSize = o.SendBatchMaxSize
+	}
+	if o.Timeout <= 0 {
+		o.Timeout = 200 * time.Millisecond
+	}
+	b := &Batcher{
+		o:      o,
+		next:   next,
+		lock:   make(chan struct{}, 1),
+		kick:   make(chan struct{}, 1),
+		stopCh: make(chan struct{}),
+		done:   make(chan struct{}),
+	}
+	b.runCtx, b.runCancel = context.WithCancel(context.Background())
+	return b
+}
+
+func (b *Batcher) acquire(ctx context.Context) error {
+	select {
+	case b.lock <- struct{}{}:
+		return nil
+	default:
+	}
+	select {
+	case b.lock <- struct{}{}:
+		return nil
+	case <-ctx.Done():
+		return pipeline.ErrFull
+	}
+}
+
+func (b *Batcher) unlock() { <-b.lock }
+
+// Consume adds in to the pending batch of its signal; see the type's doc for
+// the backpressure invariant.
+func (b *Batcher) Consume(ctx context.Context, in *pipeline.Batch) error {
+	if in == nil || in.Signal > pipeline.Logs {
+		return nil
+	}
+	if in.Len() == 0 {
+		return nil
+	}
+	if err := b.acquire(ctx); err != nil {
+		return err
+	}
+	defer b.unlock()
+	if b.stopped {
+		return pipeline.ErrStopped
+	}
+	p := &b.pend[in.Signal]
+	if p.items >= b.o.SendBatchSize {
+		// An earlier flush was refused: push back before taking more.
+		if err := b.flushLocked(ctx, in.Signal, false); err != nil {
+			return err
+		}
+	}
+	if p.b == nil {
+		p.b = &pipeline.Batch{Signal: in.Signal}
+		p.since = time.Now()
+		select {
+		case b.kick <- struct{}{}:
+		default:
+		}
+	}
+	appendBatch(p.b, in)
+	p.items += in.Items()
+	if p.items >= b.o.SendBatchSize {
+		// in is taken whatever happens: on failure it stays pending.
+		_ = b.flushLocked(ctx, in.Signal, false)
+	}
+	return nil
+}
+
+func appendBatch(dst, src *pipeline.Batch) {
+	dst.Metrics = append(dst.Metrics, src.Metrics...)
+	dst.Traces = append(dst.Traces, src.Traces...)
+	dst.Logs = append(dst.Logs, src.Logs...)
+}
+
+// flushLocked sends the pending batch of sig: everything if all, else while
+// it has at least SendBatchSize items. Chunks are at most SendBatchMaxSize
+// items. On error the unsent part stays pending.
+func (b *Batcher) flushLocked(ctx context.Context, sig pipeline.Signal, all bool) error {
+	p := &b.pend[sig]
+	for p.b != nil && (all || p.items >= b.o.SendBatchSize) {
+		head, rest := p.b, (*pipeline.Batch)(nil)
+		headItems := p.items
+		if max := b.o.SendBatchMaxSize; max > 0 && p.items > max {
+			head, rest = splitBatch(p.b, max)
+			headItems = head.Items()
+		}
+		if err := b.next.Consume(ctx, head); err != nil {
+			return err
+		}
+		if rest == nil || rest.Len() == 0 {
+			*p = pendingBatch{}
+			return nil
+		}
+		p.b = rest
+		p.items -= headItems
+		p.since = time.Now()
+	}
+	return nil
+}
+
+// Start starts the timer goroutine.
+func (b *Batcher) Start(context.Context) error {
+	b.startOnce.Do(func() {
+		go b.run()
+	})
+	return nil
+}
+
+func (b *Batcher) run() {
+	defer close(b.done)
+	t := time.NewTimer(time.Hour)
+	defer t.Stop()
+	retry := min(b.o.Timeout, 50*time.Millisecond)
+	var wait time.Duration = time.Hour
+	for {
+		t.Reset(wait)
+		select {
+		case <-t.C:
+		case <-b.kick:
+		case <-b.stopCh:
+			return
+		}
+		if b.acquire(b.runCtx) != nil {
+			return
+		}
+		now := time.Now()
+		wait = time.Hour
+		for sig := range b.pend {
+			p := &b.pend[sig]
+			if p.b == nil {
+				continue
+			}
+			due := p.since.Add(b.o.Timeout)
+			if !now.Before(due) {
+				if err := b.flushLocked(b.runCtx, pipeline.Signal(sig), true); err != nil {
+					if b.runCtx.Err() != nil {
+						b.unlock()
+						return
+					}
+					wait = min(wait, retry)
+					continue
+				}
+			} else {
+				wait = min(wait, due.Sub(now))
+			}
+		}
+		b.unlock()
+	}
+}
+
+// Shutdown stops the timer and flushes every pending batch to next within
+// ctx. Consume returns ErrStopped afterwards.
+func (b *Batcher) Shutdown(ctx context.Context) error {
+	var err error
+	b.stopOnce.Do(func() {
+		close(b.stopCh)
+		b.runCancel() // unblocks a timer flush waiting in next
+		b.startOnce.Do(func() { close(b.done) })
+		select {
+		case <-b.done:
+		case <-ctx.Done():
+			err = ctx.Err()
+			return
+		}
+		if err = b.acquire(ctx); err != nil {
+			return
+		}
+		defer b.unlock()
+		b.stopped = true
+		for sig := range b.pend {
+			if e := b.flushLocked(ctx, pipeline.Signal(sig), true); e != nil && err == nil {
+				err = e
+			}
+		}
+	})
+	return err
+}

@@ -1,0 +1,182 @@
+package sink
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"testing"
+	"time"
+
+	"github.com/otelstep/otelstep/pipeline"
+	commonpb "go.opentelemetry.io/proto/otlp/common/v1"
+	logspb "go.opentelemetry.io/proto/otlp/logs/v1"
+)
+
+func pointValues(bs []*pipeline.Batch) []float64 {
+	var out []float64
+	for _, b := range bs {
+		for _, rm := range b.Metrics {
+			for _, sm := range rm.ScopeMetrics {
+				for _, m := range sm.Metrics {
+					for _, dp := range m.GetGauge().GetDataPoints() {
+						out = append(out, dp.GetAsDouble())
+					}
+				}
+			}
+		}
+	}
+	return out
+}
+
+func TestBatcherSizeTrigger(t *testing.T) {
+	rec := &recorder{}
+	b := NewBatcher(BatchOptions{SendBatchSize: 10, Timeout: time.Hour}, rec)
+	_ = b.Start(context.Background())
+	defer b.Shutdown(ctxT(time.Second))
+	for i := range 3 {
+		_ = b.Consume(context.Background(), metricsBatch(fmt.Sprint(i), 3))
+	}
+	if n := len(rec.got()); n != 0 {
+		t.Fatalf("sent %d batches below size", n)
+	}
+	_ = b.Consume(context.Background(), metricsBatch("3", 3))
+	got := rec.got()
+	if len(got) != 1 || got[0].Items() != 12 || got[0].Len() != 4 {
+		t.Fatalf("got %d batches (first %d items)", len(got), got[0].Items())
+	}
+}
+
+func TestBatcherTimeoutTrigger(t *testing.T) {
+	rec := &recorder{}
+	b := NewBatcher(BatchOptions{SendBatchSize: 1000, Timeout: 50 * time.Millisecond}, rec)
+	_ = b.Start(context.Background())
+	defer b.Shutdown(ctxT(time.Second))
+	start := time.Now()
+	_ = b.Consume(context.Background(), metricsBatch("a", 1))
+	_ = b.Consume(context.Background(), metricsBatch("b", 1))
+	waitFor(t, 2*time.Second, func() bool { return len(rec.got()) == 1 }, "timeout flush")
+	if el := time.Since(start); el < 45*time.Millisecond {
+		t.Fatalf("flushed after %v, before the timeout", el)
+	}
+	if rec.got()[0].Items() != 2 {
+		t.Fatal("wrong items")
+	}
+	// A logs batch is batched separately.
+	_ = b.Consume(context.Background(), &pipeline.Batch{Signal: pipeline.Logs, Logs: []*logspb.ResourceLogs{{
+		ScopeLogs: []*logspb.ScopeLogs{{LogRecords: []*logspb.LogRecord{{Body: &commonpb.AnyValue{}}}}},
+	}}})
+	waitFor(t, 2*time.Second, func() bool { return len(rec.got()) == 2 }, "logs flush")
+	if g := rec.got()[1]; g.Signal != pipeline.Logs || g.Items() != 1 {
+		t.Fatal("logs batch wrong")
+	}
+}
+
+func TestBatcherMaxSizeSplit(t *testing.T) {
+	rec := &recorder{}
+	b := NewBatcher(BatchOptions{SendBatchSize: 10, SendBatchMaxSize: 10, Timeout: time.Hour}, rec)
+	_ = b.Start(context.Background())
+	in := metricsBatch("big", 35)
+	in.Metrics = append(in.Metrics, metricsBatch("second", 2).Metrics...)
+	if err := b.Consume(context.Background(), in); err != nil {
+		t.Fatal(err)
+	}
+	got := rec.got()
+	if len(got) != 3 {
+		t.Fatalf("sent %d batches, want 3 full ones", len(got))
+	}
+	if err := b.Shutdown(ctxT(time.Second)); err != nil {
+		t.Fatal(err)
+	}
+	got = rec.got()
+	total := 0
+	for _, g := range got {
+		if g.Items() > 10 {
+			t.Fatalf("batch of %d items exceeds max", g.Items())
+		}
+		total += g.Items()
+	}
+	if total != 37 || len(got) != 4 {
+		t.Fatalf("total %d in %d batches", total, len(got))
+	}
+	vals := pointValues(got)
+	for i := range 35 {
+		if vals[i] != float64(i) {
+			t.Fatalf("point order broken at %d: %v", i, vals)
+		}
+	}
+	if batchID(got[0]) != "big" || batchID(got[3]) != "big" || got[3].Len() != 2 {
+		t.Fatal("resources not preserved across split")
+	}
+	if err := b.Consume(context.Background(), metricsBatch("x", 1)); !errors.Is(err, pipeline.ErrStopped) {
+		t.Fatalf("Consume after Shutdown: %v", err)
+	}
+}
+
+func TestBatcherBackpressureNoLossNoDup(t *testing.T) {
+	rec := &recorder{refuse: 1 << 30}
+	b := NewBatcher(BatchOptions{SendBatchSize: 2, Timeout: time.Hour}, rec)
+	_ = b.Start(context.Background())
+	// b1 fills the batch: taken, the flush is refused, stays pending.
+	if err := b.Consume(ctxT(time.Second), metricsBatch("b1", 2)); err != nil {
+		t.Fatalf("b1: %v", err)
+	}
+	// b2: the pending batch is full and next still refuses: not taken.
+	if err := b.Consume(ctxT(time.Second), metricsBatch("b2", 1)); !errors.Is(err, pipeline.ErrFull) {
+		t.Fatalf("b2: %v, want ErrFull", err)
+	}
+	rec.mu.Lock()
+	rec.refuse = 0
+	rec.mu.Unlock()
+	// Retry b2: b1 is flushed first, then b2 is taken.
+	if err := b.Consume(ctxT(time.Second), metricsBatch("b2", 1)); err != nil {
+		t.Fatalf("b2 retry: %v", err)
+	}
+	if err := b.Shutdown(ctxT(time.Second)); err != nil {
+		t.Fatal(err)
+	}
+	var ids []string
+	for _, g := range rec.got() {
+		for _, rm := range g.Metrics {
+			ids = append(ids, batchID(&pipeline.Batch{Metrics: rm2(rm)}))
+		}
+	}
+	if fmt.Sprint(ids) != "[b1 b2]" {
+		t.Fatalf("delivered %v, want [b1 b2] exactly once each, in order", ids)
+	}
+}
+
+func TestBatcherTimerFlushRetriesUntilAccepted(t *testing.T) {
+	rec := &recorder{refuse: 5}
+	b := NewBatcher(BatchOptions{SendBatchSize: 100, Timeout: 10 * time.Millisecond}, rec)
+	_ = b.Start(context.Background())
+	defer b.Shutdown(ctxT(time.Second))
+	_ = b.Consume(context.Background(), metricsBatch("t", 1))
+	waitFor(t, 3*time.Second, func() bool { return len(rec.got()) == 1 }, "timer flush after refusals")
+}
+
+func TestBatcherConsumeHonoursCtxWhileFlushBlocks(t *testing.T) {
+	block := make(chan struct{})
+	next := pipeline.ConsumerFunc(func(ctx context.Context, _ *pipeline.Batch) error {
+		select {
+		case <-block:
+			return nil
+		case <-ctx.Done():
+			return pipeline.ErrFull
+		}
+	})
+	b := NewBatcher(BatchOptions{SendBatchSize: 100, Timeout: 5 * time.Millisecond}, next)
+	_ = b.Start(context.Background())
+	_ = b.Consume(context.Background(), metricsBatch("a", 1))
+	time.Sleep(30 * time.Millisecond) // the timer flush is now blocked in next
+	start := time.Now()
+	if err := b.Consume(ctxT(50*time.Millisecond), metricsBatch("b", 1)); !errors.Is(err, pipeline.ErrFull) {
+		t.Fatalf("got %v, want ErrFull", err)
+	}
+	if time.Since(start) > time.Second {
+		t.Fatal("Consume ignored ctx")
+	}
+	close(block)
+	if err := b.Shutdown(ctxT(time.Second)); err != nil {
+		t.Fatal(err)
+	}
+}

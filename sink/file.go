@@ -1,0 +1,311 @@
+package sink
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"sync"
+	"time"
+
+	"github.com/otelstep/otelstep/otlpjson"
+	"github.com/otelstep/otelstep/pipeline"
+)
+
+// FileOptions configures the JSONL sink.
+type FileOptions struct {
+	Name   string // component id, e.g. "file/metrics"
+	Path   string
+	Signal pipeline.Signal
+	// QueueSize is the number of batches buffered; default 1000.
+	QueueSize int
+	Logger    *slog.Logger
+	// RedactResourceKeys are resource attribute keys never written;
+	// default {"Authorization"}.
+	RedactResourceKeys []string
+}
+
+const (
+	fileFlushInterval = 200 * time.Millisecond
+	fileBufSize       = 256 << 10
+	fileRetryMin      = 100 * time.Millisecond
+	fileRetryMax      = 5 * time.Second
+)
+
+// File is the JSONL sink: one OTLP/JSON export request per line, appended to
+// Path. It never drops: Enqueue blocks while the queue is full. Lines are
+// built whole in a reused buffer and written through a buffer of whole lines
+// flushed when it is idle, at least every 200 ms, and on shutdown (followed by
+// fsync). A write error is logged with the path and retried until it
+// succeeds, so the queue fills and backpressure reaches the senders.
+type File struct {
+	o      FileOptions
+	log    *slog.Logger
+	w      io.Writer // *os.File normally; injectable in tests
+	f      *os.File
+	q      chan *pipeline.Batch
+	sem    chan struct{} // queue slots: reserved before sending on q
+	stopCh chan struct{}
+	done   chan struct{}
+
+	mu          sync.RWMutex
+	closed      bool
+	started     bool
+	shutdownCtx context.Context // set before stopCh is closed
+
+	line      []byte
+	buf       []byte
+	lostLines int
+}
+
+// NewFile opens (creating) the file and returns the sink. Call Start to begin
+// writing.
+func NewFile(o FileOptions) (*File, error) {
+	if o.Path == "" {
+		return nil, errors.New("file sink: empty path")
+	}
+	if err := os.MkdirAll(filepath.Dir(o.Path), 0o755); err != nil {
+		return nil, fmt.Errorf("file sink %s: %w", o.Path, err)
+	}
+	f, err := os.OpenFile(o.Path, os.O_WRONLY|os.O_CREATE|os.O_APPEND, 0o644)
+	if err != nil {
+		return nil, fmt.Errorf("file sink: %w", err)
+	}
+	s := newFile(o, f)
+	s.f = f
+	return s, nil
+}
+
+func newFile(o FileOptions, w io.Writer) *File {
+	if o.QueueSize <= 0 {
+		o.QueueSize = 1000
+	}
+	if o.RedactResourceKeys == nil {
+		o.RedactResourceKeys = []string{"Authorization"}
+	}
+	if o.Name == "" {
+		o.Name = "file/" + o.Signal.String()
+	}
+	lg := o.Logger
+	if lg == nil {
+		lg = slog.Default()
+	}
+	return &File{
+		o:      o,
+		log:    lg.With("component", o.Name, "path", o.Path),
+		w:      w,
+		q:      make(chan *pipeline.Batch, o.QueueSize),
+		sem:    make(chan struct{}, o.QueueSize),
+		stopCh: make(chan struct{}),
+		done:   make(chan struct{}),
+		buf:    make([]byte, 0, fileBufSize),
+	}
+}
+
+// Name returns the component id.
+func (s *File) Name() string { return s.o.Name }
+
+// Start starts the writer goroutine.
+func (s *File) Start(context.Context) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.started {
+		return nil
+	}
+	if s.closed {
+		return pipeline.ErrStopped
+	}
+	s.started = true
+	go s.run()
+	return nil
+}
+
+// Enqueue queues b, blocking while the queue is full. It returns
+// pipeline.ErrFull when ctx is done first and ErrStopped after Shutdown.
+func (s *File) Enqueue(ctx context.Context, b *pipeline.Batch) error {
+	if err := s.reserve(ctx); err != nil {
+		return err
+	}
+	return s.enqueueReserved(b)
+}
+
+func (s *File) reserve(ctx context.Context) error {
+	select {
+	case <-s.stopCh:
+		return pipeline.ErrStopped
+	default:
+	}
+	select {
+	case s.sem <- struct{}{}:
+		return nil
+	default:
+	}
+	select {
+	case s.sem <- struct{}{}:
+		return nil
+	case <-ctx.Done():
+		return pipeline.ErrFull
+	case <-s.stopCh:
+		return pipeline.ErrStopped
+	}
+}
+
+func (s *File) release() { <-s.sem }
+
+func (s *File) enqueueReserved(b *pipeline.Batch) error {
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	if s.closed {
+		<-s.sem
+		return pipeline.ErrStopped
+	}
+	s.q <- b // never blocks: a slot is reserved
+	return nil
+}
+
+// Shutdown stops taking batches, writes everything queued, flushes, fsyncs
+// and closes the file. If ctx ends first the unwritten batches are logged as
+// lost and ctx's error is returned.
+func (s *File) Shutdown(ctx context.Context) error {
+	s.mu.Lock()
+	if s.closed {
+		s.mu.Unlock()
+		return nil
+	}
+	s.closed = true
+	s.shutdownCtx = ctx
+	if !s.started {
+		s.started = true
+		go s.run()
+	}
+	close(s.stopCh)
+	s.mu.Unlock()
+	select {
+	case <-s.done:
+		return nil
+	case <-ctx.Done():
+		// The writer gives up promptly once ctx is done (unless stuck in
+		// a Write call) and logs what was lost.
+		return ctx.Err()
+	}
+}
+
+func (s *File) run() {
+	defer close(s.done)
+	t := time.NewTicker(fileFlushInterval)
+	defer t.Stop()
+	runCtx := context.Background()
+	for {
+		select {
+		case b := <-s.q:
+			<-s.sem
+			s.write(runCtx, b)
+			if len(s.q) == 0 {
+				s.flush(runCtx)
+			}
+		case <-t.C:
+			s.flush(runCtx)
+		case <-s.stopCh:
+			s.drain()
+			return
+		}
+	}
+}
+
+// drain writes what is queued after Shutdown, within the shutdown ctx.
+func (s *File) drain() {
+	ctx := s.shutdownCtx
+	for ctx.Err() == nil && len(s.q) > 0 {
+		b := <-s.q
+		<-s.sem
+		s.write(ctx, b)
+	}
+	s.flush(ctx)
+	lost := len(s.buf) > 0 || s.lostLines > 0 || len(s.q) > 0
+	if lost {
+		s.log.Error("file sink: shutdown deadline reached, data not written",
+			"buffered_bytes", len(s.buf), "lost_lines", s.lostLines, "queued_batches", len(s.q))
+	}
+	if s.f != nil {
+		if !lost {
+			if err := s.f.Sync(); err != nil {
+				s.log.Error("file sink: fsync failed", "error", err)
+			}
+		}
+		if err := s.f.Close(); err != nil {
+			s.log.Error("file sink: close failed", "error", err)
+		}
+	}
+}
+
+// write appends one line to the buffer of whole lines, flushing first if it
+// would not fit.
+func (s *File) write(ctx context.Context, b *pipeline.Batch) {
+	s.line = s.appendLine(s.line[:0], b)
+	if len(s.line) == 0 {
+		return
+	}
+	if len(s.buf)+len(s.line) > fileBufSize && len(s.buf) > 0 {
+		s.flush(ctx)
+	}
+	if len(s.buf) == 0 && len(s.line) >= fileBufSize {
+		if !s.writeAll(ctx, s.line) {
+			s.lostLines++
+		}
+		return
+	}
+	s.buf = append(s.buf, s.line...)
+}
+
+func (s *File) appendLine(dst []byte, b *pipeline.Batch) []byte {
+	if b.Len() == 0 {
+		return dst
+	}
+	keys := s.o.RedactResourceKeys
+	switch b.Signal {
+	case pipeline.Metrics:
+		dst = otlpjson.AppendMetrics(dst, b.Metrics, keys...)
+	case pipeline.Traces:
+		dst = otlpjson.AppendTraces(dst, b.Traces, keys...)
+	case pipeline.Logs:
+		dst = otlpjson.AppendLogs(dst, b.Logs, keys...)
+	default:
+		return dst
+	}
+	return append(dst, '\n')
+}
+
+func (s *File) flush(ctx context.Context) {
+	if len(s.buf) == 0 {
+		return
+	}
+	if s.writeAll(ctx, s.buf) {
+		s.buf = s.buf[:0]
+	}
+}
+
+// writeAll writes p (whole lines) with one Write call, retrying the rest
+// after an error until it is written or ctx is done. It reports success.
+func (s *File) writeAll(ctx context.Context, p []byte) bool {
+	delay := fileRetryMin
+	for {
+		n, err := s.w.Write(p)
+		if err == nil && n == len(p) {
+			return true
+		}
+		if err == nil {
+			err = io.ErrShortWrite
+		}
+		p = p[n:]
+		s.log.Error("file sink: write failed, retrying", "error", err, "retry_in", delay)
+		select {
+		case <-time.After(delay):
+		case <-ctx.Done():
+			return false
+		}
+		delay = min(delay*2, fileRetryMax)
+	}
+}

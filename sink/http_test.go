@@ -1,0 +1,292 @@
+package sink
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/klauspost/compress/gzip"
+	"github.com/otelstep/otelstep/pipeline"
+	colmetricspb "go.opentelemetry.io/proto/otlp/collector/metrics/v1"
+	"google.golang.org/protobuf/encoding/protowire"
+	"google.golang.org/protobuf/proto"
+)
+
+// backend is an OTLP/HTTP test server decoding gzip+protobuf requests.
+type backend struct {
+	t    *testing.T
+	srv  *httptest.Server
+	mu   sync.Mutex
+	ids  []string
+	hits atomic.Int32
+	// handle, if set, may answer the request itself (returns true).
+	handle func(n int32, w http.ResponseWriter) bool
+}
+
+func newBackend(t *testing.T, handle func(n int32, w http.ResponseWriter) bool) *backend {
+	be := &backend{t: t, handle: handle}
+	be.srv = httptest.NewServer(http.HandlerFunc(be.serve))
+	t.Cleanup(be.srv.Close)
+	return be
+}
+
+func (be *backend) serve(w http.ResponseWriter, r *http.Request) {
+	n := be.hits.Add(1)
+	if be.handle != nil && be.handle(n, w) {
+		return
+	}
+	if r.Method != http.MethodPost || r.URL.Path != "/v1/metrics" {
+		be.t.Errorf("%s %s", r.Method, r.URL.Path)
+	}
+	for k, want := range map[string]string{
+		"Content-Type": "application/x-protobuf", "Content-Encoding": "gzip",
+		"User-Agent": "otelstep", "X-Api-Key": "k3y-v4lue",
+	} {
+		if got := r.Header.Get(k); got != want {
+			be.t.Errorf("header %s = %q, want %q", k, got, want)
+		}
+	}
+	zr, err := gzip.NewReader(r.Body)
+	if err != nil {
+		be.t.Errorf("gzip: %v", err)
+		w.WriteHeader(400)
+		return
+	}
+	raw, err := io.ReadAll(zr)
+	if err != nil {
+		be.t.Errorf("gzip body: %v", err)
+	}
+	var req colmetricspb.ExportMetricsServiceRequest
+	if err := proto.Unmarshal(raw, &req); err != nil {
+		be.t.Errorf("proto: %v", err)
+	}
+	be.mu.Lock()
+	be.ids = append(be.ids, batchID(&pipeline.Batch{Metrics: req.ResourceMetrics}))
+	be.mu.Unlock()
+	w.Header().Set("Content-Type", "application/x-protobuf")
+	resp, _ := proto.Marshal(&colmetricspb.ExportMetricsServiceResponse{})
+	_, _ = w.Write(resp)
+}
+
+func (be *backend) got() []string {
+	be.mu.Lock()
+	defer be.mu.Unlock()
+	return append([]string(nil), be.ids...)
+}
+
+func fastRetry() RetryOptions {
+	return RetryOptions{Enabled: true, InitialInterval: 10 * time.Millisecond, MaxInterval: 50 * time.Millisecond, MaxElapsedTime: 5 * time.Second}
+}
+
+func newTestHTTP(t *testing.T, endpoint string, o HTTPOptions) (*HTTP, *syncBuf) {
+	t.Helper()
+	lg, logs := testLogger()
+	o.Endpoint = endpoint
+	o.Logger = lg
+	if o.Headers == nil {
+		o.Headers = map[string]string{"X-Api-Key": "k3y-v4lue"}
+	}
+	if o.Retry == (RetryOptions{}) {
+		o.Retry = fastRetry()
+	}
+	h, err := NewHTTP(o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		if strings.Contains(logs.String(), "k3y-v4lue") {
+			t.Errorf("header value logged: %s", logs.String())
+		}
+	})
+	return h, logs
+}
+
+func TestHTTPSendsGzipProtobuf(t *testing.T) {
+	be := newBackend(t, nil)
+	h, _ := newTestHTTP(t, be.srv.URL+"/", HTTPOptions{Name: "otlp_http/test"})
+	_ = h.Start(context.Background())
+	for i := range 5 {
+		if err := h.Enqueue(context.Background(), metricsBatch(fmt.Sprint(i), 10)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	waitFor(t, 5*time.Second, func() bool { return h.Stats().SentBatches == 5 }, "5 sent")
+	if err := h.Shutdown(ctxT(5 * time.Second)); err != nil {
+		t.Fatal(err)
+	}
+	st := h.Stats()
+	if st.SentItems != 50 || st.Failed != 0 || st.Dropped != 0 || st.Retries != 0 {
+		t.Fatalf("stats %+v", st)
+	}
+	if n := len(be.got()); n != 5 {
+		t.Fatalf("backend got %d", n)
+	}
+}
+
+func TestHTTPRetryAfter503ThenSuccess(t *testing.T) {
+	be := newBackend(t, func(n int32, w http.ResponseWriter) bool {
+		if n == 1 {
+			w.Header().Set("Retry-After", "1")
+			w.WriteHeader(http.StatusServiceUnavailable)
+			return true
+		}
+		return false
+	})
+	h, _ := newTestHTTP(t, be.srv.URL, HTTPOptions{})
+	_ = h.Start(context.Background())
+	start := time.Now()
+	_ = h.Enqueue(context.Background(), metricsBatch("r", 1))
+	waitFor(t, 5*time.Second, func() bool { return h.Stats().SentBatches == 1 }, "sent after retry")
+	if el := time.Since(start); el < 900*time.Millisecond {
+		t.Fatalf("Retry-After not honoured: succeeded after %v", el)
+	}
+	_ = h.Shutdown(ctxT(5 * time.Second))
+	if st := h.Stats(); st.Retries != 1 || st.Failed != 0 || be.hits.Load() != 2 {
+		t.Fatalf("stats %+v hits %d", st, be.hits.Load())
+	}
+}
+
+func TestHTTP400NotRetried(t *testing.T) {
+	status := protowire.AppendTag(nil, 1, protowire.VarintType)
+	status = protowire.AppendVarint(status, 3)
+	status = protowire.AppendTag(status, 2, protowire.BytesType)
+	status = protowire.AppendString(status, "bad metric name")
+	be := newBackend(t, func(n int32, w http.ResponseWriter) bool {
+		w.Header().Set("Content-Type", "application/x-protobuf")
+		w.WriteHeader(http.StatusBadRequest)
+		_, _ = w.Write(status)
+		return true
+	})
+	u := strings.Replace(be.srv.URL, "http://", "http://user:pa55word@", 1)
+	h, logs := newTestHTTP(t, u, HTTPOptions{})
+	_ = h.Start(context.Background())
+	_ = h.Enqueue(context.Background(), metricsBatch("bad", 1))
+	waitFor(t, 5*time.Second, func() bool { return h.Stats().Failed == 1 }, "failed")
+	_ = h.Shutdown(ctxT(5 * time.Second))
+	time.Sleep(20 * time.Millisecond)
+	if be.hits.Load() != 1 || h.Stats().Retries != 0 {
+		t.Fatalf("400 retried: hits %d", be.hits.Load())
+	}
+	l := logs.String()
+	if !strings.Contains(l, "400") || !strings.Contains(l, "bad metric name") {
+		t.Fatalf("log lacks status/message: %s", l)
+	}
+	if strings.Contains(l, "pa55word") || strings.Contains(l, "user:") {
+		t.Fatalf("userinfo logged: %s", l)
+	}
+}
+
+func TestHTTPQueueFullDropsOldest(t *testing.T) {
+	be := newBackend(t, nil)
+	h, logs := newTestHTTP(t, be.srv.URL, HTTPOptions{QueueSize: 2})
+	// Not started: the queue fills.
+	for i := range 5 {
+		start := time.Now()
+		if err := h.Enqueue(context.Background(), metricsBatch(fmt.Sprint(i), 1)); err != nil {
+			t.Fatal(err)
+		}
+		if time.Since(start) > 100*time.Millisecond {
+			t.Fatal("Enqueue blocked")
+		}
+	}
+	if d := h.Stats().Dropped; d != 3 {
+		t.Fatalf("dropped %d, want 3", d)
+	}
+	_ = h.Start(context.Background())
+	if err := h.Shutdown(ctxT(5 * time.Second)); err != nil {
+		t.Fatal(err)
+	}
+	got := be.got()
+	if len(got) != 2 || !(got[0] == "3" && got[1] == "4" || got[0] == "4" && got[1] == "3") {
+		t.Fatalf("backend got %v, want the newest [3 4]", got)
+	}
+	if !strings.Contains(logs.String(), "dropped oldest") {
+		t.Fatalf("drop not logged: %s", logs.String())
+	}
+}
+
+func TestHTTPShutdownDeliversQueued(t *testing.T) {
+	be := newBackend(t, nil)
+	h, _ := newTestHTTP(t, be.srv.URL, HTTPOptions{QueueSize: 100})
+	_ = h.Start(context.Background())
+	for i := range 50 {
+		_ = h.Enqueue(context.Background(), metricsBatch(fmt.Sprint(i), 3))
+	}
+	if err := h.Shutdown(ctxT(10 * time.Second)); err != nil {
+		t.Fatal(err)
+	}
+	if st := h.Stats(); st.SentBatches != 50 || st.SentItems != 150 || st.Dropped != 0 {
+		t.Fatalf("stats %+v", st)
+	}
+	if n := len(be.got()); n != 50 {
+		t.Fatalf("backend got %d", n)
+	}
+}
+
+func TestDeadBackendNeverBlocksFanout(t *testing.T) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	dead := "http://" + ln.Addr().String()
+	ln.Close()
+	h, _ := newTestHTTP(t, dead, HTTPOptions{QueueSize: 4, Timeout: 200 * time.Millisecond})
+	path := filepath.Join(t.TempDir(), "m.jsonl")
+	f, err := NewFile(FileOptions{Path: path, Signal: pipeline.Metrics, QueueSize: 8})
+	if err != nil {
+		t.Fatal(err)
+	}
+	fo := NewFanout(h, f)
+	_ = h.Start(context.Background())
+	_ = f.Start(context.Background())
+	const N = 300
+	start := time.Now()
+	for i := range N {
+		if err := fo.Consume(ctxT(2*time.Second), metricsBatch(fmt.Sprint(i), 2)); err != nil {
+			t.Fatalf("Consume %d: %v", i, err)
+		}
+	}
+	if el := time.Since(start); el > 3*time.Second {
+		t.Fatalf("Consume took %v with a dead backend", el)
+	}
+	start = time.Now()
+	if err := h.Shutdown(ctxT(300 * time.Millisecond)); err == nil {
+		t.Log("http shutdown finished before deadline")
+	}
+	if el := time.Since(start); el > 2*time.Second {
+		t.Fatalf("HTTP Shutdown ignored its ctx (%v)", el)
+	}
+	if err := f.Shutdown(ctxT(5 * time.Second)); err != nil {
+		t.Fatal(err)
+	}
+	if n := len(readLines(t, path)); n != N {
+		t.Fatalf("JSONL got %d lines, want %d", n, N)
+	}
+	st := h.Stats()
+	if st.SentBatches != 0 || st.Dropped+st.Failed != N {
+		t.Fatalf("stats %+v: every batch should be dropped or failed", st)
+	}
+	_ = os.Remove(path)
+}
+
+func TestParseRetryAfter(t *testing.T) {
+	if d := parseRetryAfter("3"); d != 3*time.Second {
+		t.Fatal(d)
+	}
+	if d := parseRetryAfter(time.Now().Add(10 * time.Second).UTC().Format(http.TimeFormat)); d < 8*time.Second || d > 11*time.Second {
+		t.Fatal(d)
+	}
+	if d := parseRetryAfter("soon"); d != 0 {
+		t.Fatal(d)
+	}
+}

@@ -1,0 +1,106 @@
+// Package sink holds the batch processor (Batcher), the buffered fan-out
+// (Fanout) and the two destinations: the JSONL file sink (File), which never
+// drops, and the OTLP/HTTP exporter sink (HTTP), which never blocks.
+//
+// Ownership: once Fanout.Consume returns nil the batch is shared read-only by
+// every sink; no sink mutates it.
+//
+// Shutdown order: stop the receivers, then the Batcher (it flushes into the
+// Fanout), then the sinks.
+package sink
+
+import (
+	"context"
+	"errors"
+
+	"github.com/otelstep/otelstep/pipeline"
+)
+
+// Sink is one destination with its own goroutine(s).
+type Sink interface {
+	// Name is the component id, e.g. "file/metrics", "otlp_http/managed".
+	Name() string
+	// Enqueue hands a batch to the sink's bounded buffer. Sinks that must
+	// not drop block until there is room or ctx is done (returning
+	// pipeline.ErrFull); sinks that may drop never block.
+	Enqueue(ctx context.Context, b *pipeline.Batch) error
+	Start(ctx context.Context) error
+	// Shutdown flushes everything buffered (within ctx) and stops.
+	Shutdown(ctx context.Context) error
+}
+
+// reserver is implemented by the blocking (no-drop) sinks of this package. It
+// lets Fanout reserve queue room in every blocking sink before giving the
+// batch to any sink, so a returned ErrFull means nobody took the batch.
+type reserver interface {
+	// reserve blocks until one queue slot is reserved, ctx is done
+	// (pipeline.ErrFull) or the sink stops (pipeline.ErrStopped).
+	reserve(ctx context.Context) error
+	// release gives back an unused reservation.
+	release()
+	// enqueueReserved enqueues b into a reserved slot; it never blocks.
+	enqueueReserved(b *pipeline.Batch) error
+}
+
+// Fanout is a pipeline.Consumer that hands each batch to every sink. The
+// batch is shared read-only between the sinks.
+type Fanout struct {
+	blocking    []reserver
+	nonBlocking []Sink
+	blockingS   []Sink
+}
+
+// NewFanout returns a Fanout over sinks.
+func NewFanout(sinks ...Sink) *Fanout {
+	f := &Fanout{}
+	for _, s := range sinks {
+		if r, ok := s.(reserver); ok {
+			f.blocking = append(f.blocking, r)
+			f.blockingS = append(f.blockingS, s)
+		} else {
+			f.nonBlocking = append(f.nonBlocking, s)
+		}
+	}
+	return f
+}
+
+// Consume gives b to every sink. It first reserves room in every blocking
+// sink (waiting at most until ctx is done); if that fails it returns
+// pipeline.ErrFull (or ErrStopped) and no sink has the batch, so the sender
+// can retry without duplicates. Then it enqueues into every sink; the
+// non-blocking sinks never block and drop on their own when full.
+func (f *Fanout) Consume(ctx context.Context, b *pipeline.Batch) error {
+	for i, r := range f.blocking {
+		if err := r.reserve(ctx); err != nil {
+			for _, rr := range f.blocking[:i] {
+				rr.release()
+			}
+			return err
+		}
+	}
+	var firstErr error
+	for _, r := range f.blocking {
+		// Cannot block; fails only if the sink stopped in between.
+		if err := r.enqueueReserved(b); err != nil && firstErr == nil {
+			firstErr = err
+		}
+	}
+	for _, s := range f.nonBlocking {
+		// Errors (stopped) of a dropping sink do not fail the batch: the
+		// no-drop copies have it.
+		_ = s.Enqueue(ctx, b)
+	}
+	return firstErr
+}
+
+// Sinks returns every sink of the fan-out (blocking ones first).
+func (f *Fanout) Sinks() []Sink {
+	return append(append([]Sink(nil), f.blockingS...), f.nonBlocking...)
+}
+
+func ctxFull(ctx context.Context) error {
+	if errors.Is(context.Cause(ctx), pipeline.ErrStopped) {
+		return pipeline.ErrStopped
+	}
+	return pipeline.ErrFull
+}

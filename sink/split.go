@@ -1,0 +1,148 @@
+package sink
+
+import (
+	"github.com/otelstep/otelstep/pipeline"
+	logspb "go.opentelemetry.io/proto/otlp/logs/v1"
+	metricspb "go.opentelemetry.io/proto/otlp/metrics/v1"
+	tracepb "go.opentelemetry.io/proto/otlp/trace/v1"
+)
+
+// splitBatch returns the first max items of b and the rest (nil if none).
+// b is not modified; pieces share unsplit messages with it.
+func splitBatch(b *pipeline.Batch, max int) (head, rest *pipeline.Batch) {
+	head = &pipeline.Batch{Signal: b.Signal}
+	rest = &pipeline.Batch{Signal: b.Signal}
+	switch b.Signal {
+	case pipeline.Metrics:
+		head.Metrics, rest.Metrics = splitSlice(b.Metrics, max, rmItems, splitRM)
+	case pipeline.Traces:
+		head.Traces, rest.Traces = splitSlice(b.Traces, max, rsItems, splitRS)
+	case pipeline.Logs:
+		head.Logs, rest.Logs = splitSlice(b.Logs, max, rlItems, splitRL)
+	}
+	if rest.Len() == 0 {
+		rest = nil
+	}
+	return head, rest
+}
+
+// splitSlice puts the leading elements of xs holding room items into head,
+// splitting the element that straddles the boundary with split.
+func splitSlice[T any](xs []T, room int, count func(T) int, split func(T, int) (T, T)) (head, rest []T) {
+	for i, x := range xs {
+		c := count(x)
+		if c <= room {
+			room -= c
+			continue
+		}
+		if room == 0 {
+			return xs[:i:i], xs[i:]
+		}
+		h, r := split(x, room)
+		head = append(xs[:i:i], h)
+		rest = append([]T{r}, xs[i+1:]...)
+		return head, rest
+	}
+	return xs, nil
+}
+
+func rmItems(rm *metricspb.ResourceMetrics) int {
+	n := 0
+	for _, sm := range rm.GetScopeMetrics() {
+		n += smItems(sm)
+	}
+	return n
+}
+
+func smItems(sm *metricspb.ScopeMetrics) int {
+	n := 0
+	for _, m := range sm.GetMetrics() {
+		n += pipeline.MetricPoints(m)
+	}
+	return n
+}
+
+func splitRM(rm *metricspb.ResourceMetrics, k int) (*metricspb.ResourceMetrics, *metricspb.ResourceMetrics) {
+	h := &metricspb.ResourceMetrics{Resource: rm.Resource, SchemaUrl: rm.SchemaUrl}
+	r := &metricspb.ResourceMetrics{Resource: rm.Resource, SchemaUrl: rm.SchemaUrl}
+	h.ScopeMetrics, r.ScopeMetrics = splitSlice(rm.ScopeMetrics, k, smItems, splitSM)
+	return h, r
+}
+
+func splitSM(sm *metricspb.ScopeMetrics, k int) (*metricspb.ScopeMetrics, *metricspb.ScopeMetrics) {
+	h := &metricspb.ScopeMetrics{Scope: sm.Scope, SchemaUrl: sm.SchemaUrl}
+	r := &metricspb.ScopeMetrics{Scope: sm.Scope, SchemaUrl: sm.SchemaUrl}
+	h.Metrics, r.Metrics = splitSlice(sm.Metrics, k, pipeline.MetricPoints, splitMetric)
+	return h, r
+}
+
+func splitMetric(m *metricspb.Metric, k int) (*metricspb.Metric, *metricspb.Metric) {
+	h := &metricspb.Metric{Name: m.Name, Description: m.Description, Unit: m.Unit, Metadata: m.Metadata}
+	r := &metricspb.Metric{Name: m.Name, Description: m.Description, Unit: m.Unit, Metadata: m.Metadata}
+	switch d := m.Data.(type) {
+	case *metricspb.Metric_Gauge:
+		p := d.Gauge.DataPoints
+		h.Data = &metricspb.Metric_Gauge{Gauge: &metricspb.Gauge{DataPoints: p[:k:k]}}
+		r.Data = &metricspb.Metric_Gauge{Gauge: &metricspb.Gauge{DataPoints: p[k:]}}
+	case *metricspb.Metric_Sum:
+		p := d.Sum.DataPoints
+		h.Data = &metricspb.Metric_Sum{Sum: &metricspb.Sum{DataPoints: p[:k:k], AggregationTemporality: d.Sum.AggregationTemporality, IsMonotonic: d.Sum.IsMonotonic}}
+		r.Data = &metricspb.Metric_Sum{Sum: &metricspb.Sum{DataPoints: p[k:], AggregationTemporality: d.Sum.AggregationTemporality, IsMonotonic: d.Sum.IsMonotonic}}
+	case *metricspb.Metric_Histogram:
+		p := d.Histogram.DataPoints
+		h.Data = &metricspb.Metric_Histogram{Histogram: &metricspb.Histogram{DataPoints: p[:k:k], AggregationTemporality: d.Histogram.AggregationTemporality}}
+		r.Data = &metricspb.Metric_Histogram{Histogram: &metricspb.Histogram{DataPoints: p[k:], AggregationTemporality: d.Histogram.AggregationTemporality}}
+	case *metricspb.Metric_ExponentialHistogram:
+		p := d.ExponentialHistogram.DataPoints
+		t := d.ExponentialHistogram.AggregationTemporality
+		h.Data = &metricspb.Metric_ExponentialHistogram{ExponentialHistogram: &metricspb.ExponentialHistogram{DataPoints: p[:k:k], AggregationTemporality: t}}
+		r.Data = &metricspb.Metric_ExponentialHistogram{ExponentialHistogram: &metricspb.ExponentialHistogram{DataPoints: p[k:], AggregationTemporality: t}}
+	case *metricspb.Metric_Summary:
+		p := d.Summary.DataPoints
+		h.Data = &metricspb.Metric_Summary{Summary: &metricspb.Summary{DataPoints: p[:k:k]}}
+		r.Data = &metricspb.Metric_Summary{Summary: &metricspb.Summary{DataPoints: p[k:]}}
+	default:
+		return m, r
+	}
+	return h, r
+}
+
+func rsItems(rs *tracepb.ResourceSpans) int {
+	n := 0
+	for _, ss := range rs.GetScopeSpans() {
+		n += len(ss.GetSpans())
+	}
+	return n
+}
+
+func splitRS(rs *tracepb.ResourceSpans, k int) (*tracepb.ResourceSpans, *tracepb.ResourceSpans) {
+	h := &tracepb.ResourceSpans{Resource: rs.Resource, SchemaUrl: rs.SchemaUrl}
+	r := &tracepb.ResourceSpans{Resource: rs.Resource, SchemaUrl: rs.SchemaUrl}
+	h.ScopeSpans, r.ScopeSpans = splitSlice(rs.ScopeSpans, k,
+		func(ss *tracepb.ScopeSpans) int { return len(ss.GetSpans()) },
+		func(ss *tracepb.ScopeSpans, k int) (*tracepb.ScopeSpans, *tracepb.ScopeSpans) {
+			return &tracepb.ScopeSpans{Scope: ss.Scope, SchemaUrl: ss.SchemaUrl, Spans: ss.Spans[:k:k]},
+				&tracepb.ScopeSpans{Scope: ss.Scope, SchemaUrl: ss.SchemaUrl, Spans: ss.Spans[k:]}
+		})
+	return h, r
+}
+
+func rlItems(rl *logspb.ResourceLogs) int {
+	n := 0
+	for _, sl := range rl.GetScopeLogs() {
+		n += len(sl.GetLogRecords())
+	}
+	return n
+}
+
+func splitRL(rl *logspb.ResourceLogs, k int) (*logspb.ResourceLogs, *logspb.ResourceLogs) {
+	h := &logspb.ResourceLogs{Resource: rl.Resource, SchemaUrl: rl.SchemaUrl}
+	r := &logspb.ResourceLogs{Resource: rl.Resource, SchemaUrl: rl.SchemaUrl}
+	h.ScopeLogs, r.ScopeLogs = splitSlice(rl.ScopeLogs, k,
+		func(sl *logspb.ScopeLogs) int { return len(sl.GetLogRecords()) },
+		func(sl *logspb.ScopeLogs, k int) (*logspb.ScopeLogs, *logspb.ScopeLogs) {
+			return &logspb.ScopeLogs{Scope: sl.Scope, SchemaUrl: sl.SchemaUrl, LogRecords: sl.LogRecords[:k:k]},
+				&logspb.ScopeLogs{Scope: sl.Scope, SchemaUrl: sl.SchemaUrl, LogRecords: sl.LogRecords[k:]}
+		})
+	return h, r
+}

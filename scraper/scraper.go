@@ -1,0 +1,258 @@
+// Package scraper runs Prometheus scrape loops and converts the exposition
+// pages to OTLP metrics the way the collector-contrib prometheus receiver does.
+//
+// Differences from the collector, on purpose or not yet done:
+//   - Text-format counters, histograms and summaries get a start time (the
+//     collector leaves none): the first scrape time the series was seen, and the
+//     scrape time again after a reset. Text-format _created series are kept as
+//     the gauges the collector emits but are not yet used as start times.
+//   - OpenMetrics _created sets the start time (as the collector does).
+//   - Metrics come out in page order, synthetic series last.
+//   - Point attribute slices are cached and shared between scrapes: downstream
+//     must not mutate point attributes in place.
+//   - Staleness markers are not emitted; series absent from a scrape are
+//     evicted from the cache.
+//   - A parse error names the line after the last sample parsed successfully.
+package scraper
+
+import (
+	"bytes"
+	"compress/gzip"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"math/rand/v2"
+	"net"
+	"net/http"
+	"net/url"
+	"strconv"
+	"sync"
+	"time"
+
+	metricspb "go.opentelemetry.io/proto/otlp/metrics/v1"
+
+	"github.com/otelstep/otelstep/pipeline"
+)
+
+// Target is one scrape target of one scrape config.
+type Target struct {
+	JobName         string
+	Address         string // host:port
+	Scheme          string // "http" or "https"
+	MetricsPath     string // default /metrics
+	Params          url.Values
+	Labels          map[string]string // static_configs labels (target labels), added as point attributes
+	Interval        time.Duration
+	Timeout         time.Duration
+	HonorLabels     bool
+	HonorTimestamps bool  // default true in config
+	BodySizeLimit   int64 // 0 = 64 MiB default
+}
+
+// Options configure a Manager.
+type Options struct {
+	Targets []Target
+	Next    pipeline.Consumer // receives one *pipeline.Batch{Signal: pipeline.Metrics} per scrape
+	Logger  *slog.Logger
+	Client  *http.Client // nil = a default with sane transport
+}
+
+const (
+	defaultBodyLimit = 64 << 20
+	acceptHeader     = "application/openmetrics-text;version=1.0.0;q=0.75,text/plain;version=0.0.4;q=0.5,*/*;q=0.1"
+)
+
+// Manager owns the scrape loops of all targets.
+type Manager struct {
+	opts  Options
+	loops []*loop
+}
+
+type loop struct {
+	t    Target
+	url  string
+	conv *Converter
+	mu   sync.Mutex // one scrape at a time per target
+	buf  bytes.Buffer
+	m    *Manager
+}
+
+// New validates opts and returns a Manager.
+func New(opts Options) (*Manager, error) {
+	if opts.Next == nil {
+		return nil, errors.New("scraper: Next is nil")
+	}
+	if opts.Logger == nil {
+		opts.Logger = slog.Default()
+	}
+	if opts.Client == nil {
+		opts.Client = &http.Client{Transport: &http.Transport{
+			Proxy:               http.ProxyFromEnvironment,
+			DialContext:         (&net.Dialer{Timeout: 10 * time.Second, KeepAlive: 30 * time.Second}).DialContext,
+			MaxIdleConnsPerHost: 2,
+			IdleConnTimeout:     90 * time.Second,
+			DisableCompression:  true, // we ask for and decode gzip ourselves
+		}}
+	}
+	m := &Manager{opts: opts}
+	for i, t := range opts.Targets {
+		if t.JobName == "" {
+			return nil, fmt.Errorf("scraper: target %d: empty job name", i)
+		}
+		if _, _, err := net.SplitHostPort(t.Address); err != nil {
+			return nil, fmt.Errorf("scraper: target %d (%s): address %q: %w", i, t.JobName, t.Address, err)
+		}
+		if t.Scheme == "" {
+			t.Scheme = "http"
+		}
+		if t.Scheme != "http" && t.Scheme != "https" {
+			return nil, fmt.Errorf("scraper: target %s/%s: bad scheme %q", t.JobName, t.Address, t.Scheme)
+		}
+		if t.MetricsPath == "" {
+			t.MetricsPath = "/metrics"
+		}
+		if t.Interval <= 0 {
+			return nil, fmt.Errorf("scraper: target %s/%s: interval must be > 0", t.JobName, t.Address)
+		}
+		if t.Timeout <= 0 || t.Timeout > t.Interval {
+			t.Timeout = min(t.Interval, 10*time.Second)
+		}
+		if t.BodySizeLimit <= 0 {
+			t.BodySizeLimit = defaultBodyLimit
+		}
+		u := url.URL{Scheme: t.Scheme, Host: t.Address, Path: t.MetricsPath, RawQuery: t.Params.Encode()}
+		m.loops = append(m.loops, &loop{t: t, url: u.String(), conv: NewConverter(t), m: m})
+	}
+	return m, nil
+}
+
+// Run runs one loop per target: the first scrape right away (after a jitter
+// of at most 5ms), then every Interval, each bounded by Timeout. Ticks missed
+// while Next blocks are skipped. Run returns when ctx is done and all loops
+// have exited.
+func (m *Manager) Run(ctx context.Context) error {
+	var wg sync.WaitGroup
+	for _, l := range m.loops {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			l.run(ctx)
+		}()
+	}
+	wg.Wait()
+	return nil
+}
+
+// ScrapeAll scrapes every target once more, concurrently, and delivers the
+// results to Next before returning. It works after Run has returned.
+func (m *Manager) ScrapeAll(ctx context.Context) {
+	var wg sync.WaitGroup
+	for _, l := range m.loops {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			l.scrapeAndSend(ctx)
+		}()
+	}
+	wg.Wait()
+}
+
+func (l *loop) run(ctx context.Context) {
+	select {
+	case <-ctx.Done():
+		return
+	case <-time.After(time.Duration(rand.Int64N(int64(5 * time.Millisecond)))):
+	}
+	tick := time.NewTicker(l.t.Interval)
+	defer tick.Stop()
+	for {
+		l.scrapeAndSend(ctx)
+		// drop a tick that piled up while we were blocked: no bursts
+		select {
+		case <-tick.C:
+		default:
+		}
+		select {
+		case <-ctx.Done():
+			return
+		case <-tick.C:
+		}
+	}
+}
+
+func (l *loop) scrapeAndSend(ctx context.Context) {
+	rm := l.scrape(ctx)
+	if err := l.m.opts.Next.Consume(ctx, &pipeline.Batch{Signal: pipeline.Metrics, Metrics: []*metricspb.ResourceMetrics{rm}}); err != nil && ctx.Err() == nil {
+		l.m.opts.Logger.Warn("scrape: delivering failed", "job", l.t.JobName, "target", l.url, "error", err)
+	}
+}
+
+// scrape does one scrape and returns its ResourceMetrics (Down on failure).
+func (l *loop) scrape(ctx context.Context) *metricspb.ResourceMetrics {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	start := time.Now()
+	ct, err := l.fetch(ctx)
+	if err == nil {
+		var rm *metricspb.ResourceMetrics
+		rm, err = l.conv.ConvertScrape(l.buf.Bytes(), ct, start, time.Since(start))
+		if err == nil {
+			l.shrink()
+			return rm
+		}
+	}
+	l.m.opts.Logger.Warn("scrape failed", "job", l.t.JobName, "target", l.url, "error", err)
+	l.shrink()
+	return l.conv.Down(start, time.Since(start))
+}
+
+func (l *loop) shrink() {
+	if l.buf.Cap() > 4*l.buf.Len() && l.buf.Cap() > 1<<20 {
+		l.buf = bytes.Buffer{}
+	} else {
+		l.buf.Reset()
+	}
+}
+
+func (l *loop) fetch(ctx context.Context) (string, error) {
+	ctx, cancel := context.WithTimeout(ctx, l.t.Timeout)
+	defer cancel()
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, l.url, nil)
+	if err != nil {
+		return "", err
+	}
+	req.Header.Set("Accept", acceptHeader)
+	req.Header.Set("Accept-Encoding", "gzip")
+	req.Header.Set("User-Agent", "otelstep")
+	req.Header.Set("X-Prometheus-Scrape-Timeout-Seconds", strconv.FormatFloat(l.t.Timeout.Seconds(), 'f', -1, 64))
+	resp, err := l.m.opts.Client.Do(req)
+	if err != nil {
+		return "", err
+	}
+	defer func() {
+		_, _ = io.Copy(io.Discard, io.LimitReader(resp.Body, 64<<10))
+		_ = resp.Body.Close()
+	}()
+	if resp.StatusCode != http.StatusOK {
+		return "", fmt.Errorf("server returned HTTP status %s", resp.Status)
+	}
+	var body io.Reader = resp.Body
+	if resp.Header.Get("Content-Encoding") == "gzip" {
+		gz, err := gzip.NewReader(resp.Body)
+		if err != nil {
+			return "", fmt.Errorf("gzip: %w", err)
+		}
+		defer gz.Close()
+		body = gz
+	}
+	n, err := l.buf.ReadFrom(io.LimitReader(body, l.t.BodySizeLimit+1))
+	if err != nil {
+		return "", fmt.Errorf("reading body: %w", err)
+	}
+	if n > l.t.BodySizeLimit {
+		return "", fmt.Errorf("body size limit of %d bytes exceeded", l.t.BodySizeLimit)
+	}
+	return resp.Header.Get("Content-Type"), nil
+}

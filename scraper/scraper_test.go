@@ -1,0 +1,449 @@
+package scraper
+
+import (
+	"context"
+	"encoding/base64"
+	"encoding/hex"
+	"encoding/json"
+	"io"
+	"log/slog"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"runtime"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/prometheus/prometheus/model/textparse"
+	metricspb "go.opentelemetry.io/proto/otlp/metrics/v1"
+	"google.golang.org/protobuf/encoding/protojson"
+
+	"github.com/otelstep/otelstep/pipeline"
+)
+
+const (
+	ctText = "text/plain; version=0.0.4"
+	ctOM   = "application/openmetrics-text; version=1.0.0"
+)
+
+var fixtures = []struct{ name, file, ct string }{
+	{"vllm", "vllm.txt", ctText}, {"node", "node.txt", ctText}, {"dcgm", "dcgm.txt", ctText},
+	{"openmetrics", "openmetrics.om", ctOM}, {"edge", "edge.txt", ctText},
+}
+
+func fixtureTarget(job string) Target {
+	return Target{JobName: job, Address: "127.0.0.1:18200", Scheme: "http", Labels: map[string]string{"gym_service": "fixture"},
+		Interval: time.Second, Timeout: time.Second, HonorTimestamps: true}
+}
+
+func read(t testing.TB, f string) []byte {
+	b, err := os.ReadFile("testdata/" + f)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return b
+}
+
+type shape struct {
+	kind   string
+	points int
+	unit   string
+	ptype  string
+}
+
+func shapeOf(m map[string]any) shape {
+	s := shape{}
+	for _, k := range []string{"gauge", "sum", "histogram", "summary"} {
+		if d, ok := m[k].(map[string]any); ok {
+			s.kind = k
+			dp, _ := d["dataPoints"].([]any)
+			s.points = len(dp)
+		}
+	}
+	s.unit, _ = m["unit"].(string)
+	if md, ok := m["metadata"].([]any); ok && len(md) > 0 {
+		s.ptype = md[0].(map[string]any)["value"].(map[string]any)["stringValue"].(string)
+	}
+	return s
+}
+
+// peer decodes the first line of NAME.peer.jsonl generically.
+func peer(t *testing.T, name string) (res any, metrics map[string]map[string]any) {
+	line := strings.SplitN(string(read(t, name+".peer.jsonl")), "\n", 2)[0]
+	var d map[string]any
+	if err := json.Unmarshal([]byte(line), &d); err != nil {
+		t.Fatal(err)
+	}
+	rm := d["resourceMetrics"].([]any)[0].(map[string]any)
+	metrics = map[string]map[string]any{}
+	for _, m := range rm["scopeMetrics"].([]any)[0].(map[string]any)["metrics"].([]any) {
+		mm := m.(map[string]any)
+		metrics[mm["name"].(string)] = mm
+	}
+	return rm["resource"], metrics
+}
+
+func ours(t *testing.T, rm *metricspb.ResourceMetrics) (res any, metrics map[string]map[string]any) {
+	b, err := protojson.Marshal(&metricspb.MetricsData{ResourceMetrics: []*metricspb.ResourceMetrics{rm}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var d map[string]any
+	if err := json.Unmarshal(b, &d); err != nil {
+		t.Fatal(err)
+	}
+	r := d["resourceMetrics"].([]any)[0].(map[string]any)
+	metrics = map[string]map[string]any{}
+	for _, m := range r["scopeMetrics"].([]any)[0].(map[string]any)["metrics"].([]any) {
+		mm := m.(map[string]any)
+		if _, dup := metrics[mm["name"].(string)]; dup {
+			t.Errorf("duplicate metric %s", mm["name"])
+		}
+		metrics[mm["name"].(string)] = mm
+	}
+	return r["resource"], metrics
+}
+
+func TestFixturesShape(t *testing.T) {
+	for _, fx := range fixtures {
+		t.Run(fx.name, func(t *testing.T) {
+			c := NewConverter(fixtureTarget(fx.name))
+			rm, err := c.Convert(read(t, fx.file), fx.ct, time.Now())
+			if err != nil {
+				t.Fatal(err)
+			}
+			if sn := rm.ScopeMetrics[0].Scope; sn.Name != ScopeName || sn.Version != ScopeVersion {
+				t.Errorf("scope %v", sn)
+			}
+			pres, pm := peer(t, fx.name)
+			ores, om := ours(t, rm)
+			pj, _ := json.Marshal(pres)
+			oj, _ := json.Marshal(ores)
+			if string(pj) != string(oj) {
+				t.Errorf("resource:\n got %s\nwant %s", oj, pj)
+			}
+			for n, m := range pm {
+				o, ok := om[n]
+				if !ok {
+					t.Errorf("missing metric %s", n)
+					continue
+				}
+				if a, b := shapeOf(o), shapeOf(m); a != b {
+					t.Errorf("%s: got %+v want %+v", n, a, b)
+				}
+				if d, _ := m["description"].(string); d != o["description"] && !(d == "" && o["description"] == nil) {
+					t.Errorf("%s: description %q vs %q", n, o["description"], d)
+				}
+			}
+			for n := range om {
+				if _, ok := pm[n]; !ok {
+					t.Errorf("extra metric %s", n)
+				}
+			}
+			if fx.name == "vllm" || fx.name == "openmetrics" || fx.name == "edge" {
+				for n, m := range pm {
+					h, ok := m["histogram"].(map[string]any)
+					if !ok {
+						continue
+					}
+					oh := om[n]["histogram"].(map[string]any)
+					for i, dp := range h["dataPoints"].([]any) {
+						p := dp.(map[string]any)
+						q := oh["dataPoints"].([]any)[i].(map[string]any)
+						for _, k := range []string{"bucketCounts", "explicitBounds", "count", "sum", "attributes", "exemplars"} {
+							a, _ := json.Marshal(p[k])
+							if k == "exemplars" {
+								hexIDs(q[k])
+							}
+							b, _ := json.Marshal(q[k])
+							if string(a) != string(b) {
+								t.Errorf("%s[%d].%s: got %s want %s", n, i, k, b, a)
+							}
+						}
+					}
+				}
+			}
+		})
+	}
+}
+
+// hexIDs rewrites protojson's base64 traceId/spanId into OTLP/JSON hex.
+func hexIDs(v any) {
+	l, _ := v.([]any)
+	for _, e := range l {
+		m := e.(map[string]any)
+		for _, k := range []string{"traceId", "spanId"} {
+			if s, ok := m[k].(string); ok {
+				b, _ := base64.StdEncoding.DecodeString(s)
+				m[k] = hex.EncodeToString(b)
+			}
+		}
+	}
+}
+
+func findPoints(rm *metricspb.ResourceMetrics, name string) *metricspb.Metric {
+	for _, m := range rm.ScopeMetrics[0].Metrics {
+		if m.Name == name {
+			return m
+		}
+	}
+	return nil
+}
+
+func TestOpenMetricsDetails(t *testing.T) {
+	c := NewConverter(fixtureTarget("openmetrics"))
+	rm, err := c.Convert(read(t, "openmetrics.om"), ctOM, time.Now())
+	if err != nil {
+		t.Fatal(err)
+	}
+	m := findPoints(rm, "gym_rollouts_total")
+	p := m.GetSum().DataPoints[0]
+	if p.StartTimeUnixNano != 1796190000500000000 {
+		t.Errorf("start %d", p.StartTimeUnixNano)
+	}
+	if len(p.Exemplars) != 1 || len(p.Exemplars[0].TraceId) != 16 || len(p.Exemplars[0].SpanId) != 8 {
+		t.Errorf("exemplars %v", p.Exemplars)
+	}
+	if m.Unit != "rollouts" || findPoints(rm, "gym_step_seconds").Unit != "s" {
+		t.Error("units")
+	}
+}
+
+func TestEdgeLabels(t *testing.T) {
+	c := NewConverter(fixtureTarget("edge"))
+	rm, err := c.Convert(read(t, "edge.txt"), ctText, time.Now())
+	if err != nil {
+		t.Fatal(err)
+	}
+	var keys []string
+	for _, a := range findPoints(rm, "edge_labels_many").GetGauge().DataPoints[0].Attributes {
+		keys = append(keys, a.Key)
+	}
+	if got := strings.Join(keys, ","); got != "a,exported_instance,exported_job,gym_service,m,z" {
+		t.Errorf("keys %s", got)
+	}
+	ts := findPoints(rm, "edge_timestamped_total").GetSum().DataPoints[0].TimeUnixNano
+	if ts != 1796200000000*uint64(time.Millisecond) {
+		t.Errorf("honor timestamps: %d", ts)
+	}
+}
+
+func TestCounterStartTimes(t *testing.T) {
+	c := NewConverter(fixtureTarget("x"))
+	t0 := time.Unix(1000, 0)
+	page := func(v string) []byte { return []byte("# TYPE c counter\nc_total " + v + "\n") }
+	st := func(rm *metricspb.ResourceMetrics) uint64 {
+		return findPoints(rm, "c_total").GetSum().DataPoints[0].StartTimeUnixNano
+	}
+	r1, _ := c.Convert(page("5"), ctText, t0)
+	r2, _ := c.Convert(page("7"), ctText, t0.Add(time.Second))
+	if st(r1) != uint64(t0.UnixNano()) || st(r2) != st(r1) {
+		t.Errorf("start %d %d", st(r1), st(r2))
+	}
+	r3, _ := c.Convert(page("1"), ctText, t0.Add(2*time.Second))
+	if st(r3) != uint64(t0.Add(2*time.Second).UnixNano()) {
+		t.Errorf("reset start %d", st(r3))
+	}
+	r4, _ := c.Convert(page("2"), ctText, t0.Add(3*time.Second))
+	if st(r4) != st(r3) {
+		t.Errorf("after reset %d", st(r4))
+	}
+}
+
+func TestGarbage(t *testing.T) {
+	c := NewConverter(fixtureTarget("x"))
+	_, err := c.Convert([]byte("ok 1\nok2 2\n}}garbage{{ x\n"), ctText, time.Now())
+	if err == nil || !strings.Contains(err.Error(), "line 3") {
+		t.Fatalf("err = %v", err)
+	}
+}
+
+type collect struct {
+	mu sync.Mutex
+	b  []*pipeline.Batch
+	ch chan struct{}
+}
+
+func (c *collect) Consume(_ context.Context, b *pipeline.Batch) error {
+	c.mu.Lock()
+	c.b = append(c.b, b)
+	c.mu.Unlock()
+	select {
+	case c.ch <- struct{}{}:
+	default:
+	}
+	return nil
+}
+
+func upOf(t *testing.T, b *pipeline.Batch) float64 {
+	m := findPoints(b.Metrics[0], "up")
+	if m == nil {
+		t.Fatal("no up")
+	}
+	return m.GetGauge().DataPoints[0].GetAsDouble()
+}
+
+func quiet() *slog.Logger { return slog.New(slog.NewTextHandler(io.Discard, nil)) }
+
+func scrapeOnce(t *testing.T, h http.Handler, mod func(*Target)) *pipeline.Batch {
+	srv := httptest.NewServer(h)
+	defer srv.Close()
+	tg := fixtureTarget("j")
+	tg.Address = strings.TrimPrefix(srv.URL, "http://")
+	if mod != nil {
+		mod(&tg)
+	}
+	col := &collect{ch: make(chan struct{}, 1)}
+	m, err := New(Options{Targets: []Target{tg}, Next: col, Logger: quiet()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	m.ScrapeAll(context.Background())
+	if len(col.b) != 1 {
+		t.Fatalf("%d batches", len(col.b))
+	}
+	return col.b[0]
+}
+
+func serve(body []byte, ct string) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", ct)
+		_, _ = w.Write(body)
+	})
+}
+
+func TestScrapeHTTP(t *testing.T) {
+	var gotAccept string
+	h := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		gotAccept = r.Header.Get("Accept")
+		w.Header().Set("Content-Type", ctText)
+		_, _ = w.Write(read(t, "vllm.txt"))
+	})
+	b := scrapeOnce(t, h, nil)
+	if upOf(t, b) != 1 || !strings.Contains(gotAccept, "openmetrics") {
+		t.Errorf("up=%v accept=%q", upOf(t, b), gotAccept)
+	}
+	if findPoints(b.Metrics[0], "vllm:e2e_request_latency_seconds") == nil {
+		t.Error("missing histogram")
+	}
+	b = scrapeOnce(t, serve(read(t, "openmetrics.om"), ctOM), nil)
+	if findPoints(b.Metrics[0], "gym_rollouts_total") == nil {
+		t.Error("om")
+	}
+}
+
+func TestScrapeFailures(t *testing.T) {
+	if b := scrapeOnce(t, serve([]byte("{{{garbage"), ctText), nil); upOf(t, b) != 0 {
+		t.Error("garbage: up != 0")
+	}
+	if b := scrapeOnce(t, http.NotFoundHandler(), nil); upOf(t, b) != 0 {
+		t.Error("404: up != 0")
+	}
+	slow := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		select {
+		case <-time.After(5 * time.Second):
+		case <-r.Context().Done():
+		}
+	})
+	start := time.Now()
+	if b := scrapeOnce(t, slow, func(tg *Target) { tg.Timeout = 200 * time.Millisecond }); upOf(t, b) != 0 {
+		t.Error("slow: up != 0")
+	}
+	if time.Since(start) > 3*time.Second {
+		t.Error("timeout did not cut")
+	}
+	if b := scrapeOnce(t, serve(read(t, "node.txt"), ctText), func(tg *Target) { tg.BodySizeLimit = 1000 }); upOf(t, b) != 0 {
+		t.Error("size limit: up != 0")
+	}
+	// down target
+	tg := fixtureTarget("j")
+	tg.Address = "127.0.0.1:1"
+	col := &collect{ch: make(chan struct{}, 1)}
+	m, _ := New(Options{Targets: []Target{tg}, Next: col, Logger: quiet()})
+	m.ScrapeAll(context.Background())
+	if upOf(t, col.b[0]) != 0 {
+		t.Error("down: up != 0")
+	}
+}
+
+func TestManagerRun(t *testing.T) {
+	srv := httptest.NewServer(serve(read(t, "edge.txt"), ctText))
+	defer srv.Close()
+	tg := fixtureTarget("j")
+	tg.Address = strings.TrimPrefix(srv.URL, "http://")
+	tg.Interval = time.Hour
+	col := &collect{ch: make(chan struct{}, 1)}
+	m, err := New(Options{Targets: []Target{tg}, Next: col, Logger: quiet()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() { _ = m.Run(ctx); close(done) }()
+	select {
+	case <-col.ch:
+	case <-time.After(2 * time.Second):
+		t.Fatal("first scrape not immediate")
+	}
+	cancel()
+	<-done
+	m.ScrapeAll(context.Background())
+	col.mu.Lock()
+	defer col.mu.Unlock()
+	if len(col.b) != 2 || upOf(t, col.b[1]) != 1 {
+		t.Fatalf("batches %d", len(col.b))
+	}
+}
+
+func benchConvert(b *testing.B, file, ct string) {
+	page := read(b, file)
+	c := NewConverter(fixtureTarget("bench"))
+	rm, err := c.Convert(page, ct, time.Now())
+	if err != nil {
+		b.Fatal(err)
+	}
+	samples := findPoints(rm, "scrape_samples_scraped").GetGauge().DataPoints[0].GetAsDouble()
+	b.ReportAllocs()
+	b.ResetTimer()
+	var m0, m1 runtime.MemStats
+	runtime.ReadMemStats(&m0)
+	ts := time.Now()
+	for i := 0; i < b.N; i++ {
+		ts = ts.Add(time.Second)
+		if _, err := c.Convert(page, ct, ts); err != nil {
+			b.Fatal(err)
+		}
+	}
+	b.StopTimer()
+	runtime.ReadMemStats(&m1)
+	el := b.Elapsed().Seconds()
+	total := samples * float64(b.N)
+	b.ReportMetric(total/el, "samples/s")
+	b.ReportMetric(float64(m1.Mallocs-m0.Mallocs)/total, "allocs/sample")
+}
+
+func BenchmarkConvertVLLM(b *testing.B) { benchConvert(b, "vllm.txt", ctText) }
+func BenchmarkConvertNode(b *testing.B) { benchConvert(b, "node.txt", ctText) }
+func BenchmarkConvertOM(b *testing.B)   { benchConvert(b, "openmetrics.om", ctOM) }
+
+func BenchmarkParseOnly(b *testing.B) {
+	page := read(b, "vllm.txt")
+	n := 0
+	b.ReportAllocs()
+	for i := 0; i < b.N; i++ {
+		p, _ := textparse.New(page, ctText, nil, textparse.ParserOptions{})
+		for {
+			e, err := p.Next()
+			if err != nil {
+				break
+			}
+			if e == textparse.EntrySeries {
+				p.Series()
+				n++
+			}
+		}
+	}
+	b.ReportMetric(float64(n)/b.Elapsed().Seconds(), "samples/s")
+}

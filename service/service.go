@@ -121,6 +121,7 @@ func New(cfg *config.Config, log *slog.Logger) (*Service, error) {
 				return nil, fmt.Errorf("processor %s: not implemented", id)
 			}
 		}
+		log.Debug("pipeline built", "pipeline", p.ID, "receivers", p.Receivers, "processors", p.Processors, "exporters", p.Exporters)
 		c := &counter{name: "otelstep_pipeline_items_total", help: "Points, spans or log records that entered a pipeline.", labels: fmt.Sprintf("pipeline=%q", p.ID)}
 		s.pipeCount = append(s.pipeCount, c)
 		next = countItems(c, next)
@@ -191,7 +192,7 @@ func httpOptions(id string, e *config.OTLPHTTPExporter, log *slog.Logger) sink.H
 		Name: id, Endpoint: e.Endpoint, Headers: e.Headers, Compression: e.Compression, Timeout: e.Timeout,
 		Retry: sink.RetryOptions{Enabled: e.Retry.Enabled, InitialInterval: e.Retry.InitialInterval, MaxInterval: e.Retry.MaxInterval, MaxElapsedTime: e.Retry.MaxElapsedTime},
 		QueueSize: qs, Logger: log.With("sink", id),
-		MetricsURL: e.MetricsEndpoint, TracesURL: e.TracesEndpoint, LogsURL: e.LogsEndpoint,
+		MetricsEndpoint: e.MetricsEndpoint, TracesEndpoint: e.TracesEndpoint, LogsEndpoint: e.LogsEndpoint,
 	}
 }
 

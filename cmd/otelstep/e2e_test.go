@@ -308,7 +308,7 @@ func TestEndToEnd(t *testing.T) {
 	lg := lp.Logger("e2e")
 	for i := range nLogs {
 		var rec otellog.Record
-		rec.SetBody(otellog.StringValue(fmt.Sprintf("log-%d", i)))
+		rec.SetBody(attribute.StringValue(fmt.Sprintf("log-%d", i)))
 		rec.SetSeverity(otellog.SeverityInfo)
 		lg.Emit(ctx, rec)
 	}

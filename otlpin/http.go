@@ -1,0 +1,263 @@
+package otlpin
+
+import (
+	"bytes"
+	"compress/zlib"
+	"errors"
+	"fmt"
+	"io"
+	"mime"
+	"net/http"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/klauspost/compress/gzip"
+	"github.com/klauspost/compress/zstd"
+	spb "google.golang.org/genproto/googleapis/rpc/status"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/protobuf/encoding/protojson"
+	"google.golang.org/protobuf/proto"
+
+	collogspb "go.opentelemetry.io/proto/otlp/collector/logs/v1"
+	colmetricspb "go.opentelemetry.io/proto/otlp/collector/metrics/v1"
+	coltracepb "go.opentelemetry.io/proto/otlp/collector/trace/v1"
+
+	"github.com/otelstep/otelstep/pipeline"
+)
+
+const (
+	ctProtobuf = "application/x-protobuf"
+	ctJSON     = "application/json"
+)
+
+func (r *Receiver) newHTTPServer() *http.Server {
+	return &http.Server{
+		Handler:           http.HandlerFunc(r.serveHTTP),
+		ReadHeaderTimeout: 10 * time.Second,
+		ReadTimeout:       time.Minute,
+		WriteTimeout:      time.Minute + r.timeout,
+		IdleTimeout:       2 * time.Minute,
+		MaxHeaderBytes:    1 << 20,
+		ErrorLog:          nil,
+	}
+}
+
+// httpError is a rejected request: status code and a message for the sender.
+type httpError struct {
+	status int
+	code   codes.Code
+	msg    string
+}
+
+func (r *Receiver) serveHTTP(w http.ResponseWriter, req *http.Request) {
+	var sig pipeline.Signal
+	switch req.URL.Path {
+	case "/v1/metrics":
+		sig = pipeline.Metrics
+	case "/v1/traces":
+		sig = pipeline.Traces
+	case "/v1/logs":
+		sig = pipeline.Logs
+	default:
+		r.httpReject(w, req, "", &httpError{http.StatusNotFound, codes.NotFound, "otlpin: unknown path " + strconv.Quote(req.URL.Path) + "; OTLP/HTTP paths are /v1/metrics, /v1/traces and /v1/logs"})
+		return
+	}
+	c := r.consumer(sig)
+	if c == nil {
+		r.httpReject(w, req, "", &httpError{http.StatusNotFound, codes.Unimplemented, fmt.Sprintf("otlpin: no %s pipeline is configured", sig)})
+		return
+	}
+	if req.Method != http.MethodPost {
+		w.Header().Set("Allow", http.MethodPost)
+		r.httpReject(w, req, "", &httpError{http.StatusMethodNotAllowed, codes.Unimplemented, "otlpin: method " + req.Method + " not allowed, use POST"})
+		return
+	}
+	ct := ""
+	if mt, _, err := mime.ParseMediaType(req.Header.Get("Content-Type")); err == nil {
+		ct = mt
+	}
+	if ct != ctProtobuf && ct != ctJSON {
+		r.httpReject(w, req, "", &httpError{http.StatusUnsupportedMediaType, codes.InvalidArgument,
+			fmt.Sprintf("otlpin: unsupported Content-Type %q, use %s or %s", req.Header.Get("Content-Type"), ctProtobuf, ctJSON)})
+		return
+	}
+	body, herr := r.readBody(w, req)
+	if herr != nil {
+		r.httpReject(w, req, ct, herr)
+		return
+	}
+	b, resp, err := decodeHTTP(sig, ct, body)
+	if err != nil {
+		r.httpReject(w, req, ct, &httpError{http.StatusBadRequest, codes.InvalidArgument, fmt.Sprintf("otlpin: cannot decode %s %s request: %v", ct, sig, err)})
+		return
+	}
+	err = r.deliver(req.Context(), c, b)
+	switch classify(err) {
+	case outcomeOK:
+		writeMessage(w, ct, http.StatusOK, resp)
+	case outcomeRetry:
+		w.Header().Set("Retry-After", strconv.Itoa(int(retryAfter/time.Second)))
+		r.log.Warn("OTLP/HTTP export refused, sender told to retry", "remote", req.RemoteAddr, "path", req.URL.Path, "error", err)
+		writeMessage(w, ct, http.StatusServiceUnavailable, &spb.Status{Code: int32(codes.Unavailable), Message: fmt.Sprintf("otlpin: %s pipeline cannot take data now, retry later: %v", sig, err)})
+	default:
+		r.log.Warn("OTLP/HTTP export failed", "remote", req.RemoteAddr, "path", req.URL.Path, "error", err)
+		writeMessage(w, ct, http.StatusInternalServerError, &spb.Status{Code: int32(codes.Internal), Message: fmt.Sprintf("otlpin: %s pipeline failed: %v", sig, err)})
+	}
+}
+
+// readBody reads the request body, decompressing it, with both the
+// compressed and the decompressed size limited to maxBody. It stops reading
+// as soon as a limit is passed.
+func (r *Receiver) readBody(w http.ResponseWriter, req *http.Request) ([]byte, *httpError) {
+	if req.ContentLength > r.maxBody {
+		return nil, r.tooLarge("body")
+	}
+	raw := http.MaxBytesReader(w, req.Body, r.maxBody)
+	defer raw.Close()
+	var src io.Reader = raw
+	enc := strings.ToLower(strings.TrimSpace(req.Header.Get("Content-Encoding")))
+	switch enc {
+	case "", "identity":
+	case "gzip", "x-gzip":
+		zr, err := gzip.NewReader(raw)
+		if err != nil {
+			return nil, r.bodyReadError(err, "gzip")
+		}
+		defer zr.Close()
+		src = zr
+	case "deflate":
+		zr, err := zlib.NewReader(raw)
+		if err != nil {
+			return nil, r.bodyReadError(err, "deflate")
+		}
+		defer zr.Close()
+		src = zr
+	case "zstd":
+		zr, err := zstd.NewReader(raw, zstd.WithDecoderConcurrency(1), zstd.WithDecoderMaxMemory(uint64(r.maxBody)+1<<20), zstd.WithDecoderMaxWindow(8<<20))
+		if err != nil {
+			return nil, r.bodyReadError(err, "zstd")
+		}
+		defer zr.Close()
+		src = zr
+	default:
+		return nil, &httpError{http.StatusUnsupportedMediaType, codes.InvalidArgument, fmt.Sprintf("otlpin: unsupported Content-Encoding %q, use gzip, deflate, zstd or none", enc)}
+	}
+	var buf bytes.Buffer
+	if enc == "" || enc == "identity" {
+		if req.ContentLength > 0 {
+			buf.Grow(int(req.ContentLength))
+		}
+	}
+	n, err := buf.ReadFrom(io.LimitReader(src, r.maxBody+1))
+	if err != nil {
+		return nil, r.bodyReadError(err, enc)
+	}
+	if n > r.maxBody {
+		return nil, r.tooLarge("decompressed body")
+	}
+	return buf.Bytes(), nil
+}
+
+func (r *Receiver) tooLarge(what string) *httpError {
+	return &httpError{http.StatusRequestEntityTooLarge, codes.ResourceExhausted, fmt.Sprintf("otlpin: request %s larger than the limit of %d bytes", what, r.maxBody)}
+}
+
+func (r *Receiver) bodyReadError(err error, enc string) *httpError {
+	var mbe *http.MaxBytesError
+	if errors.As(err, &mbe) {
+		return r.tooLarge("body")
+	}
+	if enc == "" || enc == "identity" {
+		return &httpError{http.StatusBadRequest, codes.InvalidArgument, fmt.Sprintf("otlpin: cannot read request body: %v", err)}
+	}
+	return &httpError{http.StatusBadRequest, codes.InvalidArgument, fmt.Sprintf("otlpin: cannot decompress %s request body: %v", enc, err)}
+}
+
+// decodeHTTP decodes an export request and returns its batch and the empty
+// success response of the same service.
+func decodeHTTP(sig pipeline.Signal, ct string, body []byte) (*pipeline.Batch, proto.Message, error) {
+	jsonReq := ct == ctJSON
+	switch sig {
+	case pipeline.Metrics:
+		var m *colmetricspb.ExportMetricsServiceRequest
+		var err error
+		if jsonReq {
+			m, err = decodeMetricsJSON(body)
+		} else {
+			m = &colmetricspb.ExportMetricsServiceRequest{}
+			err = proto.Unmarshal(body, m)
+		}
+		if err != nil {
+			return nil, nil, err
+		}
+		return &pipeline.Batch{Signal: sig, Metrics: m.GetResourceMetrics()}, &colmetricspb.ExportMetricsServiceResponse{}, nil
+	case pipeline.Traces:
+		var m *coltracepb.ExportTraceServiceRequest
+		var err error
+		if jsonReq {
+			m, err = decodeTracesJSON(body)
+		} else {
+			m = &coltracepb.ExportTraceServiceRequest{}
+			err = proto.Unmarshal(body, m)
+		}
+		if err != nil {
+			return nil, nil, err
+		}
+		return &pipeline.Batch{Signal: sig, Traces: m.GetResourceSpans()}, &coltracepb.ExportTraceServiceResponse{}, nil
+	default:
+		var m *collogspb.ExportLogsServiceRequest
+		var err error
+		if jsonReq {
+			m, err = decodeLogsJSON(body)
+		} else {
+			m = &collogspb.ExportLogsServiceRequest{}
+			err = proto.Unmarshal(body, m)
+		}
+		if err != nil {
+			return nil, nil, err
+		}
+		return &pipeline.Batch{Signal: sig, Logs: m.GetResourceLogs()}, &collogspb.ExportLogsServiceResponse{}, nil
+	}
+}
+
+// httpReject logs a rejected request (never its body) and answers it. ct is
+// the request's (supported) content type, "" if unknown: then the answer is
+// plain text.
+func (r *Receiver) httpReject(w http.ResponseWriter, req *http.Request, ct string, e *httpError) {
+	r.log.Debug("OTLP/HTTP request rejected", "remote", req.RemoteAddr, "method", req.Method, "path", req.URL.Path, "status", e.status, "reason", e.msg)
+	if e.status == http.StatusRequestEntityTooLarge || e.status == http.StatusBadRequest {
+		// The rest of the body is not read: do not keep the connection.
+		w.Header().Set("Connection", "close")
+	}
+	if ct == "" {
+		w.Header().Set("Content-Type", "text/plain; charset=utf-8")
+		w.Header().Set("X-Content-Type-Options", "nosniff")
+		w.WriteHeader(e.status)
+		_, _ = io.WriteString(w, e.msg+"\n")
+		return
+	}
+	writeMessage(w, ct, e.status, &spb.Status{Code: int32(e.code), Message: e.msg})
+}
+
+// writeMessage answers with m encoded as ct.
+func writeMessage(w http.ResponseWriter, ct string, status int, m proto.Message) {
+	var out []byte
+	var err error
+	if ct == ctJSON {
+		out, err = protojson.Marshal(m)
+		if err == nil && len(out) == 0 {
+			out = []byte("{}")
+		}
+	} else {
+		out, err = proto.Marshal(m)
+	}
+	if err != nil {
+		http.Error(w, "otlpin: cannot encode response", http.StatusInternalServerError)
+		return
+	}
+	w.Header().Set("Content-Type", ct)
+	w.Header().Set("Content-Length", strconv.Itoa(len(out)))
+	w.WriteHeader(status)
+	_, _ = w.Write(out)
+}

@@ -1,0 +1,304 @@
+// Package otlpin implements the OTLP receivers: OTLP/gRPC and OTLP/HTTP
+// (binary protobuf and JSON), as the OTLP specification describes them
+// (https://opentelemetry.io/docs/specs/otlp/).
+//
+// Each accepted export request becomes one pipeline.Batch handed to the
+// signal's Consumer. Answers follow the specification:
+//
+//   - success: an empty Export*ServiceResponse (partial_success unset);
+//     an export request with no resources succeeds without calling Consume.
+//   - pipeline.ErrFull, pipeline.ErrStopped, or no buffer room within
+//     ConsumeTimeout: retryable, gRPC UNAVAILABLE with a RetryInfo detail,
+//     HTTP 503 with "Retry-After: 1".
+//   - any other Consume error: non-retryable, gRPC INTERNAL, HTTP 500.
+//   - undecodable request: gRPC INVALID_ARGUMENT (from the gRPC codec),
+//     HTTP 400 with a google.rpc.Status body naming the problem.
+//   - a signal with no pipeline (nil Consumer): gRPC UNIMPLEMENTED and HTTP
+//     404 Not Found. Both are non-retryable, so a sender stops rather than
+//     retrying forever; 404 is also what the OpenTelemetry Collector answers
+//     for an OTLP path with no pipeline (the path does not exist there).
+//   - HTTP: wrong method 405 (with Allow: POST), unsupported Content-Type or
+//     Content-Encoding 415, body (compressed or decompressed) larger than
+//     MaxRequestBytes 413, unknown path 404.
+//
+// HTTP error bodies are google.rpc.Status messages encoded in the request's
+// content type (protobuf or JSON); when the content type itself is not
+// supported the body is plain text.
+package otlpin
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"net/http"
+	"sync"
+	"time"
+
+	"google.golang.org/grpc"
+
+	"github.com/otelstep/otelstep/pipeline"
+)
+
+// DefaultMaxRequestBytes is the request size limit used when
+// Options.MaxRequestBytes is 0.
+const DefaultMaxRequestBytes = 20 << 20
+
+// DefaultConsumeTimeout is used when Options.ConsumeTimeout is 0.
+const DefaultConsumeTimeout = 5 * time.Second
+
+// retryAfter is the delay suggested to senders told to retry later.
+const retryAfter = time.Second
+
+// Options configures a Receiver.
+type Options struct {
+	GRPCEndpoint string // "" = no gRPC listener; e.g. "0.0.0.0:4317"
+	HTTPEndpoint string // "" = no HTTP listener
+
+	// Consumers per signal. nil = that signal has no pipeline: requests for
+	// it are refused (gRPC UNIMPLEMENTED, HTTP 404).
+	Metrics, Traces, Logs pipeline.Consumer
+
+	Logger *slog.Logger // nil = discard
+
+	// MaxRequestBytes limits a request body both as received (compressed)
+	// and after decompression; gRPC's max receive message size. 0 = 20 MiB.
+	MaxRequestBytes int64
+
+	// ConsumeTimeout is how long a request may wait for buffer room before
+	// the sender is told to retry later. 0 = 5s.
+	ConsumeTimeout time.Duration
+}
+
+// Receiver serves OTLP over gRPC and/or HTTP.
+type Receiver struct {
+	opts    Options
+	log     *slog.Logger
+	maxBody int64
+	timeout time.Duration
+
+	// forceCtx is cancelled when Shutdown gives up waiting, so in-flight
+	// Consume calls are abandoned.
+	forceCtx    context.Context
+	forceCancel context.CancelFunc
+
+	mu       sync.Mutex
+	started  bool
+	stopped  bool
+	grpcSrv  *grpc.Server
+	grpcLn   net.Listener
+	httpSrv  *http.Server
+	httpLn   net.Listener
+	serveWG  sync.WaitGroup
+	shutOnce sync.Once
+	shutErr  error
+}
+
+// New validates opts and returns a Receiver that is not yet listening.
+func New(opts Options) (*Receiver, error) {
+	if opts.GRPCEndpoint == "" && opts.HTTPEndpoint == "" {
+		return nil, errors.New("otlpin: neither a gRPC nor an HTTP endpoint is configured")
+	}
+	if opts.MaxRequestBytes < 0 {
+		return nil, fmt.Errorf("otlpin: MaxRequestBytes must not be negative, got %d", opts.MaxRequestBytes)
+	}
+	if opts.ConsumeTimeout < 0 {
+		return nil, fmt.Errorf("otlpin: ConsumeTimeout must not be negative, got %s", opts.ConsumeTimeout)
+	}
+	r := &Receiver{opts: opts, log: opts.Logger, maxBody: opts.MaxRequestBytes, timeout: opts.ConsumeTimeout}
+	if r.log == nil {
+		r.log = slog.New(slog.DiscardHandler)
+	}
+	if r.maxBody == 0 {
+		r.maxBody = DefaultMaxRequestBytes
+	}
+	if r.timeout == 0 {
+		r.timeout = DefaultConsumeTimeout
+	}
+	r.forceCtx, r.forceCancel = context.WithCancel(context.Background())
+	return r, nil
+}
+
+// Start binds the configured listeners and serves them in the background.
+// If a listener cannot be bound, nothing stays bound and the error names the
+// endpoint. ctx only bounds the binding; serving continues until Shutdown.
+func (r *Receiver) Start(ctx context.Context) error {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.started {
+		return errors.New("otlpin: receiver already started")
+	}
+	if r.stopped {
+		return errors.New("otlpin: receiver already shut down")
+	}
+	var lc net.ListenConfig
+	var grpcLn, httpLn net.Listener
+	var err error
+	if ep := r.opts.GRPCEndpoint; ep != "" {
+		if grpcLn, err = lc.Listen(ctx, "tcp", ep); err != nil {
+			return fmt.Errorf("otlpin: cannot listen for OTLP/gRPC on %q: %w", ep, err)
+		}
+	}
+	if ep := r.opts.HTTPEndpoint; ep != "" {
+		if httpLn, err = lc.Listen(ctx, "tcp", ep); err != nil {
+			if grpcLn != nil {
+				grpcLn.Close()
+			}
+			return fmt.Errorf("otlpin: cannot listen for OTLP/HTTP on %q: %w", ep, err)
+		}
+	}
+	r.started = true
+	if grpcLn != nil {
+		r.grpcLn = grpcLn
+		r.grpcSrv = r.newGRPCServer()
+		r.serveWG.Add(1)
+		go func() {
+			defer r.serveWG.Done()
+			if err := r.grpcSrv.Serve(grpcLn); err != nil && !errors.Is(err, grpc.ErrServerStopped) {
+				r.log.Error("OTLP/gRPC server stopped", "endpoint", grpcLn.Addr().String(), "error", err)
+			}
+		}()
+		r.log.Info("OTLP/gRPC receiver listening", "endpoint", grpcLn.Addr().String())
+	}
+	if httpLn != nil {
+		r.httpLn = httpLn
+		r.httpSrv = r.newHTTPServer()
+		r.serveWG.Add(1)
+		go func() {
+			defer r.serveWG.Done()
+			if err := r.httpSrv.Serve(httpLn); err != nil && !errors.Is(err, http.ErrServerClosed) {
+				r.log.Error("OTLP/HTTP server stopped", "endpoint", httpLn.Addr().String(), "error", err)
+			}
+		}()
+		r.log.Info("OTLP/HTTP receiver listening", "endpoint", httpLn.Addr().String())
+	}
+	return nil
+}
+
+// GRPCAddr returns the bound gRPC address, or nil if there is none.
+func (r *Receiver) GRPCAddr() net.Addr {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.grpcLn == nil {
+		return nil
+	}
+	return r.grpcLn.Addr()
+}
+
+// HTTPAddr returns the bound HTTP address, or nil if there is none.
+func (r *Receiver) HTTPAddr() net.Addr {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.httpLn == nil {
+		return nil
+	}
+	return r.httpLn.Addr()
+}
+
+// Shutdown stops accepting connections and requests, then waits for in-flight
+// requests to finish delivering their batches. If ctx ends first, remaining
+// requests are aborted (their Consume context is cancelled, connections are
+// closed) and ctx's error is returned. Calling Shutdown again returns the
+// first call's result.
+func (r *Receiver) Shutdown(ctx context.Context) error {
+	r.mu.Lock()
+	r.stopped = true
+	grpcSrv, httpSrv := r.grpcSrv, r.httpSrv
+	r.mu.Unlock()
+
+	r.shutOnce.Do(func() {
+		done := make(chan struct{})
+		go func() {
+			defer close(done)
+			var wg sync.WaitGroup
+			if grpcSrv != nil {
+				wg.Go(grpcSrv.GracefulStop)
+			}
+			if httpSrv != nil {
+				wg.Go(func() {
+					// Shutdown's own context never ends: forcing is done below.
+					_ = httpSrv.Shutdown(context.Background())
+				})
+			}
+			wg.Wait()
+		}()
+		select {
+		case <-done:
+		case <-ctx.Done():
+			r.shutErr = fmt.Errorf("otlpin: shutdown forced before in-flight requests finished: %w", ctx.Err())
+			r.forceCancel()
+			if grpcSrv != nil {
+				grpcSrv.Stop()
+			}
+			if httpSrv != nil {
+				_ = httpSrv.Close()
+			}
+			<-done
+		}
+		r.forceCancel()
+		r.serveWG.Wait()
+	})
+	return r.shutErr
+}
+
+// consumeCtx derives the context a Consume call runs under: the request's,
+// bounded by ConsumeTimeout and cancelled by a forced shutdown.
+func (r *Receiver) consumeCtx(parent context.Context) (context.Context, context.CancelFunc) {
+	ctx, cancel := context.WithTimeout(parent, r.timeout)
+	stop := context.AfterFunc(r.forceCtx, cancel)
+	return ctx, func() { stop(); cancel() }
+}
+
+// consumer returns the consumer of a signal, nil if it has no pipeline.
+func (r *Receiver) consumer(s pipeline.Signal) pipeline.Consumer {
+	switch s {
+	case pipeline.Metrics:
+		return r.opts.Metrics
+	case pipeline.Traces:
+		return r.opts.Traces
+	case pipeline.Logs:
+		return r.opts.Logs
+	}
+	return nil
+}
+
+// outcome classifies a Consume error.
+type outcome int
+
+const (
+	outcomeOK outcome = iota
+	outcomeRetry
+	outcomeFail
+)
+
+func classify(err error) outcome {
+	switch {
+	case err == nil:
+		return outcomeOK
+	case errors.Is(err, pipeline.ErrFull), errors.Is(err, pipeline.ErrStopped),
+		errors.Is(err, context.DeadlineExceeded), errors.Is(err, context.Canceled):
+		return outcomeRetry
+	}
+	return outcomeFail
+}
+
+// deliver hands b to the signal's consumer (which must not be nil).
+// Empty batches are not delivered.
+func (r *Receiver) deliver(ctx context.Context, c pipeline.Consumer, b *pipeline.Batch) error {
+	if b.Len() == 0 {
+		return nil
+	}
+	cctx, cancel := r.consumeCtx(ctx)
+	defer cancel()
+	err := c.Consume(cctx, b)
+	if err == nil {
+		return nil
+	}
+	if cctx.Err() != nil && !errors.Is(err, cctx.Err()) && classify(err) == outcomeFail {
+		// The consumer gave up because of our deadline but wrapped it oddly;
+		// still a "retry later".
+		return fmt.Errorf("%w: %w", pipeline.ErrFull, err)
+	}
+	return err
+}

@@ -1,0 +1,942 @@
+package otlpjson
+
+import (
+	"encoding/base64"
+	"math"
+	"strconv"
+	"unicode/utf8"
+
+	commonpb "go.opentelemetry.io/proto/otlp/common/v1"
+	logspb "go.opentelemetry.io/proto/otlp/logs/v1"
+	metricspb "go.opentelemetry.io/proto/otlp/metrics/v1"
+	resourcepb "go.opentelemetry.io/proto/otlp/resource/v1"
+	tracepb "go.opentelemetry.io/proto/otlp/trace/v1"
+)
+
+// The encoders write fields in .proto declaration order, as protojson does,
+// omit proto3 zero values, nil messages and empty lists, and always write the
+// member of a oneof that is set (even when it holds a zero value).
+//
+// Every helper appends to b and returns the extended slice. Commas are
+// handled with a "first" flag per object: field helpers write a leading comma
+// unless they are the first field written.
+
+// AppendMetrics appends the OTLP/JSON encoding of an ExportMetricsServiceRequest holding rms to dst (no trailing newline).
+// Resource attributes whose key equals any of skipResourceKeys are left out (used to keep the Authorization token off disk).
+func AppendMetrics(dst []byte, rms []*metricspb.ResourceMetrics, skipResourceKeys ...string) []byte {
+	dst = append(dst, '{')
+	if len(rms) > 0 {
+		dst = append(dst, `"resourceMetrics":[`...)
+		for i, rm := range rms {
+			if i > 0 {
+				dst = append(dst, ',')
+			}
+			dst = appendResourceMetrics(dst, rm, skipResourceKeys)
+		}
+		dst = append(dst, ']')
+	}
+	return append(dst, '}')
+}
+
+// AppendTraces appends the OTLP/JSON encoding of an ExportTraceServiceRequest holding rss to dst (no trailing newline).
+// Resource attributes whose key equals any of skipResourceKeys are left out.
+func AppendTraces(dst []byte, rss []*tracepb.ResourceSpans, skipResourceKeys ...string) []byte {
+	dst = append(dst, '{')
+	if len(rss) > 0 {
+		dst = append(dst, `"resourceSpans":[`...)
+		for i, rs := range rss {
+			if i > 0 {
+				dst = append(dst, ',')
+			}
+			dst = appendResourceSpans(dst, rs, skipResourceKeys)
+		}
+		dst = append(dst, ']')
+	}
+	return append(dst, '}')
+}
+
+// AppendLogs appends the OTLP/JSON encoding of an ExportLogsServiceRequest holding rls to dst (no trailing newline).
+// Resource attributes whose key equals any of skipResourceKeys are left out.
+func AppendLogs(dst []byte, rls []*logspb.ResourceLogs, skipResourceKeys ...string) []byte {
+	dst = append(dst, '{')
+	if len(rls) > 0 {
+		dst = append(dst, `"resourceLogs":[`...)
+		for i, rl := range rls {
+			if i > 0 {
+				dst = append(dst, ',')
+			}
+			dst = appendResourceLogs(dst, rl, skipResourceKeys)
+		}
+		dst = append(dst, ']')
+	}
+	return append(dst, '}')
+}
+
+// ---- field helpers ----
+
+// key writes the separator (if not first) and "name":. name must not need escaping.
+func key(b []byte, first *bool, name string) []byte {
+	if *first {
+		*first = false
+	} else {
+		b = append(b, ',')
+	}
+	b = append(b, '"')
+	b = append(b, name...)
+	return append(b, '"', ':')
+}
+
+func fieldString(b []byte, first *bool, name, v string) []byte {
+	if v == "" {
+		return b
+	}
+	b = key(b, first, name)
+	return appendString(b, v)
+}
+
+func fieldUint32(b []byte, first *bool, name string, v uint32) []byte {
+	if v == 0 {
+		return b
+	}
+	b = key(b, first, name)
+	return strconv.AppendUint(b, uint64(v), 10)
+}
+
+func fieldInt32(b []byte, first *bool, name string, v int32) []byte {
+	if v == 0 {
+		return b
+	}
+	b = key(b, first, name)
+	return strconv.AppendInt(b, int64(v), 10)
+}
+
+// fieldUint64 writes a 64-bit integer as a decimal string.
+func fieldUint64(b []byte, first *bool, name string, v uint64) []byte {
+	if v == 0 {
+		return b
+	}
+	b = key(b, first, name)
+	b = append(b, '"')
+	b = strconv.AppendUint(b, v, 10)
+	return append(b, '"')
+}
+
+func fieldBool(b []byte, first *bool, name string, v bool) []byte {
+	if !v {
+		return b
+	}
+	b = key(b, first, name)
+	return append(b, "true"...)
+}
+
+func fieldDouble(b []byte, first *bool, name string, v float64) []byte {
+	// proto3 omits +0 only; -0 has a sign bit and is written, like protojson.
+	if v == 0 && !math.Signbit(v) {
+		return b
+	}
+	b = key(b, first, name)
+	return appendFloat(b, v)
+}
+
+func fieldOptDouble(b []byte, first *bool, name string, v *float64) []byte {
+	if v == nil {
+		return b
+	}
+	b = key(b, first, name)
+	return appendFloat(b, *v)
+}
+
+func fieldHex(b []byte, first *bool, name string, id []byte) []byte {
+	if len(id) == 0 {
+		return b
+	}
+	b = key(b, first, name)
+	return appendHex(b, id)
+}
+
+func fieldAttrs(b []byte, first *bool, name string, kvs []*commonpb.KeyValue, skip []string) []byte {
+	if len(kvs) == 0 {
+		return b
+	}
+	b = key(b, first, name)
+	return appendKeyValues(b, kvs, skip)
+}
+
+// ---- primitives ----
+
+const hexDigits = "0123456789abcdef"
+
+func appendHex(b []byte, id []byte) []byte {
+	b = append(b, '"')
+	for _, c := range id {
+		b = append(b, hexDigits[c>>4], hexDigits[c&0xf])
+	}
+	return append(b, '"')
+}
+
+// appendFloat formats like encoding/json and protojson: shortest repr, 'f'
+// for exponents in [-6, 21), 'e' otherwise with a two digit minimum exponent
+// dropped to one ("1e-07" becomes "1e-7"); non-finite values as strings.
+func appendFloat(b []byte, f float64) []byte {
+	switch {
+	case math.IsNaN(f):
+		return append(b, `"NaN"`...)
+	case math.IsInf(f, 1):
+		return append(b, `"Infinity"`...)
+	case math.IsInf(f, -1):
+		return append(b, `"-Infinity"`...)
+	}
+	fmt := byte('f')
+	if abs := math.Abs(f); abs != 0 && (abs < 1e-6 || abs >= 1e21) {
+		fmt = 'e'
+	}
+	b = strconv.AppendFloat(b, f, fmt, -1, 64)
+	if fmt == 'e' {
+		// clean up e-09 to e-9
+		n := len(b)
+		if n >= 4 && b[n-4] == 'e' && b[n-3] == '-' && b[n-2] == '0' {
+			b[n-2] = b[n-1]
+			b = b[:n-1]
+		}
+	}
+	return b
+}
+
+// safe[c] is true for ASCII bytes that need no escaping.
+var safe = func() (t [utf8.RuneSelf]bool) {
+	for c := 0x20; c < utf8.RuneSelf; c++ {
+		t[c] = c != '"' && c != '\\'
+	}
+	return t
+}()
+
+// appendString writes s as a JSON string. Escaping follows protojson
+// (no HTML escaping, \b \f \n \r \t short forms, other control characters as
+// \u00xx); invalid UTF-8 is replaced by U+FFFD like encoding/json does.
+func appendString(b []byte, s string) []byte {
+	b = append(b, '"')
+	start := 0
+	for i := 0; i < len(s); {
+		c := s[i]
+		if c < utf8.RuneSelf {
+			if safe[c] {
+				i++
+				continue
+			}
+			b = append(b, s[start:i]...)
+			switch c {
+			case '"', '\\':
+				b = append(b, '\\', c)
+			case '\b':
+				b = append(b, '\\', 'b')
+			case '\f':
+				b = append(b, '\\', 'f')
+			case '\n':
+				b = append(b, '\\', 'n')
+			case '\r':
+				b = append(b, '\\', 'r')
+			case '\t':
+				b = append(b, '\\', 't')
+			default:
+				b = append(b, '\\', 'u', '0', '0', hexDigits[c>>4], hexDigits[c&0xf])
+			}
+			i++
+			start = i
+			continue
+		}
+		r, size := utf8.DecodeRuneInString(s[i:])
+		if r == utf8.RuneError && size == 1 {
+			b = append(b, s[start:i]...)
+			b = append(b, "\ufffd"...)
+			i++
+			start = i
+			continue
+		}
+		i += size
+	}
+	b = append(b, s[start:]...)
+	return append(b, '"')
+}
+
+// ---- common ----
+
+func skipped(k string, skip []string) bool {
+	for _, s := range skip {
+		if k == s {
+			return true
+		}
+	}
+	return false
+}
+
+// appendKeyValues writes a JSON array of KeyValue, leaving out keys in skip.
+func appendKeyValues(b []byte, kvs []*commonpb.KeyValue, skip []string) []byte {
+	b = append(b, '[')
+	n := 0
+	for _, kv := range kvs {
+		if len(skip) > 0 && kv != nil && skipped(kv.Key, skip) {
+			continue
+		}
+		if n > 0 {
+			b = append(b, ',')
+		}
+		n++
+		b = appendKeyValue(b, kv)
+	}
+	return append(b, ']')
+}
+
+func appendKeyValue(b []byte, kv *commonpb.KeyValue) []byte {
+	b = append(b, '{')
+	if kv != nil {
+		first := true
+		b = fieldString(b, &first, "key", kv.Key)
+		if kv.Value != nil {
+			b = key(b, &first, "value")
+			b = appendAnyValue(b, kv.Value)
+		}
+		b = fieldInt32(b, &first, "keyStrindex", kv.KeyStrindex)
+	}
+	return append(b, '}')
+}
+
+func appendAnyValue(b []byte, v *commonpb.AnyValue) []byte {
+	b = append(b, '{')
+	switch x := v.Value.(type) {
+	case *commonpb.AnyValue_StringValue:
+		b = append(b, `"stringValue":`...)
+		b = appendString(b, x.StringValue)
+	case *commonpb.AnyValue_BoolValue:
+		if x.BoolValue {
+			b = append(b, `"boolValue":true`...)
+		} else {
+			b = append(b, `"boolValue":false`...)
+		}
+	case *commonpb.AnyValue_IntValue:
+		b = append(b, `"intValue":"`...)
+		b = strconv.AppendInt(b, x.IntValue, 10)
+		b = append(b, '"')
+	case *commonpb.AnyValue_DoubleValue:
+		b = append(b, `"doubleValue":`...)
+		b = appendFloat(b, x.DoubleValue)
+	case *commonpb.AnyValue_ArrayValue:
+		b = append(b, `"arrayValue":{`...)
+		if x.ArrayValue != nil && len(x.ArrayValue.Values) > 0 {
+			b = append(b, `"values":[`...)
+			for i, e := range x.ArrayValue.Values {
+				if i > 0 {
+					b = append(b, ',')
+				}
+				if e == nil {
+					b = append(b, '{', '}')
+					continue
+				}
+				b = appendAnyValue(b, e)
+			}
+			b = append(b, ']')
+		}
+		b = append(b, '}')
+	case *commonpb.AnyValue_KvlistValue:
+		b = append(b, `"kvlistValue":{`...)
+		if x.KvlistValue != nil && len(x.KvlistValue.Values) > 0 {
+			b = append(b, `"values":`...)
+			b = appendKeyValues(b, x.KvlistValue.Values, nil)
+		}
+		b = append(b, '}')
+	case *commonpb.AnyValue_BytesValue:
+		b = append(b, `"bytesValue":"`...)
+		b = base64.StdEncoding.AppendEncode(b, x.BytesValue)
+		b = append(b, '"')
+	case *commonpb.AnyValue_StringValueStrindex:
+		b = append(b, `"stringValueStrindex":`...)
+		b = strconv.AppendInt(b, int64(x.StringValueStrindex), 10)
+	}
+	return append(b, '}')
+}
+
+func appendStrings(b []byte, ss []string) []byte {
+	b = append(b, '[')
+	for i, s := range ss {
+		if i > 0 {
+			b = append(b, ',')
+		}
+		b = appendString(b, s)
+	}
+	return append(b, ']')
+}
+
+func appendResource(b []byte, r *resourcepb.Resource, skip []string) []byte {
+	b = append(b, '{')
+	first := true
+	if len(r.Attributes) > 0 {
+		// Only write the field if something survives the skip list.
+		kept := len(r.Attributes)
+		if len(skip) > 0 {
+			kept = 0
+			for _, kv := range r.Attributes {
+				if kv == nil || !skipped(kv.Key, skip) {
+					kept++
+				}
+			}
+		}
+		if kept > 0 {
+			b = fieldAttrs(b, &first, "attributes", r.Attributes, skip)
+		}
+	}
+	b = fieldUint32(b, &first, "droppedAttributesCount", r.DroppedAttributesCount)
+	if len(r.EntityRefs) > 0 {
+		b = key(b, &first, "entityRefs")
+		b = append(b, '[')
+		for i, e := range r.EntityRefs {
+			if i > 0 {
+				b = append(b, ',')
+			}
+			b = append(b, '{')
+			if e != nil {
+				f := true
+				b = fieldString(b, &f, "schemaUrl", e.SchemaUrl)
+				b = fieldString(b, &f, "type", e.Type)
+				if len(e.IdKeys) > 0 {
+					b = key(b, &f, "idKeys")
+					b = appendStrings(b, e.IdKeys)
+				}
+				if len(e.DescriptionKeys) > 0 {
+					b = key(b, &f, "descriptionKeys")
+					b = appendStrings(b, e.DescriptionKeys)
+				}
+			}
+			b = append(b, '}')
+		}
+		b = append(b, ']')
+	}
+	return append(b, '}')
+}
+
+func appendScope(b []byte, s *commonpb.InstrumentationScope) []byte {
+	b = append(b, '{')
+	first := true
+	b = fieldString(b, &first, "name", s.Name)
+	b = fieldString(b, &first, "version", s.Version)
+	b = fieldAttrs(b, &first, "attributes", s.Attributes, nil)
+	b = fieldUint32(b, &first, "droppedAttributesCount", s.DroppedAttributesCount)
+	return append(b, '}')
+}
+
+// ---- metrics ----
+
+func appendResourceMetrics(b []byte, rm *metricspb.ResourceMetrics, skip []string) []byte {
+	b = append(b, '{')
+	if rm == nil {
+		return append(b, '}')
+	}
+	first := true
+	if rm.Resource != nil {
+		b = key(b, &first, "resource")
+		b = appendResource(b, rm.Resource, skip)
+	}
+	if len(rm.ScopeMetrics) > 0 {
+		b = key(b, &first, "scopeMetrics")
+		b = append(b, '[')
+		for i, sm := range rm.ScopeMetrics {
+			if i > 0 {
+				b = append(b, ',')
+			}
+			b = appendScopeMetrics(b, sm)
+		}
+		b = append(b, ']')
+	}
+	b = fieldString(b, &first, "schemaUrl", rm.SchemaUrl)
+	return append(b, '}')
+}
+
+func appendScopeMetrics(b []byte, sm *metricspb.ScopeMetrics) []byte {
+	b = append(b, '{')
+	if sm == nil {
+		return append(b, '}')
+	}
+	first := true
+	if sm.Scope != nil {
+		b = key(b, &first, "scope")
+		b = appendScope(b, sm.Scope)
+	}
+	if len(sm.Metrics) > 0 {
+		b = key(b, &first, "metrics")
+		b = append(b, '[')
+		for i, m := range sm.Metrics {
+			if i > 0 {
+				b = append(b, ',')
+			}
+			b = appendMetric(b, m)
+		}
+		b = append(b, ']')
+	}
+	b = fieldString(b, &first, "schemaUrl", sm.SchemaUrl)
+	return append(b, '}')
+}
+
+func appendMetric(b []byte, m *metricspb.Metric) []byte {
+	b = append(b, '{')
+	if m == nil {
+		return append(b, '}')
+	}
+	first := true
+	b = fieldString(b, &first, "name", m.Name)
+	b = fieldString(b, &first, "description", m.Description)
+	b = fieldString(b, &first, "unit", m.Unit)
+	switch d := m.Data.(type) {
+	case *metricspb.Metric_Gauge:
+		b = key(b, &first, "gauge")
+		b = append(b, '{')
+		if d.Gauge != nil && len(d.Gauge.DataPoints) > 0 {
+			b = append(b, `"dataPoints":`...)
+			b = appendNumberDataPoints(b, d.Gauge.DataPoints)
+		}
+		b = append(b, '}')
+	case *metricspb.Metric_Sum:
+		b = key(b, &first, "sum")
+		b = append(b, '{')
+		if s := d.Sum; s != nil {
+			f := true
+			if len(s.DataPoints) > 0 {
+				b = key(b, &f, "dataPoints")
+				b = appendNumberDataPoints(b, s.DataPoints)
+			}
+			b = fieldInt32(b, &f, "aggregationTemporality", int32(s.AggregationTemporality))
+			b = fieldBool(b, &f, "isMonotonic", s.IsMonotonic)
+		}
+		b = append(b, '}')
+	case *metricspb.Metric_Histogram:
+		b = key(b, &first, "histogram")
+		b = append(b, '{')
+		if h := d.Histogram; h != nil {
+			f := true
+			if len(h.DataPoints) > 0 {
+				b = key(b, &f, "dataPoints")
+				b = append(b, '[')
+				for i, p := range h.DataPoints {
+					if i > 0 {
+						b = append(b, ',')
+					}
+					b = appendHistogramDataPoint(b, p)
+				}
+				b = append(b, ']')
+			}
+			b = fieldInt32(b, &f, "aggregationTemporality", int32(h.AggregationTemporality))
+		}
+		b = append(b, '}')
+	case *metricspb.Metric_ExponentialHistogram:
+		b = key(b, &first, "exponentialHistogram")
+		b = append(b, '{')
+		if h := d.ExponentialHistogram; h != nil {
+			f := true
+			if len(h.DataPoints) > 0 {
+				b = key(b, &f, "dataPoints")
+				b = append(b, '[')
+				for i, p := range h.DataPoints {
+					if i > 0 {
+						b = append(b, ',')
+					}
+					b = appendExpHistogramDataPoint(b, p)
+				}
+				b = append(b, ']')
+			}
+			b = fieldInt32(b, &f, "aggregationTemporality", int32(h.AggregationTemporality))
+		}
+		b = append(b, '}')
+	case *metricspb.Metric_Summary:
+		b = key(b, &first, "summary")
+		b = append(b, '{')
+		if s := d.Summary; s != nil && len(s.DataPoints) > 0 {
+			b = append(b, `"dataPoints":[`...)
+			for i, p := range s.DataPoints {
+				if i > 0 {
+					b = append(b, ',')
+				}
+				b = appendSummaryDataPoint(b, p)
+			}
+			b = append(b, ']')
+		}
+		b = append(b, '}')
+	}
+	b = fieldAttrs(b, &first, "metadata", m.Metadata, nil)
+	return append(b, '}')
+}
+
+func appendNumberDataPoints(b []byte, ps []*metricspb.NumberDataPoint) []byte {
+	b = append(b, '[')
+	for i, p := range ps {
+		if i > 0 {
+			b = append(b, ',')
+		}
+		b = append(b, '{')
+		if p != nil {
+			first := true
+			b = fieldAttrs(b, &first, "attributes", p.Attributes, nil)
+			b = fieldUint64(b, &first, "startTimeUnixNano", p.StartTimeUnixNano)
+			b = fieldUint64(b, &first, "timeUnixNano", p.TimeUnixNano)
+			switch v := p.Value.(type) {
+			case *metricspb.NumberDataPoint_AsDouble:
+				b = key(b, &first, "asDouble")
+				b = appendFloat(b, v.AsDouble)
+			case *metricspb.NumberDataPoint_AsInt:
+				b = key(b, &first, "asInt")
+				b = append(b, '"')
+				b = strconv.AppendInt(b, v.AsInt, 10)
+				b = append(b, '"')
+			}
+			b = appendExemplars(b, &first, p.Exemplars)
+			b = fieldUint32(b, &first, "flags", p.Flags)
+		}
+		b = append(b, '}')
+	}
+	return append(b, ']')
+}
+
+func appendExemplars(b []byte, first *bool, es []*metricspb.Exemplar) []byte {
+	if len(es) == 0 {
+		return b
+	}
+	b = key(b, first, "exemplars")
+	b = append(b, '[')
+	for i, e := range es {
+		if i > 0 {
+			b = append(b, ',')
+		}
+		b = append(b, '{')
+		if e != nil {
+			f := true
+			b = fieldAttrs(b, &f, "filteredAttributes", e.FilteredAttributes, nil)
+			b = fieldUint64(b, &f, "timeUnixNano", e.TimeUnixNano)
+			switch v := e.Value.(type) {
+			case *metricspb.Exemplar_AsDouble:
+				b = key(b, &f, "asDouble")
+				b = appendFloat(b, v.AsDouble)
+			case *metricspb.Exemplar_AsInt:
+				b = key(b, &f, "asInt")
+				b = append(b, '"')
+				b = strconv.AppendInt(b, v.AsInt, 10)
+				b = append(b, '"')
+			}
+			b = fieldHex(b, &f, "spanId", e.SpanId)
+			b = fieldHex(b, &f, "traceId", e.TraceId)
+		}
+		b = append(b, '}')
+	}
+	return append(b, ']')
+}
+
+func appendUint64s(b []byte, first *bool, name string, vs []uint64) []byte {
+	if len(vs) == 0 {
+		return b
+	}
+	b = key(b, first, name)
+	b = append(b, '[')
+	for i, v := range vs {
+		if i > 0 {
+			b = append(b, ',')
+		}
+		b = append(b, '"')
+		b = strconv.AppendUint(b, v, 10)
+		b = append(b, '"')
+	}
+	return append(b, ']')
+}
+
+func appendDoubles(b []byte, first *bool, name string, vs []float64) []byte {
+	if len(vs) == 0 {
+		return b
+	}
+	b = key(b, first, name)
+	b = append(b, '[')
+	for i, v := range vs {
+		if i > 0 {
+			b = append(b, ',')
+		}
+		b = appendFloat(b, v)
+	}
+	return append(b, ']')
+}
+
+func appendHistogramDataPoint(b []byte, p *metricspb.HistogramDataPoint) []byte {
+	b = append(b, '{')
+	if p == nil {
+		return append(b, '}')
+	}
+	first := true
+	b = fieldAttrs(b, &first, "attributes", p.Attributes, nil)
+	b = fieldUint64(b, &first, "startTimeUnixNano", p.StartTimeUnixNano)
+	b = fieldUint64(b, &first, "timeUnixNano", p.TimeUnixNano)
+	b = fieldUint64(b, &first, "count", p.Count)
+	b = fieldOptDouble(b, &first, "sum", p.Sum)
+	b = appendUint64s(b, &first, "bucketCounts", p.BucketCounts)
+	b = appendDoubles(b, &first, "explicitBounds", p.ExplicitBounds)
+	b = appendExemplars(b, &first, p.Exemplars)
+	b = fieldUint32(b, &first, "flags", p.Flags)
+	b = fieldOptDouble(b, &first, "min", p.Min)
+	b = fieldOptDouble(b, &first, "max", p.Max)
+	return append(b, '}')
+}
+
+func appendBuckets(b []byte, first *bool, name string, bk *metricspb.ExponentialHistogramDataPoint_Buckets) []byte {
+	if bk == nil {
+		return b
+	}
+	b = key(b, first, name)
+	b = append(b, '{')
+	f := true
+	b = fieldInt32(b, &f, "offset", bk.Offset)
+	b = appendUint64s(b, &f, "bucketCounts", bk.BucketCounts)
+	return append(b, '}')
+}
+
+func appendExpHistogramDataPoint(b []byte, p *metricspb.ExponentialHistogramDataPoint) []byte {
+	b = append(b, '{')
+	if p == nil {
+		return append(b, '}')
+	}
+	first := true
+	b = fieldAttrs(b, &first, "attributes", p.Attributes, nil)
+	b = fieldUint64(b, &first, "startTimeUnixNano", p.StartTimeUnixNano)
+	b = fieldUint64(b, &first, "timeUnixNano", p.TimeUnixNano)
+	b = fieldUint64(b, &first, "count", p.Count)
+	b = fieldOptDouble(b, &first, "sum", p.Sum)
+	b = fieldInt32(b, &first, "scale", p.Scale)
+	b = fieldUint64(b, &first, "zeroCount", p.ZeroCount)
+	b = appendBuckets(b, &first, "positive", p.Positive)
+	b = appendBuckets(b, &first, "negative", p.Negative)
+	b = fieldUint32(b, &first, "flags", p.Flags)
+	b = appendExemplars(b, &first, p.Exemplars)
+	b = fieldOptDouble(b, &first, "min", p.Min)
+	b = fieldOptDouble(b, &first, "max", p.Max)
+	b = fieldDouble(b, &first, "zeroThreshold", p.ZeroThreshold)
+	return append(b, '}')
+}
+
+func appendSummaryDataPoint(b []byte, p *metricspb.SummaryDataPoint) []byte {
+	b = append(b, '{')
+	if p == nil {
+		return append(b, '}')
+	}
+	first := true
+	b = fieldAttrs(b, &first, "attributes", p.Attributes, nil)
+	b = fieldUint64(b, &first, "startTimeUnixNano", p.StartTimeUnixNano)
+	b = fieldUint64(b, &first, "timeUnixNano", p.TimeUnixNano)
+	b = fieldUint64(b, &first, "count", p.Count)
+	b = fieldDouble(b, &first, "sum", p.Sum)
+	if len(p.QuantileValues) > 0 {
+		b = key(b, &first, "quantileValues")
+		b = append(b, '[')
+		for i, q := range p.QuantileValues {
+			if i > 0 {
+				b = append(b, ',')
+			}
+			b = append(b, '{')
+			if q != nil {
+				f := true
+				b = fieldDouble(b, &f, "quantile", q.Quantile)
+				b = fieldDouble(b, &f, "value", q.Value)
+			}
+			b = append(b, '}')
+		}
+		b = append(b, ']')
+	}
+	b = fieldUint32(b, &first, "flags", p.Flags)
+	return append(b, '}')
+}
+
+// ---- traces ----
+
+func appendResourceSpans(b []byte, rs *tracepb.ResourceSpans, skip []string) []byte {
+	b = append(b, '{')
+	if rs == nil {
+		return append(b, '}')
+	}
+	first := true
+	if rs.Resource != nil {
+		b = key(b, &first, "resource")
+		b = appendResource(b, rs.Resource, skip)
+	}
+	if len(rs.ScopeSpans) > 0 {
+		b = key(b, &first, "scopeSpans")
+		b = append(b, '[')
+		for i, ss := range rs.ScopeSpans {
+			if i > 0 {
+				b = append(b, ',')
+			}
+			b = appendScopeSpans(b, ss)
+		}
+		b = append(b, ']')
+	}
+	b = fieldString(b, &first, "schemaUrl", rs.SchemaUrl)
+	return append(b, '}')
+}
+
+func appendScopeSpans(b []byte, ss *tracepb.ScopeSpans) []byte {
+	b = append(b, '{')
+	if ss == nil {
+		return append(b, '}')
+	}
+	first := true
+	if ss.Scope != nil {
+		b = key(b, &first, "scope")
+		b = appendScope(b, ss.Scope)
+	}
+	if len(ss.Spans) > 0 {
+		b = key(b, &first, "spans")
+		b = append(b, '[')
+		for i, s := range ss.Spans {
+			if i > 0 {
+				b = append(b, ',')
+			}
+			b = appendSpan(b, s)
+		}
+		b = append(b, ']')
+	}
+	b = fieldString(b, &first, "schemaUrl", ss.SchemaUrl)
+	return append(b, '}')
+}
+
+func appendSpan(b []byte, s *tracepb.Span) []byte {
+	b = append(b, '{')
+	if s == nil {
+		return append(b, '}')
+	}
+	first := true
+	b = fieldHex(b, &first, "traceId", s.TraceId)
+	b = fieldHex(b, &first, "spanId", s.SpanId)
+	b = fieldString(b, &first, "traceState", s.TraceState)
+	b = fieldHex(b, &first, "parentSpanId", s.ParentSpanId)
+	b = fieldUint32(b, &first, "flags", s.Flags)
+	b = fieldString(b, &first, "name", s.Name)
+	b = fieldInt32(b, &first, "kind", int32(s.Kind))
+	b = fieldUint64(b, &first, "startTimeUnixNano", s.StartTimeUnixNano)
+	b = fieldUint64(b, &first, "endTimeUnixNano", s.EndTimeUnixNano)
+	b = fieldAttrs(b, &first, "attributes", s.Attributes, nil)
+	b = fieldUint32(b, &first, "droppedAttributesCount", s.DroppedAttributesCount)
+	if len(s.Events) > 0 {
+		b = key(b, &first, "events")
+		b = append(b, '[')
+		for i, e := range s.Events {
+			if i > 0 {
+				b = append(b, ',')
+			}
+			b = append(b, '{')
+			if e != nil {
+				f := true
+				b = fieldUint64(b, &f, "timeUnixNano", e.TimeUnixNano)
+				b = fieldString(b, &f, "name", e.Name)
+				b = fieldAttrs(b, &f, "attributes", e.Attributes, nil)
+				b = fieldUint32(b, &f, "droppedAttributesCount", e.DroppedAttributesCount)
+			}
+			b = append(b, '}')
+		}
+		b = append(b, ']')
+	}
+	b = fieldUint32(b, &first, "droppedEventsCount", s.DroppedEventsCount)
+	if len(s.Links) > 0 {
+		b = key(b, &first, "links")
+		b = append(b, '[')
+		for i, l := range s.Links {
+			if i > 0 {
+				b = append(b, ',')
+			}
+			b = append(b, '{')
+			if l != nil {
+				f := true
+				b = fieldHex(b, &f, "traceId", l.TraceId)
+				b = fieldHex(b, &f, "spanId", l.SpanId)
+				b = fieldString(b, &f, "traceState", l.TraceState)
+				b = fieldAttrs(b, &f, "attributes", l.Attributes, nil)
+				b = fieldUint32(b, &f, "droppedAttributesCount", l.DroppedAttributesCount)
+				b = fieldUint32(b, &f, "flags", l.Flags)
+			}
+			b = append(b, '}')
+		}
+		b = append(b, ']')
+	}
+	b = fieldUint32(b, &first, "droppedLinksCount", s.DroppedLinksCount)
+	if s.Status != nil {
+		b = key(b, &first, "status")
+		b = append(b, '{')
+		f := true
+		b = fieldString(b, &f, "message", s.Status.Message)
+		b = fieldInt32(b, &f, "code", int32(s.Status.Code))
+		b = append(b, '}')
+	}
+	return append(b, '}')
+}
+
+// ---- logs ----
+
+func appendResourceLogs(b []byte, rl *logspb.ResourceLogs, skip []string) []byte {
+	b = append(b, '{')
+	if rl == nil {
+		return append(b, '}')
+	}
+	first := true
+	if rl.Resource != nil {
+		b = key(b, &first, "resource")
+		b = appendResource(b, rl.Resource, skip)
+	}
+	if len(rl.ScopeLogs) > 0 {
+		b = key(b, &first, "scopeLogs")
+		b = append(b, '[')
+		for i, sl := range rl.ScopeLogs {
+			if i > 0 {
+				b = append(b, ',')
+			}
+			b = appendScopeLogs(b, sl)
+		}
+		b = append(b, ']')
+	}
+	b = fieldString(b, &first, "schemaUrl", rl.SchemaUrl)
+	return append(b, '}')
+}
+
+func appendScopeLogs(b []byte, sl *logspb.ScopeLogs) []byte {
+	b = append(b, '{')
+	if sl == nil {
+		return append(b, '}')
+	}
+	first := true
+	if sl.Scope != nil {
+		b = key(b, &first, "scope")
+		b = appendScope(b, sl.Scope)
+	}
+	if len(sl.LogRecords) > 0 {
+		b = key(b, &first, "logRecords")
+		b = append(b, '[')
+		for i, r := range sl.LogRecords {
+			if i > 0 {
+				b = append(b, ',')
+			}
+			b = appendLogRecord(b, r)
+		}
+		b = append(b, ']')
+	}
+	b = fieldString(b, &first, "schemaUrl", sl.SchemaUrl)
+	return append(b, '}')
+}
+
+func appendLogRecord(b []byte, r *logspb.LogRecord) []byte {
+	b = append(b, '{')
+	if r == nil {
+		return append(b, '}')
+	}
+	first := true
+	b = fieldUint64(b, &first, "timeUnixNano", r.TimeUnixNano)
+	b = fieldUint64(b, &first, "observedTimeUnixNano", r.ObservedTimeUnixNano)
+	b = fieldInt32(b, &first, "severityNumber", int32(r.SeverityNumber))
+	b = fieldString(b, &first, "severityText", r.SeverityText)
+	if r.Body != nil {
+		b = key(b, &first, "body")
+		b = appendAnyValue(b, r.Body)
+	}
+	b = fieldAttrs(b, &first, "attributes", r.Attributes, nil)
+	b = fieldUint32(b, &first, "droppedAttributesCount", r.DroppedAttributesCount)
+	b = fieldUint32(b, &first, "flags", r.Flags)
+	b = fieldHex(b, &first, "traceId", r.TraceId)
+	b = fieldHex(b, &first, "spanId", r.SpanId)
+	b = fieldString(b, &first, "eventName", r.EventName)
+	return append(b, '}')
+}

@@ -15,9 +15,9 @@ import (
 	"github.com/klauspost/compress/gzip"
 	"github.com/otelstep/otelstep/otlpjson"
 	"github.com/otelstep/otelstep/scraper"
+	"github.com/otelstep/otelstep/sink"
 	"github.com/prometheus/prometheus/model/labels"
 	"github.com/prometheus/prometheus/model/textparse"
-	colmetricspb "go.opentelemetry.io/proto/otlp/collector/metrics/v1"
 	metricspb "go.opentelemetry.io/proto/otlp/metrics/v1"
 	"google.golang.org/protobuf/proto"
 )
@@ -56,7 +56,7 @@ func benchScrapePath(b *testing.B, file string) {
 	var pb, js []byte
 	var zbuf bytes.Buffer
 	zw, _ := gzip.NewWriterLevel(&zbuf, gzip.BestSpeed)
-	mo := proto.MarshalOptions{}
+	var enc sink.MetricsProtoEncoder
 	ts := time.Now()
 	b.ReportAllocs()
 	b.SetBytes(int64(len(page)))
@@ -68,10 +68,7 @@ func benchScrapePath(b *testing.B, file string) {
 			b.Fatal(err)
 		}
 		rms := []*metricspb.ResourceMetrics{rm}
-		pb, err = mo.MarshalAppend(pb[:0], &colmetricspb.ExportMetricsServiceRequest{ResourceMetrics: rms})
-		if err != nil {
-			b.Fatal(err)
-		}
+		pb = enc.AppendRequest(pb[:0], rms)
 		zbuf.Reset()
 		zw.Reset(&zbuf)
 		_, _ = zw.Write(pb)

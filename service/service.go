@@ -190,7 +190,7 @@ func httpOptions(id string, e *config.OTLPHTTPExporter, log *slog.Logger) sink.H
 	}
 	return sink.HTTPOptions{
 		Name: id, Endpoint: e.Endpoint, Headers: e.Headers, Compression: e.Compression, Timeout: e.Timeout,
-		Retry: sink.RetryOptions{Enabled: e.Retry.Enabled, InitialInterval: e.Retry.InitialInterval, MaxInterval: e.Retry.MaxInterval, MaxElapsedTime: e.Retry.MaxElapsedTime},
+		Retry:     sink.RetryOptions{Enabled: e.Retry.Enabled, InitialInterval: e.Retry.InitialInterval, MaxInterval: e.Retry.MaxInterval, MaxElapsedTime: e.Retry.MaxElapsedTime},
 		QueueSize: qs, Logger: log.With("sink", id),
 		MetricsEndpoint: e.MetricsEndpoint, TracesEndpoint: e.TracesEndpoint, LogsEndpoint: e.LogsEndpoint,
 	}

@@ -355,7 +355,7 @@ func (h *HTTP) encode(b *pipeline.Batch, out *bytes.Buffer) error {
 	var msg proto.Message
 	switch b.Signal {
 	case pipeline.Metrics:
-		msg = &colmetricspb.ExportMetricsServiceRequest{ResourceMetrics: b.Metrics}
+		return encodeMetrics(b, h.gzip, out)
 	case pipeline.Traces:
 		msg = &coltracepb.ExportTraceServiceRequest{ResourceSpans: b.Traces}
 	case pipeline.Logs:
@@ -364,6 +364,30 @@ func (h *HTTP) encode(b *pipeline.Batch, out *bytes.Buffer) error {
 		return fmt.Errorf("unknown signal %d", b.Signal)
 	}
 	return encodeProto(msg, h.gzip, out)
+}
+
+var metricsEncPool = sync.Pool{New: func() any { return new(MetricsProtoEncoder) }}
+
+// encodeMetrics is encodeProto with the reflection-free metrics encoder:
+// metrics are the bulk of a job's data (every scrape of every target).
+func encodeMetrics(b *pipeline.Batch, gz bool, out *bytes.Buffer) error {
+	out.Reset()
+	enc := metricsEncPool.Get().(*MetricsProtoEncoder)
+	defer metricsEncPool.Put(enc)
+	if !gz {
+		out.Write(enc.AppendRequest(out.AvailableBuffer(), b.Metrics))
+		return nil
+	}
+	bp := marshalPool.Get().(*[]byte)
+	defer marshalPool.Put(bp)
+	*bp = enc.AppendRequest((*bp)[:0], b.Metrics)
+	zw := gzipPool.Get().(*gzip.Writer)
+	defer gzipPool.Put(zw)
+	zw.Reset(out)
+	if _, err := zw.Write(*bp); err != nil {
+		return err
+	}
+	return zw.Close()
 }
 
 var marshalPool = sync.Pool{New: func() any { b := make([]byte, 0, 64<<10); return &b }}

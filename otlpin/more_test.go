@@ -1,0 +1,83 @@
+package otlpin
+
+import (
+	"bytes"
+	"compress/gzip"
+	"context"
+	"encoding/hex"
+	"net/http"
+	"testing"
+
+	"github.com/otelstep/otelstep/pipeline"
+	collogspb "go.opentelemetry.io/proto/otlp/collector/logs/v1"
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/credentials/insecure"
+	"google.golang.org/grpc/status"
+)
+
+// OTLP/JSON carries ids in hex; they must arrive as the same bytes.
+func TestHTTPJSONHexIDs(t *testing.T) {
+	c := &rec{}
+	r := start(t, Options{Traces: c})
+	body := `{"resourceSpans":[{"scopeSpans":[{"spans":[{"traceId":"5b8efff798038103d269b633813fc60c","spanId":"eee19b7ec3c1b174","parentSpanId":"","name":"j","kind":2,"startTimeUnixNano":"1700000000000000001"}]}]}]}`
+	resp, out := post(t, r, "/v1/traces", "application/json", "", []byte(body))
+	if resp.StatusCode != 200 || resp.Header.Get("Content-Type") != "application/json" || string(bytes.TrimSpace(out)) != "{}" {
+		t.Fatalf("got %d %q %q", resp.StatusCode, resp.Header.Get("Content-Type"), out)
+	}
+	if len(c.bs) != 1 {
+		t.Fatalf("%d batches", len(c.bs))
+	}
+	sp := c.bs[0].Traces[0].ScopeSpans[0].Spans[0]
+	if hex.EncodeToString(sp.TraceId) != "5b8efff798038103d269b633813fc60c" || hex.EncodeToString(sp.SpanId) != "eee19b7ec3c1b174" || sp.StartTimeUnixNano != 1700000000000000001 || sp.Kind != 2 {
+		t.Fatalf("span: %x %x %d %v", sp.TraceId, sp.SpanId, sp.StartTimeUnixNano, sp.Kind)
+	}
+}
+
+func TestHTTPGzipProtobufAndMethod(t *testing.T) {
+	c := &rec{}
+	r := start(t, Options{Traces: c})
+	var zb bytes.Buffer
+	zw := gzip.NewWriter(&zb)
+	_, _ = zw.Write(goodTrace())
+	_ = zw.Close()
+	if resp, out := post(t, r, "/v1/traces", ctProtobuf, "gzip", zb.Bytes()); resp.StatusCode != 200 {
+		t.Fatalf("gzip protobuf: %d %q", resp.StatusCode, out)
+	}
+	if len(c.bs) != 1 || c.bs[0].Traces[0].ScopeSpans[0].Spans[0].Name != "s" {
+		t.Fatal("gzip'd span not delivered")
+	}
+	resp, err := http.Get("http://" + r.HTTPAddr().String() + "/v1/traces")
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != 405 {
+		t.Fatalf("GET: %d", resp.StatusCode)
+	}
+	if resp, _ := post(t, r, "/v1/traces", ctProtobuf, "br", goodTrace()); resp.StatusCode != 415 {
+		t.Fatalf("unknown encoding: %d", resp.StatusCode)
+	}
+}
+
+// A signal without a pipeline is refused, not swallowed.
+func TestGRPCNoPipeline(t *testing.T) {
+	r := start(t, Options{Traces: &rec{}})
+	cc, err := grpc.NewClient(r.GRPCAddr().String(), grpc.WithTransportCredentials(insecure.NewCredentials()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cc.Close()
+	_, err = collogspb.NewLogsServiceClient(cc).Export(context.Background(), &collogspb.ExportLogsServiceRequest{})
+	if status.Code(err) != codes.Unimplemented {
+		t.Fatalf("logs without a pipeline: %v", err)
+	}
+}
+
+// Stopped pipelines answer retry-later too.
+func TestStoppedIsRetryable(t *testing.T) {
+	r := start(t, Options{Traces: pipeline.ConsumerFunc(func(context.Context, *pipeline.Batch) error { return pipeline.ErrStopped })})
+	if resp, _ := post(t, r, "/v1/traces", ctProtobuf, "", goodTrace()); resp.StatusCode != 503 || resp.Header.Get("Retry-After") == "" {
+		t.Fatalf("stopped: %d", resp.StatusCode)
+	}
+}

@@ -698,9 +698,16 @@ func (c *Converter) synthetic(ms []*metricspb.Metric, ts uint64, up float64, dur
 	return ms
 }
 
+// wrap gives each scrape its own Resource and attribute slice: processors
+// downstream stamp resources in place, while the sinks may still be reading
+// the previous scrape's. The KeyValues themselves are shared (processors
+// replace them, never mutate them); the spare capacity holds the stamped
+// attributes without a second allocation.
 func (c *Converter) wrap(ms []*metricspb.Metric) *metricspb.ResourceMetrics {
+	attrs := make([]*commonpb.KeyValue, len(c.resource.Attributes), len(c.resource.Attributes)+12)
+	copy(attrs, c.resource.Attributes)
 	return &metricspb.ResourceMetrics{
-		Resource: c.resource,
+		Resource: &resourcepb.Resource{Attributes: attrs},
 		ScopeMetrics: []*metricspb.ScopeMetrics{{
 			Scope:   &commonpb.InstrumentationScope{Name: ScopeName, Version: ScopeVersion},
 			Metrics: ms,

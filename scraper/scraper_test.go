@@ -5,6 +5,7 @@ import (
 	"encoding/base64"
 	"encoding/hex"
 	"encoding/json"
+	commonpb "go.opentelemetry.io/proto/otlp/common/v1"
 	"io"
 	"log/slog"
 	"net/http"
@@ -446,4 +447,22 @@ func BenchmarkParseOnly(b *testing.B) {
 		}
 	}
 	b.ReportMetric(float64(n)/b.Elapsed().Seconds(), "samples/s")
+}
+
+// Each scrape's resource is its own: stamping one must not change another.
+func TestResourceNotShared(t *testing.T) {
+	c := NewConverter(Target{JobName: "j", Address: "127.0.0.1:1", Scheme: "http", MetricsPath: "/metrics", HonorTimestamps: true})
+	page := []byte("# TYPE a gauge\na 1\n")
+	r1, err := c.Convert(page, "text/plain; version=0.0.4", time.Now())
+	if err != nil {
+		t.Fatal(err)
+	}
+	r2, _ := c.Convert(page, "text/plain; version=0.0.4", time.Now())
+	r3 := c.Down(time.Now(), time.Millisecond)
+	n := len(r2.Resource.Attributes)
+	r1.Resource.Attributes = append(r1.Resource.Attributes, &commonpb.KeyValue{Key: "Authorization"})
+	r1.Resource.Attributes[0] = &commonpb.KeyValue{Key: "changed"}
+	if len(r2.Resource.Attributes) != n || r2.Resource.Attributes[0].Key == "changed" || r3.Resource.Attributes[0].Key == "changed" || r1.Resource == r2.Resource {
+		t.Fatal("scrapes share a resource")
+	}
 }

@@ -338,6 +338,7 @@ func TestEndToEnd(t *testing.T) {
 	otel := filepath.Join(dir, "job", "otel")
 	jsonlMetrics := map[string]map[string]bool{} // job -> metric names
 	jsonlPoints := 0
+	upPoints := map[string]int{} // job -> points of up
 	forLines(t, filepath.Join(otel, "metrics.jsonl"), func(line []byte) {
 		req, err := otlpjson.DecodeMetrics(line)
 		if err != nil {
@@ -346,6 +347,13 @@ func TestEndToEnd(t *testing.T) {
 		for _, rm := range req.ResourceMetrics {
 			collectNames(jsonlMetrics, rm)
 			jsonlPoints += points(rm)
+			for _, sm := range rm.ScopeMetrics {
+				for _, m := range sm.Metrics {
+					if m.Name == "up" {
+						upPoints[jobOf(rm)] += len(m.GetGauge().GetDataPoints())
+					}
+				}
+			}
 		}
 	})
 	jsonlSpans, jsonlLogs := map[string]bool{}, map[string]bool{}
@@ -400,6 +408,13 @@ func TestEndToEnd(t *testing.T) {
 			if !jsonlMetrics[job][syn] || !backendMetrics[job][syn] {
 				t.Errorf("job %s: synthetic %s missing", job, syn)
 			}
+		}
+	}
+	// The first scrape is at start, the next would be 15 s later: a second
+	// up point per target can only come from the final scrape at SIGTERM.
+	for _, job := range []string{"vllm-policy", "node", "dcgm"} {
+		if upPoints[job] != 2 {
+			t.Errorf("job %s: %d up points, want 2 (first scrape and final scrape)", job, upPoints[job])
 		}
 	}
 	if !jsonlMetrics["dcgm"]["up"] {

@@ -434,17 +434,7 @@ func appendResourceMetrics(b []byte, rm *metricspb.ResourceMetrics, skip []strin
 		b = key(b, &first, "resource")
 		b = appendResource(b, rm.Resource, skip)
 	}
-	if len(rm.ScopeMetrics) > 0 {
-		b = key(b, &first, "scopeMetrics")
-		b = append(b, '[')
-		for i, sm := range rm.ScopeMetrics {
-			if i > 0 {
-				b = append(b, ',')
-			}
-			b = appendScopeMetrics(b, sm)
-		}
-		b = append(b, ']')
-	}
+	b = fieldList(b, &first, "scopeMetrics", rm.ScopeMetrics, appendScopeMetrics)
 	b = fieldString(b, &first, "schemaUrl", rm.SchemaUrl)
 	return append(b, '}')
 }
@@ -459,17 +449,7 @@ func appendScopeMetrics(b []byte, sm *metricspb.ScopeMetrics) []byte {
 		b = key(b, &first, "scope")
 		b = appendScope(b, sm.Scope)
 	}
-	if len(sm.Metrics) > 0 {
-		b = key(b, &first, "metrics")
-		b = append(b, '[')
-		for i, m := range sm.Metrics {
-			if i > 0 {
-				b = append(b, ',')
-			}
-			b = appendMetric(b, m)
-		}
-		b = append(b, ']')
-	}
+	b = fieldList(b, &first, "metrics", sm.Metrics, appendMetric)
 	b = fieldString(b, &first, "schemaUrl", sm.SchemaUrl)
 	return append(b, '}')
 }
@@ -756,17 +736,7 @@ func appendResourceSpans(b []byte, rs *tracepb.ResourceSpans, skip []string) []b
 		b = key(b, &first, "resource")
 		b = appendResource(b, rs.Resource, skip)
 	}
-	if len(rs.ScopeSpans) > 0 {
-		b = key(b, &first, "scopeSpans")
-		b = append(b, '[')
-		for i, ss := range rs.ScopeSpans {
-			if i > 0 {
-				b = append(b, ',')
-			}
-			b = appendScopeSpans(b, ss)
-		}
-		b = append(b, ']')
-	}
+	b = fieldList(b, &first, "scopeSpans", rs.ScopeSpans, appendScopeSpans)
 	b = fieldString(b, &first, "schemaUrl", rs.SchemaUrl)
 	return append(b, '}')
 }
@@ -781,17 +751,7 @@ func appendScopeSpans(b []byte, ss *tracepb.ScopeSpans) []byte {
 		b = key(b, &first, "scope")
 		b = appendScope(b, ss.Scope)
 	}
-	if len(ss.Spans) > 0 {
-		b = key(b, &first, "spans")
-		b = append(b, '[')
-		for i, s := range ss.Spans {
-			if i > 0 {
-				b = append(b, ',')
-			}
-			b = appendSpan(b, s)
-		}
-		b = append(b, ']')
-	}
+	b = fieldList(b, &first, "spans", ss.Spans, appendSpan)
 	b = fieldString(b, &first, "schemaUrl", ss.SchemaUrl)
 	return append(b, '}')
 }
@@ -878,17 +838,7 @@ func appendResourceLogs(b []byte, rl *logspb.ResourceLogs, skip []string) []byte
 		b = key(b, &first, "resource")
 		b = appendResource(b, rl.Resource, skip)
 	}
-	if len(rl.ScopeLogs) > 0 {
-		b = key(b, &first, "scopeLogs")
-		b = append(b, '[')
-		for i, sl := range rl.ScopeLogs {
-			if i > 0 {
-				b = append(b, ',')
-			}
-			b = appendScopeLogs(b, sl)
-		}
-		b = append(b, ']')
-	}
+	b = fieldList(b, &first, "scopeLogs", rl.ScopeLogs, appendScopeLogs)
 	b = fieldString(b, &first, "schemaUrl", rl.SchemaUrl)
 	return append(b, '}')
 }
@@ -903,17 +853,7 @@ func appendScopeLogs(b []byte, sl *logspb.ScopeLogs) []byte {
 		b = key(b, &first, "scope")
 		b = appendScope(b, sl.Scope)
 	}
-	if len(sl.LogRecords) > 0 {
-		b = key(b, &first, "logRecords")
-		b = append(b, '[')
-		for i, r := range sl.LogRecords {
-			if i > 0 {
-				b = append(b, ',')
-			}
-			b = appendLogRecord(b, r)
-		}
-		b = append(b, ']')
-	}
+	b = fieldList(b, &first, "logRecords", sl.LogRecords, appendLogRecord)
 	b = fieldString(b, &first, "schemaUrl", sl.SchemaUrl)
 	return append(b, '}')
 }
@@ -939,4 +879,21 @@ func appendLogRecord(b []byte, r *logspb.LogRecord) []byte {
 	b = fieldHex(b, &first, "spanId", r.SpanId)
 	b = fieldString(b, &first, "eventName", r.EventName)
 	return append(b, '}')
+}
+
+// fieldList writes a repeated message field; an empty list is left out, as
+// proto3 JSON does.
+func fieldList[T any](b []byte, first *bool, name string, xs []T, fn func([]byte, T) []byte) []byte {
+	if len(xs) == 0 {
+		return b
+	}
+	b = key(b, first, name)
+	b = append(b, '[')
+	for i, x := range xs {
+		if i > 0 {
+			b = append(b, ',')
+		}
+		b = fn(b, x)
+	}
+	return append(b, ']')
 }

@@ -4,6 +4,7 @@ import (
 	"encoding/base64"
 	"math"
 	"strconv"
+	"strings"
 	"unicode/utf8"
 
 	commonpb "go.opentelemetry.io/proto/otlp/common/v1"
@@ -260,9 +261,11 @@ func appendString(b []byte, s string) []byte {
 
 // ---- common ----
 
+// skipped compares without regard to case: the token must stay off disk
+// whether a sender spelled the key Authorization or authorization.
 func skipped(k string, skip []string) bool {
 	for _, s := range skip {
-		if k == s {
+		if strings.EqualFold(k, s) {
 			return true
 		}
 	}

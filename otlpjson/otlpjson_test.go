@@ -1060,3 +1060,15 @@ func BenchmarkDecodeMetrics(b *testing.B) {
 
 // pjOpts makes protojson write enums as numbers, as OTLP/JSON requires.
 var pjOpts = protojson.MarshalOptions{UseEnumNumbers: true}
+
+func TestSkipIgnoresCase(t *testing.T) {
+	rs := []*tracepb.ResourceSpans{{Resource: &resourcepb.Resource{Attributes: []*commonpb.KeyValue{
+		{Key: "authorization", Value: &commonpb.AnyValue{Value: &commonpb.AnyValue_StringValue{StringValue: "tok-lower"}}},
+		{Key: "AUTHORIZATION", Value: &commonpb.AnyValue{Value: &commonpb.AnyValue_StringValue{StringValue: "tok-upper"}}},
+		{Key: "keep", Value: &commonpb.AnyValue{Value: &commonpb.AnyValue_StringValue{StringValue: "v"}}},
+	}}}}
+	out := string(AppendTraces(nil, rs, "Authorization"))
+	if strings.Contains(out, "tok-") || !strings.Contains(out, `"keep"`) {
+		t.Fatalf("got %s", out)
+	}
+}

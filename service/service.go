@@ -44,8 +44,8 @@ type Service struct {
 	httpIDs   []string
 	pipeCount []*counter
 
-	health    *http.Server
-	healthLn  net.Listener
+	health    []*http.Server
+	healthLn  []net.Listener
 	scrapeWG  sync.WaitGroup
 	cancelRun context.CancelFunc
 }
@@ -103,19 +103,20 @@ func New(cfg *config.Config, log *slog.Logger) (*Service, error) {
 		var next pipeline.Consumer = sink.NewFanout(exp...)
 		for i := len(p.Processors) - 1; i >= 0; i-- {
 			id := p.Processors[i]
-			switch {
-			case strings.HasPrefix(id, "batch"):
+			typ, _, _ := strings.Cut(id, "/")
+			switch typ {
+			case "batch":
 				b := cfg.Batch[id]
 				bt := sink.NewBatcher(sink.BatchOptions{SendBatchSize: b.SendBatchSize, SendBatchMaxSize: b.SendBatchMaxSize, Timeout: b.Timeout}, next)
 				s.batchers = append(s.batchers, bt)
 				next = bt
-			case strings.HasPrefix(id, "resource"):
+			case "resource":
 				rp, err := resource.NewProcessor(cfg.Resource[id], next)
 				if err != nil {
 					return nil, fmt.Errorf("processor %s: %w", id, err)
 				}
 				next = rp
-			case strings.HasPrefix(id, "transform"):
+			case "transform":
 				next = resource.NewTransform(cfg.Transform[id], sig, next)
 			default:
 				return nil, fmt.Errorf("processor %s: not implemented", id)
@@ -299,10 +300,10 @@ func (s *Service) start(ctx context.Context) error {
 		if h.Path != "/metrics" {
 			mux.HandleFunc("/metrics", s.metricsHandler)
 		}
-		s.healthLn = ln
-		s.health = &http.Server{Handler: mux, ReadHeaderTimeout: 5 * time.Second}
-		go func() { _ = s.health.Serve(ln) }()
-		break // one health_check is all the collector allows per port
+		srv := &http.Server{Handler: mux, ReadHeaderTimeout: 5 * time.Second}
+		s.healthLn = append(s.healthLn, ln)
+		s.health = append(s.health, srv)
+		go func() { _ = srv.Serve(ln) }()
 	}
 	for _, f := range s.files {
 		if err := f.Start(ctx); err != nil {
@@ -373,16 +374,16 @@ func (s *Service) stop(ctx context.Context) error {
 			errs = append(errs, fmt.Errorf("flush %s: %w", h.Name(), err))
 		}
 	}
-	if s.health != nil {
-		_ = s.health.Close()
+	for _, h := range s.health {
+		_ = h.Close()
 	}
 	return errors.Join(errs...)
 }
 
-// HealthAddr is the bound health endpoint (for tests using port 0).
+// HealthAddr is the first bound health endpoint (for tests using port 0).
 func (s *Service) HealthAddr() net.Addr {
-	if s.healthLn == nil {
+	if len(s.healthLn) == 0 {
 		return nil
 	}
-	return s.healthLn.Addr()
+	return s.healthLn[0].Addr()
 }

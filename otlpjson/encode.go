@@ -25,51 +25,29 @@ import (
 // AppendMetrics appends the OTLP/JSON encoding of an ExportMetricsServiceRequest holding rms to dst (no trailing newline).
 // Resource attributes whose key equals any of skipResourceKeys are left out (used to keep the Authorization token off disk).
 func AppendMetrics(dst []byte, rms []*metricspb.ResourceMetrics, skipResourceKeys ...string) []byte {
+	first := true
 	dst = append(dst, '{')
-	if len(rms) > 0 {
-		dst = append(dst, `"resourceMetrics":[`...)
-		for i, rm := range rms {
-			if i > 0 {
-				dst = append(dst, ',')
-			}
-			dst = appendResourceMetrics(dst, rm, skipResourceKeys)
-		}
-		dst = append(dst, ']')
-	}
+	dst = fieldList(dst, &first, "resourceMetrics", rms, func(b []byte, r *metricspb.ResourceMetrics) []byte {
+		return appendResourceMetrics(b, r, skipResourceKeys)
+	})
 	return append(dst, '}')
 }
 
 // AppendTraces appends the OTLP/JSON encoding of an ExportTraceServiceRequest holding rss to dst (no trailing newline).
 // Resource attributes whose key equals any of skipResourceKeys are left out.
 func AppendTraces(dst []byte, rss []*tracepb.ResourceSpans, skipResourceKeys ...string) []byte {
+	first := true
 	dst = append(dst, '{')
-	if len(rss) > 0 {
-		dst = append(dst, `"resourceSpans":[`...)
-		for i, rs := range rss {
-			if i > 0 {
-				dst = append(dst, ',')
-			}
-			dst = appendResourceSpans(dst, rs, skipResourceKeys)
-		}
-		dst = append(dst, ']')
-	}
+	dst = fieldList(dst, &first, "resourceSpans", rss, func(b []byte, r *tracepb.ResourceSpans) []byte { return appendResourceSpans(b, r, skipResourceKeys) })
 	return append(dst, '}')
 }
 
 // AppendLogs appends the OTLP/JSON encoding of an ExportLogsServiceRequest holding rls to dst (no trailing newline).
 // Resource attributes whose key equals any of skipResourceKeys are left out.
 func AppendLogs(dst []byte, rls []*logspb.ResourceLogs, skipResourceKeys ...string) []byte {
+	first := true
 	dst = append(dst, '{')
-	if len(rls) > 0 {
-		dst = append(dst, `"resourceLogs":[`...)
-		for i, rl := range rls {
-			if i > 0 {
-				dst = append(dst, ',')
-			}
-			dst = appendResourceLogs(dst, rl, skipResourceKeys)
-		}
-		dst = append(dst, ']')
-	}
+	dst = fieldList(dst, &first, "resourceLogs", rls, func(b []byte, r *logspb.ResourceLogs) []byte { return appendResourceLogs(b, r, skipResourceKeys) })
 	return append(dst, '}')
 }
 
@@ -493,17 +471,7 @@ func appendMetric(b []byte, m *metricspb.Metric) []byte {
 		b = append(b, '{')
 		if h := d.Histogram; h != nil {
 			f := true
-			if len(h.DataPoints) > 0 {
-				b = key(b, &f, "dataPoints")
-				b = append(b, '[')
-				for i, p := range h.DataPoints {
-					if i > 0 {
-						b = append(b, ',')
-					}
-					b = appendHistogramDataPoint(b, p)
-				}
-				b = append(b, ']')
-			}
+			b = fieldList(b, &f, "dataPoints", h.DataPoints, appendHistogramDataPoint)
 			b = fieldInt32(b, &f, "aggregationTemporality", int32(h.AggregationTemporality))
 		}
 		b = append(b, '}')
@@ -512,32 +480,16 @@ func appendMetric(b []byte, m *metricspb.Metric) []byte {
 		b = append(b, '{')
 		if h := d.ExponentialHistogram; h != nil {
 			f := true
-			if len(h.DataPoints) > 0 {
-				b = key(b, &f, "dataPoints")
-				b = append(b, '[')
-				for i, p := range h.DataPoints {
-					if i > 0 {
-						b = append(b, ',')
-					}
-					b = appendExpHistogramDataPoint(b, p)
-				}
-				b = append(b, ']')
-			}
+			b = fieldList(b, &f, "dataPoints", h.DataPoints, appendExpHistogramDataPoint)
 			b = fieldInt32(b, &f, "aggregationTemporality", int32(h.AggregationTemporality))
 		}
 		b = append(b, '}')
 	case *metricspb.Metric_Summary:
 		b = key(b, &first, "summary")
 		b = append(b, '{')
-		if s := d.Summary; s != nil && len(s.DataPoints) > 0 {
-			b = append(b, `"dataPoints":[`...)
-			for i, p := range s.DataPoints {
-				if i > 0 {
-					b = append(b, ',')
-				}
-				b = appendSummaryDataPoint(b, p)
-			}
-			b = append(b, ']')
+		if s := d.Summary; s != nil {
+			f := true
+			b = fieldList(b, &f, "dataPoints", s.DataPoints, appendSummaryDataPoint)
 		}
 		b = append(b, '}')
 	}

@@ -82,24 +82,52 @@ func (b *Batch) Items() int {
 	switch b.Signal {
 	case Metrics:
 		for _, rm := range b.Metrics {
-			for _, sm := range rm.GetScopeMetrics() {
-				for _, m := range sm.GetMetrics() {
-					n += MetricPoints(m)
-				}
-			}
+			n += ResourceMetricsPoints(rm)
 		}
 	case Traces:
 		for _, rs := range b.Traces {
-			for _, ss := range rs.GetScopeSpans() {
-				n += len(ss.GetSpans())
-			}
+			n += ResourceSpansCount(rs)
 		}
 	case Logs:
 		for _, rl := range b.Logs {
-			for _, sl := range rl.GetScopeLogs() {
-				n += len(sl.GetLogRecords())
-			}
+			n += ResourceLogsCount(rl)
 		}
+	}
+	return n
+}
+
+// ResourceMetricsPoints returns the number of data points under one resource.
+func ResourceMetricsPoints(rm *metricspb.ResourceMetrics) int {
+	n := 0
+	for _, sm := range rm.GetScopeMetrics() {
+		n += ScopeMetricsPoints(sm)
+	}
+	return n
+}
+
+// ScopeMetricsPoints returns the number of data points under one scope.
+func ScopeMetricsPoints(sm *metricspb.ScopeMetrics) int {
+	n := 0
+	for _, m := range sm.GetMetrics() {
+		n += MetricPoints(m)
+	}
+	return n
+}
+
+// ResourceSpansCount returns the number of spans under one resource.
+func ResourceSpansCount(rs *tracepb.ResourceSpans) int {
+	n := 0
+	for _, ss := range rs.GetScopeSpans() {
+		n += len(ss.GetSpans())
+	}
+	return n
+}
+
+// ResourceLogsCount returns the number of log records under one resource.
+func ResourceLogsCount(rl *logspb.ResourceLogs) int {
+	n := 0
+	for _, sl := range rl.GetScopeLogs() {
+		n += len(sl.GetLogRecords())
 	}
 	return n
 }

@@ -14,11 +14,11 @@ func splitBatch(b *pipeline.Batch, max int) (head, rest *pipeline.Batch) {
 	rest = &pipeline.Batch{Signal: b.Signal}
 	switch b.Signal {
 	case pipeline.Metrics:
-		head.Metrics, rest.Metrics = splitSlice(b.Metrics, max, rmItems, splitRM)
+		head.Metrics, rest.Metrics = splitSlice(b.Metrics, max, pipeline.ResourceMetricsPoints, splitRM)
 	case pipeline.Traces:
-		head.Traces, rest.Traces = splitSlice(b.Traces, max, rsItems, splitRS)
+		head.Traces, rest.Traces = splitSlice(b.Traces, max, pipeline.ResourceSpansCount, splitRS)
 	case pipeline.Logs:
-		head.Logs, rest.Logs = splitSlice(b.Logs, max, rlItems, splitRL)
+		head.Logs, rest.Logs = splitSlice(b.Logs, max, pipeline.ResourceLogsCount, splitRL)
 	}
 	if rest.Len() == 0 {
 		rest = nil
@@ -46,26 +46,10 @@ func splitSlice[T any](xs []T, room int, count func(T) int, split func(T, int) (
 	return xs, nil
 }
 
-func rmItems(rm *metricspb.ResourceMetrics) int {
-	n := 0
-	for _, sm := range rm.GetScopeMetrics() {
-		n += smItems(sm)
-	}
-	return n
-}
-
-func smItems(sm *metricspb.ScopeMetrics) int {
-	n := 0
-	for _, m := range sm.GetMetrics() {
-		n += pipeline.MetricPoints(m)
-	}
-	return n
-}
-
 func splitRM(rm *metricspb.ResourceMetrics, k int) (*metricspb.ResourceMetrics, *metricspb.ResourceMetrics) {
 	h := &metricspb.ResourceMetrics{Resource: rm.Resource, SchemaUrl: rm.SchemaUrl}
 	r := &metricspb.ResourceMetrics{Resource: rm.Resource, SchemaUrl: rm.SchemaUrl}
-	h.ScopeMetrics, r.ScopeMetrics = splitSlice(rm.ScopeMetrics, k, smItems, splitSM)
+	h.ScopeMetrics, r.ScopeMetrics = splitSlice(rm.ScopeMetrics, k, pipeline.ScopeMetricsPoints, splitSM)
 	return h, r
 }
 
@@ -107,14 +91,6 @@ func splitMetric(m *metricspb.Metric, k int) (*metricspb.Metric, *metricspb.Metr
 	return h, r
 }
 
-func rsItems(rs *tracepb.ResourceSpans) int {
-	n := 0
-	for _, ss := range rs.GetScopeSpans() {
-		n += len(ss.GetSpans())
-	}
-	return n
-}
-
 func splitRS(rs *tracepb.ResourceSpans, k int) (*tracepb.ResourceSpans, *tracepb.ResourceSpans) {
 	h := &tracepb.ResourceSpans{Resource: rs.Resource, SchemaUrl: rs.SchemaUrl}
 	r := &tracepb.ResourceSpans{Resource: rs.Resource, SchemaUrl: rs.SchemaUrl}
@@ -125,14 +101,6 @@ func splitRS(rs *tracepb.ResourceSpans, k int) (*tracepb.ResourceSpans, *tracepb
 				&tracepb.ScopeSpans{Scope: ss.Scope, SchemaUrl: ss.SchemaUrl, Spans: ss.Spans[k:]}
 		})
 	return h, r
-}
-
-func rlItems(rl *logspb.ResourceLogs) int {
-	n := 0
-	for _, sl := range rl.GetScopeLogs() {
-		n += len(sl.GetLogRecords())
-	}
-	return n
 }
 
 func splitRL(rl *logspb.ResourceLogs, k int) (*logspb.ResourceLogs, *logspb.ResourceLogs) {

@@ -43,6 +43,7 @@ func (t *Transform) Consume(ctx context.Context, b *pipeline.Batch) error {
 			if b.Signal != pipeline.Metrics {
 				continue
 			}
+			t.mu.Lock() // once per batch, not once per metric
 			for _, rm := range b.Metrics {
 				for _, sm := range rm.ScopeMetrics {
 					for _, m := range sm.Metrics {
@@ -50,6 +51,7 @@ func (t *Transform) Consume(ctx context.Context, b *pipeline.Batch) error {
 					}
 				}
 			}
+			t.mu.Unlock()
 		case "resource":
 			ForEachResource(b, func(r *resourcepb.Resource) *resourcepb.Resource {
 				runResource(st, r)
@@ -60,9 +62,8 @@ func (t *Transform) Consume(ctx context.Context, b *pipeline.Batch) error {
 	return t.next.Consume(ctx, b)
 }
 
+// rename is called with t.mu held.
 func (t *Transform) rename(st *config.Statement, name string) string {
-	t.mu.Lock()
-	defer t.mu.Unlock()
 	key := st.Text + "\x00" + name
 	if v, ok := t.renamed[key]; ok {
 		return v

@@ -20,15 +20,16 @@ type Transform struct {
 	next  pipeline.Consumer
 
 	mu      sync.Mutex
-	renamed map[string]string
+	renamed []map[string]string // per statement: old name -> new name
 }
 
 // NewTransform keeps the statements of t that apply to signal.
 func NewTransform(t *config.Transform, signal pipeline.Signal, next pipeline.Consumer) *Transform {
-	tr := &Transform{next: next, renamed: map[string]string{}}
+	tr := &Transform{next: next}
 	for _, st := range t.Statements {
 		if st.Signal == signal.String() {
 			tr.stmts = append(tr.stmts, st)
+			tr.renamed = append(tr.renamed, map[string]string{})
 		}
 	}
 	return tr
@@ -47,7 +48,7 @@ func (t *Transform) Consume(ctx context.Context, b *pipeline.Batch) error {
 			for _, rm := range b.Metrics {
 				for _, sm := range rm.ScopeMetrics {
 					for _, m := range sm.Metrics {
-						m.Name = t.rename(st, m.Name)
+						m.Name = t.rename(i, m.Name)
 					}
 				}
 			}
@@ -62,17 +63,19 @@ func (t *Transform) Consume(ctx context.Context, b *pipeline.Batch) error {
 	return t.next.Consume(ctx, b)
 }
 
-// rename is called with t.mu held.
-func (t *Transform) rename(st *config.Statement, name string) string {
-	key := st.Text + "\x00" + name
-	if v, ok := t.renamed[key]; ok {
+// rename applies statement i to name, through a cache keyed by the name
+// alone so a lookup does not allocate. Called with t.mu held.
+func (t *Transform) rename(i int, name string) string {
+	cache := t.renamed[i]
+	if v, ok := cache[name]; ok {
 		return v
 	}
+	st := &t.stmts[i]
 	v := st.Pattern.ReplaceAllString(name, st.Replacement)
-	if len(t.renamed) >= renameCacheMax {
-		clear(t.renamed)
+	if len(cache) >= renameCacheMax {
+		clear(cache)
 	}
-	t.renamed[key] = v
+	cache[name] = v
 	return v
 }
 

@@ -5,25 +5,17 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"io"
 	"log/slog"
 	"math/rand/v2"
 	"net/http"
 	"net/url"
 	"sort"
-	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
 
-	"github.com/klauspost/compress/gzip"
 	"github.com/otelstep/otelstep/pipeline"
-	collogspb "go.opentelemetry.io/proto/otlp/collector/logs/v1"
-	colmetricspb "go.opentelemetry.io/proto/otlp/collector/metrics/v1"
-	coltracepb "go.opentelemetry.io/proto/otlp/collector/trace/v1"
-	"google.golang.org/protobuf/encoding/protowire"
-	"google.golang.org/protobuf/proto"
 )
 
 // RetryOptions is the exporter's retry_on_failure. The collector defaults are
@@ -99,11 +91,6 @@ type HTTP struct {
 	lastDropLog                                      atomic.Int64 // unix nanos
 	sentBatches, sentItems, failed, dropped, retries atomic.Uint64
 }
-
-var gzipPool = sync.Pool{New: func() any {
-	w, _ := gzip.NewWriterLevel(nil, gzip.BestSpeed)
-	return w
-}}
 
 var bufPool = sync.Pool{New: func() any { return new(bytes.Buffer) }}
 
@@ -350,82 +337,6 @@ func (h *HTTP) Shutdown(ctx context.Context) error {
 	return err
 }
 
-// encode marshals b's export request and (optionally) gzips it into out.
-func (h *HTTP) encode(b *pipeline.Batch, out *bytes.Buffer) error {
-	var msg proto.Message
-	switch b.Signal {
-	case pipeline.Metrics:
-		return encodeMetrics(b, h.gzip, out)
-	case pipeline.Traces:
-		msg = &coltracepb.ExportTraceServiceRequest{ResourceSpans: b.Traces}
-	case pipeline.Logs:
-		msg = &collogspb.ExportLogsServiceRequest{ResourceLogs: b.Logs}
-	default:
-		return fmt.Errorf("unknown signal %d", b.Signal)
-	}
-	return encodeProto(msg, h.gzip, out)
-}
-
-var metricsEncPool = sync.Pool{New: func() any { return new(MetricsProtoEncoder) }}
-
-// encodeMetrics is encodeProto with the reflection-free metrics encoder:
-// metrics are the bulk of a job's data (every scrape of every target).
-func encodeMetrics(b *pipeline.Batch, gz bool, out *bytes.Buffer) error {
-	out.Reset()
-	enc := metricsEncPool.Get().(*MetricsProtoEncoder)
-	defer metricsEncPool.Put(enc)
-	if !gz {
-		out.Write(enc.AppendRequest(out.AvailableBuffer(), b.Metrics))
-		return nil
-	}
-	bp := marshalPool.Get().(*[]byte)
-	defer marshalPool.Put(bp)
-	*bp = enc.AppendRequest((*bp)[:0], b.Metrics)
-	zw := gzipPool.Get().(*gzip.Writer)
-	defer gzipPool.Put(zw)
-	zw.Reset(out)
-	if _, err := zw.Write(*bp); err != nil {
-		return err
-	}
-	return zw.Close()
-}
-
-var marshalPool = sync.Pool{New: func() any { b := make([]byte, 0, 64<<10); return &b }}
-
-func encodeProto(msg proto.Message, gz bool, out *bytes.Buffer) error {
-	out.Reset()
-	if !gz {
-		raw, err := proto.MarshalOptions{}.MarshalAppend(out.AvailableBuffer(), msg)
-		if err != nil {
-			return err
-		}
-		out.Write(raw)
-		return nil
-	}
-	bp := marshalPool.Get().(*[]byte)
-	defer marshalPool.Put(bp)
-	raw, err := proto.MarshalOptions{}.MarshalAppend((*bp)[:0], msg)
-	if err != nil {
-		return err
-	}
-	*bp = raw
-	zw := gzipPool.Get().(*gzip.Writer)
-	defer gzipPool.Put(zw)
-	zw.Reset(out)
-	if _, err := zw.Write(raw); err != nil {
-		return err
-	}
-	return zw.Close()
-}
-
-// attemptResult classifies one POST.
-type attemptResult struct {
-	ok         bool
-	retryable  bool
-	retryAfter time.Duration
-	err        error
-}
-
 func (h *HTTP) export(b *pipeline.Batch) {
 	if b.Signal > pipeline.Logs {
 		h.failed.Add(1)
@@ -434,7 +345,7 @@ func (h *HTTP) export(b *pipeline.Batch) {
 	}
 	buf := bufPool.Get().(*bytes.Buffer)
 	defer bufPool.Put(buf)
-	if err := h.encode(b, buf); err != nil {
+	if err := EncodeRequest(b, h.gzip, buf); err != nil {
 		h.failed.Add(1)
 		h.log.Error("otlp/http exporter: encoding failed", "error", err)
 		return
@@ -445,28 +356,28 @@ func (h *HTTP) export(b *pipeline.Batch) {
 	interval := h.o.Retry.InitialInterval
 	for {
 		res := h.post(b.Signal, body)
-		if res.ok {
+		if res.OK() {
 			h.sentBatches.Add(1)
 			h.sentItems.Add(uint64(items))
 			return
 		}
-		if !res.retryable || !h.o.Retry.Enabled {
+		if !res.Retryable || !h.o.Retry.Enabled {
 			h.failed.Add(1)
 			h.log.Error("otlp/http exporter: export failed, batch dropped", "signal", b.Signal.String(),
-				"url", h.safeURL[b.Signal], "items", items, "error", res.err)
+				"url", h.safeURL[b.Signal], "items", items, "error", res.Err)
 			return
 		}
 		delay := jitter(interval)
-		if res.retryAfter > 0 {
-			delay = res.retryAfter
+		if res.RetryAfter > 0 {
+			delay = res.RetryAfter
 		}
 		if time.Since(start)+delay > h.o.Retry.MaxElapsedTime {
 			h.failed.Add(1)
 			h.log.Error("otlp/http exporter: retries exhausted, batch dropped", "signal", b.Signal.String(),
-				"url", h.safeURL[b.Signal], "items", items, "elapsed", time.Since(start).Round(time.Millisecond), "error", res.err)
+				"url", h.safeURL[b.Signal], "items", items, "elapsed", time.Since(start).Round(time.Millisecond), "error", res.Err)
 			return
 		}
-		h.log.Debug("otlp/http exporter: retrying", "signal", b.Signal.String(), "error", res.err, "delay", delay)
+		h.log.Debug("otlp/http exporter: retrying", "signal", b.Signal.String(), "error", res.Err, "delay", delay)
 		t := time.NewTimer(delay)
 		select {
 		case <-t.C:
@@ -489,147 +400,16 @@ func jitter(d time.Duration) time.Duration {
 	return d/2 + rand.N(d+1)
 }
 
-func (h *HTTP) post(sig pipeline.Signal, body []byte) attemptResult {
+func (h *HTTP) post(sig pipeline.Signal, body []byte) Result {
 	ctx, cancel := context.WithTimeout(h.runCtx, h.o.Timeout)
 	defer cancel()
-	req, err := http.NewRequestWithContext(ctx, http.MethodPost, h.urls[sig], bytes.NewReader(body))
-	if err != nil {
-		return attemptResult{err: redactErr(err)}
+	res := Post(ctx, h.client, Export{Signal: sig, URL: h.urls[sig], Headers: h.o.Headers, Gzip: h.gzip, Body: body})
+	if res.Err != nil && res.Status == 0 && h.runCtx.Err() != nil {
+		// Shutting down past the deadline: not worth another attempt.
+		res.Retryable = false
 	}
-	req.Header.Set("User-Agent", "otelstep")
-	for k, v := range h.o.Headers {
-		req.Header.Set(k, v)
+	if res.OK() && (res.Rejected > 0 || res.PartialMessage != "") {
+		h.log.Warn("otlp/http exporter: partial success", "signal", sig.String(), "rejected", res.Rejected, "message", res.PartialMessage)
 	}
-	req.Header.Set("Content-Type", "application/x-protobuf")
-	if h.gzip {
-		req.Header.Set("Content-Encoding", "gzip")
-	}
-	resp, err := h.client.Do(req)
-	if err != nil {
-		// Network errors and timeouts are retryable, unless we are
-		// shutting down past the deadline.
-		return attemptResult{retryable: h.runCtx.Err() == nil, err: redactErr(err)}
-	}
-	defer resp.Body.Close()
-	data, _ := io.ReadAll(io.LimitReader(resp.Body, 64<<10))
-	_, _ = io.Copy(io.Discard, io.LimitReader(resp.Body, 1<<20)) // allow connection reuse
-	if resp.StatusCode >= 200 && resp.StatusCode < 300 {
-		h.checkPartial(sig, resp, data)
-		return attemptResult{ok: true}
-	}
-	msg := statusMessage(resp, data)
-	err = fmt.Errorf("HTTP %d%s", resp.StatusCode, msg)
-	switch resp.StatusCode {
-	case http.StatusTooManyRequests, http.StatusServiceUnavailable:
-		return attemptResult{retryable: true, retryAfter: parseRetryAfter(resp.Header.Get("Retry-After")), err: err}
-	case http.StatusBadGateway, http.StatusGatewayTimeout:
-		return attemptResult{retryable: true, err: err}
-	}
-	return attemptResult{err: err}
-}
-
-func isProto(resp *http.Response) bool {
-	ct := resp.Header.Get("Content-Type")
-	return strings.HasPrefix(ct, "application/x-protobuf") || strings.HasPrefix(ct, "application/protobuf")
-}
-
-// statusMessage returns ": <message>" from a google.rpc.Status body, or a
-// truncated plain-text body, or "".
-func statusMessage(resp *http.Response, data []byte) string {
-	if len(data) == 0 {
-		return ""
-	}
-	var msg string
-	if isProto(resp) {
-		msg = decodeStatusMessage(data)
-	} else if strings.HasPrefix(resp.Header.Get("Content-Type"), "text/") {
-		msg = strings.TrimSpace(string(data))
-	}
-	if msg == "" {
-		return ""
-	}
-	return ": " + truncate(msg, 256)
-}
-
-func truncate(s string, n int) string {
-	if len(s) <= n {
-		return s
-	}
-	return strings.ToValidUTF8(s[:n], "") + "…"
-}
-
-// decodeStatusMessage extracts field 2 (message) of a google.rpc.Status.
-func decodeStatusMessage(b []byte) string {
-	for len(b) > 0 {
-		num, typ, n := protowire.ConsumeTag(b)
-		if n < 0 {
-			return ""
-		}
-		b = b[n:]
-		if num == 2 && typ == protowire.BytesType {
-			v, n := protowire.ConsumeBytes(b)
-			if n < 0 {
-				return ""
-			}
-			return string(v)
-		}
-		n = protowire.ConsumeFieldValue(num, typ, b)
-		if n < 0 {
-			return ""
-		}
-		b = b[n:]
-	}
-	return ""
-}
-
-// checkPartial logs a warning when a 2xx response reports rejected items.
-func (h *HTTP) checkPartial(sig pipeline.Signal, resp *http.Response, data []byte) {
-	if len(data) == 0 || !isProto(resp) {
-		return
-	}
-	var rejected int64
-	var msg string
-	switch sig {
-	case pipeline.Metrics:
-		var r colmetricspb.ExportMetricsServiceResponse
-		if proto.Unmarshal(data, &r) != nil {
-			return
-		}
-		rejected, msg = r.GetPartialSuccess().GetRejectedDataPoints(), r.GetPartialSuccess().GetErrorMessage()
-	case pipeline.Traces:
-		var r coltracepb.ExportTraceServiceResponse
-		if proto.Unmarshal(data, &r) != nil {
-			return
-		}
-		rejected, msg = r.GetPartialSuccess().GetRejectedSpans(), r.GetPartialSuccess().GetErrorMessage()
-	case pipeline.Logs:
-		var r collogspb.ExportLogsServiceResponse
-		if proto.Unmarshal(data, &r) != nil {
-			return
-		}
-		rejected, msg = r.GetPartialSuccess().GetRejectedLogRecords(), r.GetPartialSuccess().GetErrorMessage()
-	}
-	if rejected > 0 || msg != "" {
-		h.log.Warn("otlp/http exporter: partial success", "signal", sig.String(), "rejected", rejected, "message", truncate(msg, 256))
-	}
-}
-
-// parseRetryAfter parses delay-seconds or an HTTP date; 0 if absent/invalid.
-func parseRetryAfter(v string) time.Duration {
-	v = strings.TrimSpace(v)
-	if v == "" {
-		return 0
-	}
-	if s, err := strconv.Atoi(v); err == nil {
-		if s < 0 {
-			return 0
-		}
-		return time.Duration(s) * time.Second
-	}
-	if t, err := http.ParseTime(v); err == nil {
-		if d := time.Until(t); d > 0 {
-			return d
-		}
-	}
-	return 0
+	return res
 }

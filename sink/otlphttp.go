@@ -1,0 +1,269 @@
+package sink
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"io"
+	"net/http"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/klauspost/compress/gzip"
+	"github.com/otelstep/otelstep/pipeline"
+	collogspb "go.opentelemetry.io/proto/otlp/collector/logs/v1"
+	colmetricspb "go.opentelemetry.io/proto/otlp/collector/metrics/v1"
+	coltracepb "go.opentelemetry.io/proto/otlp/collector/trace/v1"
+	"google.golang.org/protobuf/encoding/protowire"
+	"google.golang.org/protobuf/proto"
+)
+
+// This file is one OTLP/HTTP export attempt, shared by the HTTP sink (which
+// queues and drops) and replay (which checkpoints and never drops): encoding,
+// the POST, and the classification of the answer per the OTLP/HTTP spec.
+
+// EncodeRequest marshals b's export request as protobuf into out (which it
+// resets), gzipped when gz is set. It is what the HTTP sink and replay send.
+func EncodeRequest(b *pipeline.Batch, gz bool, out *bytes.Buffer) error {
+	var msg proto.Message
+	switch b.Signal {
+	case pipeline.Metrics:
+		return encodeMetrics(b, gz, out)
+	case pipeline.Traces:
+		msg = &coltracepb.ExportTraceServiceRequest{ResourceSpans: b.Traces}
+	case pipeline.Logs:
+		msg = &collogspb.ExportLogsServiceRequest{ResourceLogs: b.Logs}
+	default:
+		return fmt.Errorf("unknown signal %d", b.Signal)
+	}
+	return encodeProto(msg, gz, out)
+}
+
+// gzipPool: BestSpeed, since the backend's ingest, not our CPU, should be
+// the bottleneck and level 1 already gets most of OTLP's redundancy.
+var gzipPool = sync.Pool{New: func() any {
+	w, _ := gzip.NewWriterLevel(nil, gzip.BestSpeed)
+	return w
+}}
+
+var metricsEncPool = sync.Pool{New: func() any { return new(MetricsProtoEncoder) }}
+
+// encodeMetrics is encodeProto with the reflection-free metrics encoder:
+// metrics are the bulk of a job's data (every scrape of every target).
+func encodeMetrics(b *pipeline.Batch, gz bool, out *bytes.Buffer) error {
+	out.Reset()
+	enc := metricsEncPool.Get().(*MetricsProtoEncoder)
+	defer metricsEncPool.Put(enc)
+	if !gz {
+		out.Write(enc.AppendRequest(out.AvailableBuffer(), b.Metrics))
+		return nil
+	}
+	bp := marshalPool.Get().(*[]byte)
+	defer marshalPool.Put(bp)
+	*bp = enc.AppendRequest((*bp)[:0], b.Metrics)
+	zw := gzipPool.Get().(*gzip.Writer)
+	defer gzipPool.Put(zw)
+	zw.Reset(out)
+	if _, err := zw.Write(*bp); err != nil {
+		return err
+	}
+	return zw.Close()
+}
+
+var marshalPool = sync.Pool{New: func() any { b := make([]byte, 0, 64<<10); return &b }}
+
+func encodeProto(msg proto.Message, gz bool, out *bytes.Buffer) error {
+	out.Reset()
+	if !gz {
+		raw, err := proto.MarshalOptions{}.MarshalAppend(out.AvailableBuffer(), msg)
+		if err != nil {
+			return err
+		}
+		out.Write(raw)
+		return nil
+	}
+	bp := marshalPool.Get().(*[]byte)
+	defer marshalPool.Put(bp)
+	raw, err := proto.MarshalOptions{}.MarshalAppend((*bp)[:0], msg)
+	if err != nil {
+		return err
+	}
+	*bp = raw
+	zw := gzipPool.Get().(*gzip.Writer)
+	defer gzipPool.Put(zw)
+	zw.Reset(out)
+	if _, err := zw.Write(raw); err != nil {
+		return err
+	}
+	return zw.Close()
+}
+
+// Export is one encoded export request and where it goes.
+type Export struct {
+	Signal  pipeline.Signal
+	URL     string
+	Headers map[string]string // values are secrets: never logged
+	Gzip    bool              // Body is gzipped
+	Body    []byte
+}
+
+// Result classifies the answer to one POST.
+type Result struct {
+	// Status is the HTTP status, 0 when no answer came (network error,
+	// timeout).
+	Status int
+	// Retryable: 429, 502, 503, 504 and other 5xx, network errors and
+	// timeouts. The rest (400, 401, 413, ...) will fail the same way again.
+	Retryable bool
+	// RetryAfter is the server's Retry-After, 0 when absent.
+	RetryAfter time.Duration
+	// Rejected and PartialMessage are a 2xx answer's partial_success.
+	Rejected       int64
+	PartialMessage string
+	// Err is nil on 2xx. It names the status and the server's message, and
+	// never holds a header value or URL userinfo.
+	Err error
+}
+
+// OK reports a 2xx answer.
+func (r Result) OK() bool { return r.Err == nil }
+
+// Post sends e once. ctx bounds the whole attempt (use it as the timeout).
+func Post(ctx context.Context, c *http.Client, e Export) Result {
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, e.URL, bytes.NewReader(e.Body))
+	if err != nil {
+		return Result{Err: redactErr(err)}
+	}
+	req.Header.Set("User-Agent", "otelstep")
+	for k, v := range e.Headers {
+		req.Header.Set(k, v)
+	}
+	req.Header.Set("Content-Type", "application/x-protobuf")
+	if e.Gzip {
+		req.Header.Set("Content-Encoding", "gzip")
+	}
+	resp, err := c.Do(req)
+	if err != nil {
+		return Result{Retryable: true, Err: redactErr(err)}
+	}
+	defer resp.Body.Close()
+	data, _ := io.ReadAll(io.LimitReader(resp.Body, 64<<10))
+	_, _ = io.Copy(io.Discard, io.LimitReader(resp.Body, 1<<20)) // allow connection reuse
+	if resp.StatusCode >= 200 && resp.StatusCode < 300 {
+		r := Result{Status: resp.StatusCode}
+		r.Rejected, r.PartialMessage = partialSuccess(e.Signal, resp, data)
+		return r
+	}
+	r := Result{Status: resp.StatusCode, Err: fmt.Errorf("HTTP %d%s", resp.StatusCode, statusMessage(resp, data))}
+	switch {
+	case resp.StatusCode == http.StatusTooManyRequests,
+		resp.StatusCode >= 500 && resp.StatusCode != http.StatusNotImplemented && resp.StatusCode != http.StatusHTTPVersionNotSupported:
+		r.Retryable = true
+		r.RetryAfter = parseRetryAfter(resp.Header.Get("Retry-After"))
+	}
+	return r
+}
+
+func isProto(resp *http.Response) bool {
+	ct := resp.Header.Get("Content-Type")
+	return strings.HasPrefix(ct, "application/x-protobuf") || strings.HasPrefix(ct, "application/protobuf")
+}
+
+// statusMessage returns ": <message>" from a google.rpc.Status body, or a
+// truncated plain-text body, or "".
+func statusMessage(resp *http.Response, data []byte) string {
+	if len(data) == 0 {
+		return ""
+	}
+	var msg string
+	if isProto(resp) {
+		msg = decodeStatusMessage(data)
+	} else if strings.HasPrefix(resp.Header.Get("Content-Type"), "text/") {
+		msg = strings.TrimSpace(string(data))
+	}
+	if msg == "" {
+		return ""
+	}
+	return ": " + truncate(msg, 256)
+}
+
+func truncate(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	return strings.ToValidUTF8(s[:n], "") + "…"
+}
+
+// decodeStatusMessage extracts field 2 (message) of a google.rpc.Status.
+func decodeStatusMessage(b []byte) string {
+	for len(b) > 0 {
+		num, typ, n := protowire.ConsumeTag(b)
+		if n < 0 {
+			return ""
+		}
+		b = b[n:]
+		if num == 2 && typ == protowire.BytesType {
+			v, n := protowire.ConsumeBytes(b)
+			if n < 0 {
+				return ""
+			}
+			return string(v)
+		}
+		n = protowire.ConsumeFieldValue(num, typ, b)
+		if n < 0 {
+			return ""
+		}
+		b = b[n:]
+	}
+	return ""
+}
+
+// partialSuccess decodes a 2xx protobuf answer's partial_success.
+func partialSuccess(sig pipeline.Signal, resp *http.Response, data []byte) (rejected int64, msg string) {
+	if len(data) == 0 || !isProto(resp) {
+		return 0, ""
+	}
+	switch sig {
+	case pipeline.Metrics:
+		var r colmetricspb.ExportMetricsServiceResponse
+		if proto.Unmarshal(data, &r) != nil {
+			return 0, ""
+		}
+		rejected, msg = r.GetPartialSuccess().GetRejectedDataPoints(), r.GetPartialSuccess().GetErrorMessage()
+	case pipeline.Traces:
+		var r coltracepb.ExportTraceServiceResponse
+		if proto.Unmarshal(data, &r) != nil {
+			return 0, ""
+		}
+		rejected, msg = r.GetPartialSuccess().GetRejectedSpans(), r.GetPartialSuccess().GetErrorMessage()
+	case pipeline.Logs:
+		var r collogspb.ExportLogsServiceResponse
+		if proto.Unmarshal(data, &r) != nil {
+			return 0, ""
+		}
+		rejected, msg = r.GetPartialSuccess().GetRejectedLogRecords(), r.GetPartialSuccess().GetErrorMessage()
+	}
+	return rejected, truncate(msg, 256)
+}
+
+// parseRetryAfter parses delay-seconds or an HTTP date; 0 if absent/invalid.
+func parseRetryAfter(v string) time.Duration {
+	v = strings.TrimSpace(v)
+	if v == "" {
+		return 0
+	}
+	if s, err := strconv.Atoi(v); err == nil {
+		if s < 0 {
+			return 0
+		}
+		return time.Duration(s) * time.Second
+	}
+	if t, err := http.ParseTime(v); err == nil {
+		if d := time.Until(t); d > 0 {
+			return d
+		}
+	}
+	return 0
+}

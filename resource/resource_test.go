@@ -2,11 +2,13 @@ package resource
 
 import (
 	"context"
+	"strings"
 	"testing"
 
 	"github.com/otelstep/otelstep/config"
 	"github.com/otelstep/otelstep/pipeline"
 	commonpb "go.opentelemetry.io/proto/otlp/common/v1"
+	logspb "go.opentelemetry.io/proto/otlp/logs/v1"
 	metricspb "go.opentelemetry.io/proto/otlp/metrics/v1"
 	resourcepb "go.opentelemetry.io/proto/otlp/resource/v1"
 	tracepb "go.opentelemetry.io/proto/otlp/trace/v1"
@@ -165,5 +167,29 @@ func BenchmarkStamp(b *testing.B) {
 	for b.Loop() {
 		r := &resourcepb.Resource{Attributes: []*commonpb.KeyValue{str("service.name", "vllm"), str("service.instance.id", "h:1")}}
 		Apply(r, acts)
+	}
+}
+
+func TestStampReplacesEverySpelling(t *testing.T) {
+	kv := func(k, v string) *commonpb.KeyValue {
+		return &commonpb.KeyValue{Key: k, Value: &commonpb.AnyValue{Value: &commonpb.AnyValue_StringValue{StringValue: v}}}
+	}
+	b := &pipeline.Batch{Signal: pipeline.Logs, Logs: []*logspb.ResourceLogs{
+		{Resource: &resourcepb.Resource{Attributes: []*commonpb.KeyValue{kv("Authorization", "old"), kv("a", "1"), kv("authorization", "old2")}}},
+		{}, // no resource at all
+	}}
+	Stamp(b, "Authorization", "new")
+	for i, rl := range b.Logs {
+		var got []string
+		for _, a := range rl.GetResource().GetAttributes() {
+			got = append(got, a.Key+"="+a.GetValue().GetStringValue())
+		}
+		want := []string{"a=1", "Authorization=new"}
+		if i == 1 {
+			want = want[1:]
+		}
+		if strings.Join(got, ",") != strings.Join(want, ",") {
+			t.Errorf("resource %d: got %v, want %v", i, got, want)
+		}
 	}
 }

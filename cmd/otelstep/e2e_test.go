@@ -13,6 +13,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"sort"
 	"strings"
 	"sync"
 	"syscall"
@@ -93,6 +94,10 @@ type backend struct {
 	dropped   int
 	badHeader int
 	requests  int
+	// canon counts every resource-level message received (ResourceMetrics,
+	// ResourceSpans, ResourceLogs) in canonical form, to compare what two
+	// backends received.
+	canon map[string]int
 }
 
 func (b *backend) ServeHTTP(w http.ResponseWriter, r *http.Request) {
@@ -132,6 +137,7 @@ func (b *backend) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		for _, rm := range req.ResourceMetrics {
 			check(rm.Resource)
 			b.metrics = append(b.metrics, rm)
+			b.count("metrics", rm)
 		}
 	case "/v1/traces":
 		var req coltracepb.ExportTraceServiceRequest
@@ -141,6 +147,7 @@ func (b *backend) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		}
 		for _, rs := range req.ResourceSpans {
 			check(rs.Resource)
+			b.count("traces", rs)
 			for _, ss := range rs.ScopeSpans {
 				for _, sp := range ss.Spans {
 					b.spans[sp.Name] = true
@@ -155,6 +162,7 @@ func (b *backend) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		}
 		for _, rl := range req.ResourceLogs {
 			check(rl.Resource)
+			b.count("logs", rl)
 			for _, sl := range rl.ScopeLogs {
 				for _, lr := range sl.LogRecords {
 					b.logs[lr.Body.GetStringValue()] = true
@@ -167,6 +175,25 @@ func (b *backend) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 	w.Header().Set("Content-Type", "application/x-protobuf")
 	w.WriteHeader(200)
+}
+
+// count records m canonically: its resource's attributes sorted by key (the
+// order an attribute was stamped in does not matter to the backend),
+// deterministic protobuf.
+func (b *backend) count(sig string, m proto.Message) {
+	m = proto.Clone(m)
+	type withResource interface{ GetResource() *resourcepb.Resource }
+	if r := m.(withResource).GetResource(); r != nil {
+		sort.Slice(r.Attributes, func(i, j int) bool { return r.Attributes[i].Key < r.Attributes[j].Key })
+	}
+	data, err := proto.MarshalOptions{Deterministic: true}.Marshal(m)
+	if err != nil {
+		panic(err)
+	}
+	if b.canon == nil {
+		b.canon = map[string]int{}
+	}
+	b.canon[sig+"\x00"+string(data)]++
 }
 
 func attr(r *resourcepb.Resource, key string) string {
@@ -472,6 +499,7 @@ func TestEndToEnd(t *testing.T) {
 		t.Error("debug level from the config was not applied")
 	}
 	t.Logf("backend: %d requests, %d resources, %d points; jsonl: %d points", be.requests, len(be.resources), backendPoints, jsonlPoints)
+	checkReplay(t, otel, be)
 }
 
 func forLines(t *testing.T, path string, fn func([]byte)) {

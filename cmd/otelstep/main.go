@@ -5,6 +5,7 @@
 //
 //	otelstep --config FILE             run (the collector's command line)
 //	otelstep validate --config FILE    check a config and print what would run
+//	otelstep replay --endpoint URL PATH...  resend JSONL files to a backend
 package main
 
 import (
@@ -39,6 +40,8 @@ func run(args []string, stdout, stderr io.Writer) int {
 		switch args[0] {
 		case "validate", "run":
 			cmd, args = args[0], args[1:]
+		case "replay":
+			return runReplay(args[1:], stdout, stderr)
 		case "help", "-h", "--help":
 			usage(stderr)
 			return exitOK
@@ -106,5 +109,7 @@ func usage(w io.Writer) {
 	fmt.Fprint(w, `usage:
   otelstep --config FILE             run the collector config FILE
   otelstep validate --config FILE    check FILE and print what would run (secrets redacted)
+  otelstep replay --endpoint URL [--token-env OTEL_TOKEN] [--header K=V]... PATH...
+                                     resend a job's JSONL files to a backend (see replay -h)
 `)
 }

@@ -1,0 +1,254 @@
+package replay
+
+import (
+	"bufio"
+	"bytes"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+
+	"github.com/otelstep/otelstep/pipeline"
+)
+
+// line is one JSONL line as read.
+type line struct {
+	no   int    // 1-based line number in its file
+	data []byte // without the newline
+	// truncated: the file ended without a newline after it (the writer was
+	// killed mid-line, or is still writing).
+	truncated bool
+}
+
+// chunk is a run of consecutive lines of one file and one signal, sent as
+// one request: the unit of work and of checkpointing. Its span covers every
+// byte of its lines, so chunks tile the part of the file that is read.
+type chunk struct {
+	file  *fileRun
+	sig   pipeline.Signal
+	span  span
+	lines []line
+	// notes are lines already judged by the reader (blank, not an export
+	// request, too long, of a signal not selected): done with the chunk.
+	notes []problem
+	// noteSigs[i] is notes[i]'s signal when it has one.
+	noteSigs []pipeline.Signal
+	bytes    int64 // of the lines' data, for the batch size limit
+}
+
+// problem is one line that is skipped, and why.
+type problem struct {
+	file   string
+	line   int
+	reason string // a skipReason
+	detail string
+	silent bool // counted, not reported (blank lines, signals not selected)
+	hasSig bool // the line's signal is known (it is the chunk's)
+}
+
+func (p problem) String() string {
+	if p.detail == "" {
+		return fmt.Sprintf("%s:%d: %s", p.file, p.line, p.reason)
+	}
+	return fmt.Sprintf("%s:%d: %s: %s", p.file, p.line, p.reason, p.detail)
+}
+
+// Reasons a line is skipped, as the summary counts them.
+const (
+	reasonCorrupt   = "corrupt"
+	reasonTruncated = "truncated"
+	reasonNotOTLP   = "not an OTLP export request"
+	reasonTooLong   = "line too long"
+	reasonRejected  = "rejected by the backend"
+	reasonBlank     = "blank"
+	reasonFiltered  = "signal not selected"
+)
+
+// lineReader reads lines of at most max bytes, reporting longer ones as
+// such without holding them in memory.
+type lineReader struct {
+	r   *bufio.Reader
+	max int
+	off int64 // offset of the next line
+	buf []byte
+}
+
+// next returns the next line's bytes (valid until the next call), its start
+// offset, whether it ended with a newline, and whether it was longer than
+// max (then data is nil). io.EOF when nothing is left.
+func (lr *lineReader) next() (data []byte, start int64, newline, tooLong bool, err error) {
+	start = lr.off
+	lr.buf = lr.buf[:0]
+	for {
+		frag, err := lr.r.ReadSlice('\n')
+		lr.off += int64(len(frag))
+		if !tooLong {
+			if len(lr.buf)+len(frag) > lr.max+1 {
+				tooLong, lr.buf = true, lr.buf[:0]
+			} else {
+				lr.buf = append(lr.buf, frag...)
+			}
+		}
+		switch {
+		case err == nil:
+			if tooLong {
+				return nil, start, true, true, nil
+			}
+			return lr.buf[:len(lr.buf)-1], start, true, false, nil
+		case errors.Is(err, bufio.ErrBufferFull):
+			continue
+		case errors.Is(err, io.EOF):
+			if lr.off == start {
+				return nil, start, false, false, io.EOF
+			}
+			if tooLong {
+				return nil, start, false, true, nil
+			}
+			return lr.buf, start, false, false, nil
+		default:
+			return nil, start, false, false, err
+		}
+	}
+}
+
+// sniff tells the signal of an export request from its first key, without
+// decoding it: enough to group lines into per-signal requests and to skip
+// unselected signals cheaply. ok is false for anything else.
+func sniff(data []byte) (pipeline.Signal, bool) {
+	i := 0
+	for i < len(data) && isSpace(data[i]) {
+		i++
+	}
+	if i >= len(data) || data[i] != '{' {
+		return 0, false
+	}
+	i++
+	for i < len(data) && isSpace(data[i]) {
+		i++
+	}
+	if i >= len(data) || data[i] != '"' {
+		return 0, false
+	}
+	end := bytes.IndexByte(data[i+1:], '"')
+	if end < 0 {
+		return 0, false
+	}
+	switch string(data[i+1 : i+1+end]) {
+	case "resourceMetrics", "resource_metrics":
+		return pipeline.Metrics, true
+	case "resourceSpans", "resource_spans":
+		return pipeline.Traces, true
+	case "resourceLogs", "resource_logs":
+		return pipeline.Logs, true
+	}
+	return 0, false
+}
+
+func isSpace(c byte) bool { return c == ' ' || c == '\t' || c == '\r' || c == '\n' }
+
+// readFile cuts one file into chunks from its checkpoint on and hands them
+// to emit, which blocks while the senders are busy and returns false to stop
+// (a stop or a fatal error). Chunks hold copies of their lines.
+func (r *run) readFile(fr *fileRun, emit func(*chunk) bool) error {
+	f, err := os.Open(fr.in.abs)
+	if err != nil {
+		return fmt.Errorf("%s: %w", fr.in.path, unwrapPathError(err))
+	}
+	defer f.Close()
+	if _, err := f.Seek(fr.start.Offset, io.SeekStart); err != nil {
+		return fmt.Errorf("%s: %w", fr.in.path, err)
+	}
+	lr := &lineReader{r: bufio.NewReaderSize(f, 256<<10), max: r.o.MaxLineBytes, off: fr.start.Offset}
+	lineNo := fr.start.Line
+	skip := fr.start.Done // ranges done by an earlier run, sorted
+	var cur *chunk
+	flush := func() bool {
+		if cur == nil {
+			return true
+		}
+		c := cur
+		cur = nil
+		return emit(c)
+	}
+	for {
+		for len(skip) > 0 && skip[0].Start < lr.off {
+			skip = skip[1:] // cannot happen with a checkpoint we wrote; be safe
+		}
+		if len(skip) > 0 && lr.off == skip[0].Start {
+			// Done by an earlier run: jump over it. The tracker already
+			// holds the range.
+			if !flush() {
+				return nil
+			}
+			s := skip[0]
+			skip = skip[1:]
+			if _, err := f.Seek(s.End, io.SeekStart); err != nil {
+				return fmt.Errorf("%s: %w", fr.in.path, err)
+			}
+			lr.r.Reset(f)
+			lr.off = s.End
+			lineNo = s.FirstLine + s.Lines
+			r.stats.alreadyLines.Add(int64(s.Lines))
+			continue
+		}
+		data, start, newline, tooLong, err := lr.next()
+		if errors.Is(err, io.EOF) {
+			break
+		}
+		if err != nil {
+			flush()
+			return fmt.Errorf("%s:%d: %w", fr.in.path, lineNo+1, err)
+		}
+		lineNo++
+		size := lr.off - start
+		r.stats.bytes.Add(size)
+		r.stats.lines.Add(1)
+		var (
+			sig  pipeline.Signal
+			note *problem
+		)
+		switch {
+		case tooLong:
+			note = &problem{reason: reasonTooLong, detail: fmt.Sprintf("over %d bytes", r.o.MaxLineBytes)}
+		case len(bytes.TrimSpace(data)) == 0:
+			note = &problem{reason: reasonBlank, silent: true}
+		default:
+			var ok bool
+			sig, ok = sniff(data)
+			switch {
+			case !ok && !newline:
+				note = &problem{reason: reasonTruncated, detail: fmt.Sprintf("the file ends mid-line (%d bytes, no newline)", len(data))}
+			case !ok:
+				note = &problem{reason: reasonNotOTLP, detail: "its first key is not resourceMetrics, resourceSpans or resourceLogs"}
+			case !r.o.selected(sig):
+				note = &problem{reason: reasonFiltered, silent: true, hasSig: true}
+			}
+		}
+		if note != nil {
+			note.file, note.line = fr.in.path, lineNo
+			if cur == nil {
+				// A chunk of judged lines only: it still has to pass
+				// through the tracker, in order.
+				cur = &chunk{file: fr, sig: sig, span: span{Start: start, FirstLine: lineNo}}
+			}
+			cur.notes = append(cur.notes, *note)
+			cur.noteSigs = append(cur.noteSigs, sig)
+			cur.span.End, cur.span.Lines = lr.off, lineNo-cur.span.FirstLine+1
+			continue
+		}
+		if cur != nil && (len(cur.lines) > 0 && (cur.sig != sig || cur.bytes+int64(len(data)) > int64(r.o.BatchBytes))) {
+			if !flush() {
+				return nil
+			}
+		}
+		if cur == nil {
+			cur = &chunk{file: fr, sig: sig, span: span{Start: start, FirstLine: lineNo}}
+		}
+		cur.sig = sig
+		cur.lines = append(cur.lines, line{no: lineNo, data: bytes.Clone(data), truncated: !newline})
+		cur.bytes += int64(len(data))
+		cur.span.End, cur.span.Lines = lr.off, lineNo-cur.span.FirstLine+1
+	}
+	flush()
+	return nil
+}

@@ -1,0 +1,525 @@
+// Package replay resends a job's JSONL files (one OTLP/JSON export request
+// per line, as otelstep and the collector's file exporter write them) to an
+// OTLP/HTTP backend, as what the backend would have received live: protobuf,
+// gzip, the Authorization header and the Authorization resource attribute
+// on every resource, stamped from the token given now.
+//
+// Lines are grouped into requests of one signal up to a size limit and sent
+// by a few workers; retryable failures (429, 5xx, timeouts) back off and
+// honour Retry-After, a request the backend calls bad (400, 413) is split
+// into its lines so that only the bad ones are skipped and reported as
+// FILE:LINE. Progress is checkpointed per file (see checkpoint), so a
+// replay that is stopped continues where it was and never sends a line
+// twice; one that crashed resends at most the last moments' requests.
+package replay
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"net/url"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/otelstep/otelstep/otlpjson"
+	"github.com/otelstep/otelstep/pipeline"
+	"github.com/otelstep/otelstep/resource"
+	"github.com/otelstep/otelstep/sink"
+)
+
+// Options configures one replay.
+type Options struct {
+	// Endpoint is the backend's base URL; signal S goes to Endpoint/v1/S.
+	Endpoint string
+	// Token is sent as "Authorization: Bearer <Token>" and stamped as the
+	// Authorization resource attribute. It is never printed.
+	Token string
+	// Headers are added to every request; their values are never printed.
+	Headers map[string]string
+	Paths   []string
+	// StateDir holds the checkpoints; "" puts each beside its file.
+	StateDir  string
+	FromStart bool // ignore (and then overwrite) existing checkpoints
+	DryRun    bool // decode and count, send nothing, write no checkpoint
+	// Signals limits the replay; empty means all three.
+	Signals []pipeline.Signal
+	// Rate caps requests per second (retries included); 0 means no cap.
+	Rate float64
+	// BatchBytes bounds the JSON bytes of the lines in one request (a longer
+	// line goes alone); default 4 MiB, about 1.5 MiB of protobuf.
+	BatchBytes int
+	// MaxLineBytes is the longest line read; longer ones are reported and
+	// skipped without being held in memory. Default 64 MiB.
+	MaxLineBytes int
+	// Concurrency is the number of requests in flight (and of decoders);
+	// default 4.
+	Concurrency int
+	// Timeout bounds one request; default 30s.
+	Timeout time.Duration
+	// Retry: InitialInterval default 1s, MaxInterval 30s, MaxElapsedTime
+	// (per request, after which the replay stops as failed) 5m.
+	Retry sink.RetryOptions
+	// CheckpointEvery bounds how often a file's checkpoint is written while
+	// it is being sent; default 250ms. It is always written at the end.
+	CheckpointEvery time.Duration
+	Client          *http.Client
+	// Progress receives the progress display and the skipped lines as they
+	// are found; nil discards them.
+	Progress io.Writer
+	// Terminal redraws one progress bar in place; otherwise a plain line is
+	// written every ProgressEvery (default 10s).
+	Terminal      bool
+	ProgressEvery time.Duration
+}
+
+func (o *Options) selected(s pipeline.Signal) bool {
+	if len(o.Signals) == 0 {
+		return true
+	}
+	for _, x := range o.Signals {
+		if x == s {
+			return true
+		}
+	}
+	return false
+}
+
+func (o *Options) signalKey() string {
+	if len(o.Signals) == 0 {
+		return "all"
+	}
+	var sel []string
+	for _, s := range []pipeline.Signal{pipeline.Metrics, pipeline.Traces, pipeline.Logs} {
+		if o.selected(s) {
+			sel = append(sel, s.String())
+		}
+	}
+	return strings.Join(sel, ",")
+}
+
+// ErrNoToken is returned when Options.Token is empty on a replay that sends.
+var ErrNoToken = errors.New("no ingest token")
+
+// fileRun is one file's replay: where it starts and its tracker.
+type fileRun struct {
+	in    input
+	start checkpoint
+	tr    *tracker
+}
+
+// run is the state of one Run.
+type run struct {
+	o       Options
+	urls    [3]string
+	headers map[string]string
+	files   []*fileRun
+	lim     *limiter
+
+	ctx    context.Context // cancelled on a stop or a fatal error
+	cancel context.CancelCauseFunc
+
+	stats progressStats
+	sum   summaryBuilder
+	out   *output
+}
+
+// Run replays o.Paths. The error is for what stops a replay before it
+// starts (bad options, a path that names nothing, a checkpoint that does not
+// match its file): nothing has been sent then. Everything after is in the
+// Summary: cancelling ctx is a clean stop (requests in flight finish,
+// checkpoints are written, Summary.Stopped is set).
+func Run(ctx context.Context, o Options) (*Summary, error) {
+	r, err := prepare(o)
+	if err != nil {
+		return nil, err
+	}
+	return r.run(ctx), nil
+}
+
+func prepare(o Options) (*run, error) {
+	if o.BatchBytes <= 0 {
+		o.BatchBytes = 4 << 20
+	}
+	if o.MaxLineBytes <= 0 {
+		o.MaxLineBytes = 64 << 20
+	}
+	if o.Concurrency <= 0 {
+		o.Concurrency = 4
+	}
+	if o.Timeout <= 0 {
+		o.Timeout = 30 * time.Second
+	}
+	if o.Retry.InitialInterval <= 0 {
+		o.Retry.InitialInterval = time.Second
+	}
+	if o.Retry.MaxInterval <= 0 {
+		o.Retry.MaxInterval = 30 * time.Second
+	}
+	if o.Retry.MaxElapsedTime <= 0 {
+		o.Retry.MaxElapsedTime = 5 * time.Minute
+	}
+	if o.CheckpointEvery <= 0 {
+		o.CheckpointEvery = 250 * time.Millisecond
+	}
+	if o.ProgressEvery <= 0 {
+		o.ProgressEvery = 10 * time.Second
+		if o.Terminal {
+			o.ProgressEvery = 200 * time.Millisecond
+		}
+	}
+	if o.Progress == nil {
+		o.Progress = io.Discard
+	}
+	if o.Client == nil {
+		o.Client = &http.Client{Transport: http.DefaultTransport.(*http.Transport).Clone()}
+	}
+	r := &run{o: o, lim: newLimiter(o.Rate), out: &output{w: o.Progress, terminal: o.Terminal}}
+	var secrets []string
+	if o.Token != "" {
+		secrets = append(secrets, o.Token, "<redacted>")
+	}
+	for _, v := range o.Headers {
+		if v != "" {
+			secrets = append(secrets, v, "<redacted>")
+		}
+	}
+	r.out.redact = strings.NewReplacer(secrets...)
+	safeEndpoint := ""
+	if !o.DryRun || o.Endpoint != "" {
+		u, err := url.Parse(o.Endpoint)
+		if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+			return nil, fmt.Errorf("--endpoint %q: want an http:// or https:// URL", redactedURL(o.Endpoint))
+		}
+		u.User = nil
+		safeEndpoint = u.String()
+		base := strings.TrimRight(o.Endpoint, "/")
+		for _, s := range []pipeline.Signal{pipeline.Metrics, pipeline.Traces, pipeline.Logs} {
+			r.urls[s] = base + "/v1/" + s.String()
+		}
+	}
+	if !o.DryRun && o.Token == "" {
+		return nil, ErrNoToken
+	}
+	r.headers = make(map[string]string, len(o.Headers)+1)
+	for k, v := range o.Headers {
+		if strings.EqualFold(k, "Authorization") {
+			return nil, fmt.Errorf("--header %s: the Authorization header is made from the token; do not pass it", k)
+		}
+		r.headers[k] = v
+	}
+	r.headers["Authorization"] = "Bearer " + o.Token
+
+	ins, err := resolve(o.Paths)
+	if err != nil {
+		return nil, err
+	}
+	key := stateKey(safeEndpoint, o.signalKey())
+	for _, in := range ins {
+		fr := &fileRun{in: in}
+		path := statePath(in, o.StateDir, key)
+		if !o.FromStart {
+			cp, err := loadCheckpoint(path, in)
+			if err != nil {
+				return nil, fmt.Errorf("%s: %w", in.path, err)
+			}
+			if cp != nil {
+				fr.start = *cp
+			}
+		}
+		if fr.start.PrefixLen == 0 || o.FromStart {
+			n := min(in.size, prefixLen)
+			h, err := prefixHash(in.abs, n)
+			if err != nil {
+				return nil, fmt.Errorf("%s: %w", in.path, unwrapPathError(err))
+			}
+			skipped := 0
+			if !o.FromStart {
+				skipped = fr.start.Skipped
+			}
+			fr.start = checkpoint{Version: stateVersion, File: in.abs, Endpoint: safeEndpoint, Signals: o.signalKey(),
+				PrefixLen: n, PrefixHash: h, Offset: fr.start.Offset, Line: fr.start.Line, Done: fr.start.Done, Skipped: skipped}
+			if o.FromStart {
+				fr.start.Offset, fr.start.Line, fr.start.Done = 0, 0, nil
+			}
+		}
+		if o.DryRun {
+			path = ""
+		}
+		fr.tr = newTracker(path, fr.start, o.CheckpointEvery)
+		r.files = append(r.files, fr)
+		left := in.size - fr.start.Offset
+		for _, s := range fr.start.Done {
+			left -= s.End - s.Start
+		}
+		r.stats.total.Add(max(left, 0))
+	}
+	if o.StateDir != "" && !o.DryRun {
+		if err := ensureDir(o.StateDir); err != nil {
+			return nil, err
+		}
+	}
+	return r, nil
+}
+
+func (r *run) run(parent context.Context) *Summary {
+	r.ctx, r.cancel = context.WithCancelCause(parent)
+	defer r.cancel(nil)
+	r.sum.init()
+	r.stats.started = time.Now()
+
+	chunks := make(chan *chunk, r.o.Concurrency)
+	var wg sync.WaitGroup
+	for range r.o.Concurrency {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for c := range chunks {
+				if r.ctx.Err() != nil {
+					continue // stopping: not done, a resume sends it
+				}
+				r.process(c)
+			}
+		}()
+	}
+	progressDone := make(chan struct{})
+	go r.progress(progressDone)
+
+	emit := func(c *chunk) bool {
+		select {
+		case chunks <- c:
+			return true
+		case <-r.ctx.Done():
+			return false
+		}
+	}
+	for _, fr := range r.files {
+		if r.ctx.Err() != nil {
+			break
+		}
+		if err := r.readFile(fr, emit); err != nil {
+			r.fail(err)
+		}
+	}
+	close(chunks)
+	wg.Wait()
+	close(progressDone)
+
+	s := r.sum.finish()
+	s.Files = len(r.files)
+	s.DryRun = r.o.DryRun
+	s.AlreadySent = r.stats.alreadyLines.Load()
+	s.Elapsed = time.Since(r.stats.started)
+	s.Bytes = r.stats.bytes.Load()
+	for _, fr := range r.files {
+		if err := fr.tr.flush(); err != nil && s.Err == nil {
+			s.Err = err
+		}
+		s.SkippedEarlier += fr.start.Skipped
+	}
+	if cause := context.Cause(r.ctx); cause != nil && !errors.Is(cause, context.Canceled) && s.Err == nil {
+		s.Err = cause
+	}
+	s.Stopped = parent.Err() != nil
+	s.redact = r.out.redact
+	r.out.clearBar()
+	return s
+}
+
+// fail stops the replay for a reason that would fail every later request
+// too (the backend refuses the token, stays down past the retry budget).
+func (r *run) fail(err error) { r.cancel(err) }
+
+// process decodes one chunk, sends it and marks it done, unless the replay
+// is stopping or failed (then the chunk stays undone for a resume).
+func (r *run) process(c *chunk) {
+	skipped := 0
+	for i, p := range c.notes {
+		r.sum.skip(c.noteSigs[i], p, !p.silent, r.out)
+		if !p.silent {
+			skipped++
+		}
+	}
+	b, ranges, bad := r.decode(c)
+	skipped += bad
+	if len(ranges) > 0 {
+		resource.Stamp(b, "Authorization", r.o.Token)
+		if !r.deliver(c, b, ranges, &skipped) {
+			return
+		}
+	}
+	c.file.tr.done(c.span, skipped)
+}
+
+// lineRange is the resources [from, to) of b that line no decoded to.
+type lineRange struct {
+	no       int
+	from, to int
+}
+
+// decode turns the chunk's lines into one batch, reporting the lines that
+// do not decode.
+func (r *run) decode(c *chunk) (*pipeline.Batch, []lineRange, int) {
+	b := &pipeline.Batch{Signal: c.sig}
+	var ranges []lineRange
+	bad := 0
+	for _, l := range c.lines {
+		from := b.Len()
+		var err error
+		switch c.sig {
+		case pipeline.Metrics:
+			req, derr := otlpjson.DecodeMetrics(l.data)
+			if err = derr; err == nil {
+				b.Metrics = append(b.Metrics, req.ResourceMetrics...)
+			}
+		case pipeline.Traces:
+			req, derr := otlpjson.DecodeTraces(l.data)
+			if err = derr; err == nil {
+				b.Traces = append(b.Traces, req.ResourceSpans...)
+			}
+		case pipeline.Logs:
+			req, derr := otlpjson.DecodeLogs(l.data)
+			if err = derr; err == nil {
+				b.Logs = append(b.Logs, req.ResourceLogs...)
+			}
+		}
+		r.sum.line(c.sig)
+		if err != nil {
+			p := problem{file: c.file.in.path, line: l.no, reason: reasonCorrupt, detail: err.Error(), hasSig: true}
+			if l.truncated {
+				p.reason, p.detail = reasonTruncated, fmt.Sprintf("the file ends mid-line (%d bytes, no newline): %v", len(l.data), err)
+			}
+			r.sum.skip(c.sig, p, true, r.out)
+			bad++
+			continue
+		}
+		if b.Len() > from {
+			ranges = append(ranges, lineRange{no: l.no, from: from, to: b.Len()})
+		}
+	}
+	return b, ranges, bad
+}
+
+// sub is the part of b that ranges cover (contiguous: ranges are in order).
+func sub(b *pipeline.Batch, from, to int) *pipeline.Batch {
+	s := &pipeline.Batch{Signal: b.Signal}
+	switch b.Signal {
+	case pipeline.Metrics:
+		s.Metrics = b.Metrics[from:to]
+	case pipeline.Traces:
+		s.Traces = b.Traces[from:to]
+	case pipeline.Logs:
+		s.Logs = b.Logs[from:to]
+	}
+	return s
+}
+
+var bufPool = sync.Pool{New: func() any { return new(bytes.Buffer) }}
+
+// deliver sends b (the lines in ranges) and reports whether it is done:
+// sent, or rejected as bad and skipped line by line. false means the replay
+// is stopping or failed, and the lines stay unsent.
+func (r *run) deliver(c *chunk, b *pipeline.Batch, ranges []lineRange, skipped *int) bool {
+	if r.o.DryRun {
+		r.sum.sent(b, 0)
+		return true
+	}
+	buf := bufPool.Get().(*bytes.Buffer)
+	defer bufPool.Put(buf)
+	if err := sink.EncodeRequest(b, true, buf); err != nil {
+		// Cannot happen for a decoded request; do not hide it if it does.
+		r.fail(fmt.Errorf("%s:%d: encoding: %w", c.file.in.path, ranges[0].no, err))
+		return false
+	}
+	res, ok := r.post(b.Signal, buf.Bytes())
+	if !ok {
+		return false
+	}
+	if res.OK() {
+		r.sum.sent(b, res.Rejected)
+		r.stats.items.Add(int64(b.Items()))
+		if res.Rejected > 0 {
+			r.out.line(fmt.Sprintf("%s:%d-%d: the backend took the request but rejected %d items: %s",
+				c.file.in.path, ranges[0].no, ranges[len(ranges)-1].no, res.Rejected, res.PartialMessage))
+		}
+		return true
+	}
+	if res.Status != http.StatusBadRequest && res.Status != http.StatusRequestEntityTooLarge {
+		r.fail(fmt.Errorf("the backend refused a request (%s:%d, %s): %w; check --endpoint and the token",
+			c.file.in.path, ranges[0].no, b.Signal, res.Err))
+		return false
+	}
+	if len(ranges) == 1 {
+		r.sum.skip(b.Signal, problem{file: c.file.in.path, line: ranges[0].no, reason: reasonRejected, detail: res.Err.Error(), hasSig: true}, true, r.out)
+		*skipped++
+		return true
+	}
+	// Find the bad lines: send each line on its own.
+	for _, lr := range ranges {
+		if !r.deliver(c, sub(b, lr.from, lr.to), []lineRange{{no: lr.no, from: 0, to: lr.to - lr.from}}, skipped) {
+			return false
+		}
+	}
+	return true
+}
+
+// post sends one body with retries. ok is false when the replay is stopping
+// or failed (retries exhausted: then it fails the replay). A stop does not
+// cut a request in flight: it may have reached the backend, and only its
+// answer says whether its lines are done.
+func (r *run) post(sig pipeline.Signal, body []byte) (sink.Result, bool) {
+	start := time.Now()
+	interval := r.o.Retry.InitialInterval
+	for {
+		if err := r.lim.wait(r.ctx); err != nil {
+			return sink.Result{}, false
+		}
+		ctx, cancel := context.WithTimeout(context.WithoutCancel(r.ctx), r.o.Timeout)
+		res := sink.Post(ctx, r.o.Client, sink.Export{Signal: sig, URL: r.urls[sig], Headers: r.headers, Gzip: true, Body: body})
+		cancel()
+		r.stats.requests.Add(1)
+		r.sum.request(sig)
+		if res.OK() || !res.Retryable {
+			return res, true
+		}
+		delay := jitter(interval)
+		if res.RetryAfter > 0 {
+			delay = res.RetryAfter
+		}
+		if time.Since(start)+delay > r.o.Retry.MaxElapsedTime {
+			r.fail(fmt.Errorf("the backend did not take a %s request for %s: %w", sig, time.Since(start).Round(time.Second), res.Err))
+			return res, false
+		}
+		r.sum.retry(sig)
+		r.out.note(fmt.Sprintf("retrying a %s request in %s: %v", sig, delay.Round(time.Millisecond), res.Err))
+		t := time.NewTimer(delay)
+		select {
+		case <-t.C:
+		case <-r.ctx.Done():
+			t.Stop()
+			return res, false
+		}
+		interval = min(interval*2, r.o.Retry.MaxInterval)
+	}
+}
+
+// progressStats are the progress display's counters.
+type progressStats struct {
+	started                       time.Time
+	total                         atomic.Int64 // bytes to read
+	bytes, lines, items, requests atomic.Int64
+	alreadyLines                  atomic.Int64
+}
+
+func redactedURL(s string) string {
+	u, err := url.Parse(s)
+	if err != nil {
+		return "(unparsable URL)"
+	}
+	u.User = nil
+	return u.String()
+}

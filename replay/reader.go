@@ -187,8 +187,7 @@ func (r *run) readFile(fr *fileRun, emit func(*chunk) bool) error {
 			}
 			lr.r.Reset(f)
 			lr.off = s.End
-			lineNo = s.FirstLine + s.Lines
-			r.stats.alreadyLines.Add(int64(s.Lines))
+			lineNo = s.FirstLine + s.Lines - 1
 			continue
 		}
 		data, start, newline, tooLong, err := lr.next()

@@ -253,8 +253,10 @@ func prepare(o Options) (*run, error) {
 		fr.tr = newTracker(path, fr.start, o.CheckpointEvery)
 		r.files = append(r.files, fr)
 		left := in.size - fr.start.Offset
+		r.stats.alreadyLines.Add(int64(fr.start.Line))
 		for _, s := range fr.start.Done {
 			left -= s.End - s.Start
+			r.stats.alreadyLines.Add(int64(s.Lines))
 		}
 		r.stats.total.Add(max(left, 0))
 	}

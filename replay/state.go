@@ -171,7 +171,7 @@ func (t *tracker) done(s span, skipped int) {
 		}
 		delete(t.pending, n.Start)
 		t.cp.Offset = n.End
-		t.cp.Line = n.FirstLine + n.Lines
+		t.cp.Line = n.FirstLine + n.Lines - 1
 		if n.End == n.Start { // an empty range cannot advance: avoid looping on it
 			break
 		}

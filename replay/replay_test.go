@@ -839,3 +839,23 @@ func TestPlainProgress(t *testing.T) {
 		t.Error("a carriage return in plain progress")
 	}
 }
+
+func TestTerminalBar(t *testing.T) {
+	be := newBackend()
+	be.answer = func(int, []string, http.ResponseWriter) int { time.Sleep(2 * time.Millisecond); return 200 }
+	srv := httptest.NewServer(be)
+	defer srv.Close()
+	f := filepath.Join(t.TempDir(), "traces.jsonl")
+	writeTraces(t, f, "s", 30)
+	o := opts(srv, f)
+	o.BatchBytes, o.Concurrency = 1, 1
+	o.Terminal, o.ProgressEvery = true, 5*time.Millisecond
+	mustRun(t, context.Background(), o)
+	out := progressOf(o)
+	if !strings.Contains(out, "\r\x1b[K[") || !strings.Contains(out, "%") || !strings.Contains(out, "ETA") {
+		t.Errorf("no bar redrawn in place: %q", out)
+	}
+	if !strings.HasSuffix(out, "\r\x1b[K") {
+		t.Errorf("the bar is not cleared at the end: %q", out[max(0, len(out)-80):])
+	}
+}

@@ -2,11 +2,22 @@ package main
 
 import (
 	"bytes"
+	"compress/gzip"
+	"fmt"
+	"io"
+	"net/http"
 	"net/http/httptest"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
+	"sync"
+	"syscall"
 	"testing"
+	"time"
+
+	coltracepb "go.opentelemetry.io/proto/otlp/collector/trace/v1"
+	"google.golang.org/protobuf/proto"
 )
 
 // checkReplay replays the live run's JSONL folder into a second backend and
@@ -98,4 +109,102 @@ func TestReplayMissingToken(t *testing.T) {
 	if code != 2 || !strings.Contains(out, "matches nothing") {
 		t.Errorf("bad path: exit %d:\n%s", code, out)
 	}
+}
+
+func TestReplayExitStatus(t *testing.T) {
+	be := &backend{spans: map[string]bool{}, logs: map[string]bool{}}
+	srv := httptest.NewServer(be)
+	defer srv.Close()
+	dir := t.TempDir()
+	f := filepath.Join(dir, "logs.jsonl")
+	good := `{"resourceLogs":[{"scopeLogs":[{"logRecords":[{"body":{"stringValue":"one"}}]}]}]}`
+	os.WriteFile(f, []byte(good+"\n{\"resourceLogs\":[{]}\n"), 0o644)
+	env := []string{"OTEL_TOKEN=" + testToken}
+	code, out := runBinary(t, env, "replay", "--endpoint", srv.URL, "--state", filepath.Join(dir, "st"), f)
+	if code != 1 || !strings.Contains(out, f+":2: corrupt") || !strings.Contains(out, "not everything was sent") {
+		t.Errorf("corrupt line: exit %d, want 1 naming %s:2:\n%s", code, f, out)
+	}
+	if !be.logs["one"] {
+		t.Error("the good line was not sent")
+	}
+}
+
+// TestReplaySignalStopsCleanly sends SIGINT to a replay whose backend is
+// slow: it exits non-zero saying it stopped, and the same command then
+// sends the rest, nothing twice.
+func TestReplaySignalStopsCleanly(t *testing.T) {
+	var mu sync.Mutex
+	got := map[string]int{}
+	requests := 0
+	started := make(chan struct{}, 1)
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		zr, err := gzip.NewReader(r.Body)
+		if err != nil {
+			http.Error(w, err.Error(), 400)
+			return
+		}
+		data, _ := io.ReadAll(zr)
+		var req coltracepb.ExportTraceServiceRequest
+		if err := proto.Unmarshal(data, &req); err != nil {
+			http.Error(w, err.Error(), 400)
+			return
+		}
+		time.Sleep(20 * time.Millisecond)
+		mu.Lock()
+		defer mu.Unlock()
+		requests++
+		for _, rs := range req.ResourceSpans {
+			for _, ss := range rs.ScopeSpans {
+				for _, sp := range ss.Spans {
+					got[sp.Name]++
+				}
+			}
+		}
+		select {
+		case started <- struct{}{}:
+		default:
+		}
+	}))
+	defer srv.Close()
+	dir := t.TempDir()
+	f := filepath.Join(dir, "traces.jsonl")
+	var buf bytes.Buffer
+	const n = 200
+	for i := range n {
+		fmt.Fprintf(&buf, `{"resourceSpans":[{"scopeSpans":[{"spans":[{"traceId":"0102030405060708090a0b0c0d0e0f10","spanId":"0102030405060708","name":"s-%d"}]}]}]}`+"\n", i)
+	}
+	os.WriteFile(f, buf.Bytes(), 0o644)
+	args := []string{"replay", "--endpoint", srv.URL, "--batch-bytes", "1", "--concurrency", "2", f}
+	cmd := exec.Command(buildBinary(t), args...)
+	cmd.Env = append(os.Environ(), "OTEL_TOKEN="+testToken)
+	var out bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &out
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	<-started
+	cmd.Process.Signal(syscall.SIGINT)
+	err := cmd.Wait()
+	ee, ok := err.(*exec.ExitError)
+	if !ok || ee.ExitCode() != 1 || !strings.Contains(out.String(), "stopped before the end") {
+		t.Fatalf("after SIGINT: %v, want exit 1 saying it stopped:\n%s", err, out.String())
+	}
+	mu.Lock()
+	first := requests
+	mu.Unlock()
+	if first >= n {
+		t.Fatalf("SIGINT stopped nothing: %d requests", first)
+	}
+	code, out2 := runBinary(t, []string{"OTEL_TOKEN=" + testToken}, args...)
+	if code != 0 {
+		t.Fatalf("resume: exit %d:\n%s", code, out2)
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	for i := range n {
+		if c := got[fmt.Sprintf("s-%d", i)]; c != 1 {
+			t.Errorf("s-%d arrived %d times", i, c)
+		}
+	}
+	t.Logf("stopped after %d of %d requests; resumed", first, n)
 }

@@ -288,8 +288,11 @@ func (r *run) run(parent context.Context) *Summary {
 			}
 		}()
 	}
-	progressDone := make(chan struct{})
-	go r.progress(progressDone)
+	progressDone, progressExited := make(chan struct{}), make(chan struct{})
+	go func() {
+		defer close(progressExited)
+		r.progress(progressDone)
+	}()
 
 	emit := func(c *chunk) bool {
 		select {
@@ -310,6 +313,7 @@ func (r *run) run(parent context.Context) *Summary {
 	close(chunks)
 	wg.Wait()
 	close(progressDone)
+	<-progressExited // nothing may write to Progress after Run returns
 
 	s := r.sum.finish()
 	s.Files = len(r.files)

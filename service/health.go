@@ -70,6 +70,10 @@ func (s *Service) metricsHandler(w http.ResponseWriter, r *http.Request) {
 	runtime.ReadMemStats(&ms)
 	fmt.Fprintf(&b, "# HELP otelstep_go_goroutines Goroutines.\n# TYPE otelstep_go_goroutines gauge\notelstep_go_goroutines %d\n", runtime.NumGoroutine())
 	fmt.Fprintf(&b, "# HELP otelstep_go_heap_bytes Heap in use.\n# TYPE otelstep_go_heap_bytes gauge\notelstep_go_heap_bytes %d\n", ms.HeapInuse)
+	// Cumulative allocation counters: what `otelstep bench` divides by the
+	// samples scraped for allocations and bytes per sample.
+	fmt.Fprintf(&b, "# HELP otelstep_go_mallocs_total Heap objects allocated.\n# TYPE otelstep_go_mallocs_total counter\notelstep_go_mallocs_total %d\n", ms.Mallocs)
+	fmt.Fprintf(&b, "# HELP otelstep_go_alloc_bytes_total Heap bytes allocated.\n# TYPE otelstep_go_alloc_bytes_total counter\notelstep_go_alloc_bytes_total %d\n", ms.TotalAlloc)
 	if rss, ok := residentBytes(); ok {
 		fmt.Fprintf(&b, "# HELP otelstep_process_resident_memory_bytes Resident set size.\n# TYPE otelstep_process_resident_memory_bytes gauge\notelstep_process_resident_memory_bytes %d\n", rss)
 	}

@@ -6,6 +6,7 @@
 //	otelstep --config FILE             run (the collector's command line)
 //	otelstep validate --config FILE    check a config and print what would run
 //	otelstep replay --endpoint URL PATH...  resend JSONL files to a backend
+//	otelstep bench scrape|otlp [--peer CMD]  throughput against a peer
 package main
 
 import (
@@ -42,6 +43,8 @@ func run(args []string, stdout, stderr io.Writer) int {
 			cmd, args = args[0], args[1:]
 		case "replay":
 			return runReplay(args[1:], stdout, stderr)
+		case "bench":
+			return runBench(args[1:], stdout, stderr)
 		case "help", "-h", "--help":
 			usage(stderr)
 			return exitOK
@@ -111,5 +114,7 @@ func usage(w io.Writer) {
   otelstep validate --config FILE    check FILE and print what would run (secrets redacted)
   otelstep replay --endpoint URL [--token-env OTEL_TOKEN] [--header K=V]... PATH...
                                      resend a job's JSONL files to a backend (see replay -h)
+  otelstep bench scrape|otlp [--peer CMD] [--json]
+                                     measure scrape or OTLP ingest throughput (see bench -h)
 `)
 }

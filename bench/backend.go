@@ -1,0 +1,162 @@
+package bench
+
+import (
+	"bytes"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"sort"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/klauspost/compress/gzip"
+	"github.com/otelstep/otelstep/pipeline"
+	collogspb "go.opentelemetry.io/proto/otlp/collector/logs/v1"
+	colmetricspb "go.opentelemetry.io/proto/otlp/collector/metrics/v1"
+	coltracepb "go.opentelemetry.io/proto/otlp/collector/trace/v1"
+	"google.golang.org/protobuf/proto"
+)
+
+// Backend is an OTLP/HTTP backend on loopback that decodes everything it
+// is sent (so a broken request is seen) and keeps only counts: points,
+// spans, log records, wire bytes, and the scrape_duration_seconds values
+// the scrapers reported.
+type Backend struct {
+	srv  *http.Server
+	addr string
+
+	Requests, Bad                      atomic.Int64
+	Points, Spans, Logs                atomic.Int64
+	MetricsBytes, TraceBytes, LogBytes atomic.Int64 // on the wire (gzipped)
+
+	mu        sync.Mutex
+	durations []timedValue
+}
+
+type timedValue struct {
+	at time.Time
+	v  float64
+}
+
+// StartBackend listens on a loopback port.
+func StartBackend() (*Backend, error) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return nil, fmt.Errorf("backend: %w", err)
+	}
+	b := &Backend{addr: ln.Addr().String()}
+	b.srv = &http.Server{Handler: b}
+	go func() { _ = b.srv.Serve(ln) }()
+	return b, nil
+}
+
+// URL is the backend's base URL.
+func (b *Backend) URL() string { return "http://" + b.addr }
+
+// Close stops it.
+func (b *Backend) Close() { _ = b.srv.Close() }
+
+var gzipReaders sync.Pool
+
+func (b *Backend) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	raw, err := io.ReadAll(r.Body)
+	if err != nil {
+		b.Bad.Add(1)
+		http.Error(w, err.Error(), 400)
+		return
+	}
+	wire := int64(len(raw))
+	data := raw
+	if r.Header.Get("Content-Encoding") == "gzip" {
+		zr, _ := gzipReaders.Get().(*gzip.Reader)
+		if zr == nil {
+			zr = new(gzip.Reader)
+		}
+		if err := zr.Reset(bytes.NewReader(raw)); err == nil {
+			data, err = io.ReadAll(zr)
+		}
+		gzipReaders.Put(zr)
+		if err != nil {
+			b.Bad.Add(1)
+			http.Error(w, err.Error(), 400)
+			return
+		}
+	}
+	b.Requests.Add(1)
+	switch r.URL.Path {
+	case "/v1/metrics":
+		var req colmetricspb.ExportMetricsServiceRequest
+		if err := proto.Unmarshal(data, &req); err != nil {
+			b.Bad.Add(1)
+			http.Error(w, err.Error(), 400)
+			return
+		}
+		b.MetricsBytes.Add(wire)
+		now := time.Now()
+		var durs []timedValue
+		for _, rm := range req.ResourceMetrics {
+			b.Points.Add(int64(pipeline.ResourceMetricsPoints(rm)))
+			for _, sm := range rm.ScopeMetrics {
+				for _, m := range sm.Metrics {
+					if m.Name == "scrape_duration_seconds" {
+						for _, p := range m.GetGauge().GetDataPoints() {
+							durs = append(durs, timedValue{now, p.GetAsDouble()})
+						}
+					}
+				}
+			}
+		}
+		if len(durs) > 0 {
+			b.mu.Lock()
+			b.durations = append(b.durations, durs...)
+			b.mu.Unlock()
+		}
+	case "/v1/traces":
+		var req coltracepb.ExportTraceServiceRequest
+		if err := proto.Unmarshal(data, &req); err != nil {
+			b.Bad.Add(1)
+			http.Error(w, err.Error(), 400)
+			return
+		}
+		b.TraceBytes.Add(wire)
+		for _, rs := range req.ResourceSpans {
+			b.Spans.Add(int64(pipeline.ResourceSpansCount(rs)))
+		}
+	case "/v1/logs":
+		var req collogspb.ExportLogsServiceRequest
+		if err := proto.Unmarshal(data, &req); err != nil {
+			b.Bad.Add(1)
+			http.Error(w, err.Error(), 400)
+			return
+		}
+		b.LogBytes.Add(wire)
+		for _, rl := range req.ResourceLogs {
+			b.Logs.Add(int64(pipeline.ResourceLogsCount(rl)))
+		}
+	default:
+		http.NotFound(w, r)
+		return
+	}
+	w.Header().Set("Content-Type", "application/x-protobuf")
+}
+
+// ScrapeDurations returns the p50 and p99 of the scrape_duration_seconds
+// points that arrived in [from, to).
+func (b *Backend) ScrapeDurations(from, to time.Time) (p50, p99 float64, n int) {
+	b.mu.Lock()
+	var vs []float64
+	for _, d := range b.durations {
+		if !d.at.Before(from) && d.at.Before(to) {
+			vs = append(vs, d.v)
+		}
+	}
+	b.mu.Unlock()
+	if len(vs) == 0 {
+		return 0, 0, 0
+	}
+	sort.Float64s(vs)
+	q := func(f float64) float64 { return vs[min(len(vs)-1, int(f*float64(len(vs))))] }
+	return q(0.5), q(0.99), len(vs)
+}

@@ -1,0 +1,393 @@
+package bench
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"math/rand/v2"
+	"net/http"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/credentials/insecure"
+	"google.golang.org/grpc/status"
+	"google.golang.org/protobuf/proto"
+
+	collogspb "go.opentelemetry.io/proto/otlp/collector/logs/v1"
+	colmetricspb "go.opentelemetry.io/proto/otlp/collector/metrics/v1"
+	coltracepb "go.opentelemetry.io/proto/otlp/collector/trace/v1"
+	commonpb "go.opentelemetry.io/proto/otlp/common/v1"
+	logspb "go.opentelemetry.io/proto/otlp/logs/v1"
+	metricspb "go.opentelemetry.io/proto/otlp/metrics/v1"
+	resourcepb "go.opentelemetry.io/proto/otlp/resource/v1"
+	tracepb "go.opentelemetry.io/proto/otlp/trace/v1"
+)
+
+// OTLPOptions is one `otelstep bench otlp` run: a load generator sending
+// pre-built export requests to the collector under test.
+type OTLPOptions struct {
+	Signal   string // traces, logs or metrics
+	Protocol string // grpc or http
+	// Batch items (spans, log records, points) per request, each with Attrs
+	// string attributes of AttrBytes bytes.
+	Batch, Attrs, AttrBytes int
+	Workers                 int     // concurrent senders
+	Rate                    float64 // requests per second in all; 0 sends as fast as accepted
+	Warmup, Duration        time.Duration
+	Impls                   []Impl
+	Log                     func(format string, a ...any)
+}
+
+// OTLPResult is one collector's row.
+type OTLPResult struct {
+	Name              string  `json:"name"`
+	StartToHealthyMS  float64 `json:"start_to_healthy_ms"`
+	WindowSeconds     float64 `json:"window_seconds"`
+	Items             int64   `json:"items"` // accepted in the window
+	ItemsPerSecond    float64 `json:"items_per_second"`
+	CPUSeconds        float64 `json:"cpu_seconds"`
+	ItemsPerCPUSecond float64 `json:"items_per_cpu_second"`
+	PeakRSSBytes      int64   `json:"peak_rss_bytes"`
+	// Refused counts "retry later" answers (HTTP 429/503, gRPC
+	// UNAVAILABLE/RESOURCE_EXHAUSTED): backpressure, not loss. Errors are
+	// any other failure.
+	Refused int64 `json:"refused"`
+	Errors  int64 `json:"errors"`
+	// Sent and BackendItems count the whole run; BackendItems is what the
+	// discard backend decoded after the collector stopped.
+	Sent         int64 `json:"sent_items"`
+	BackendItems int64 `json:"backend_items"`
+	JSONLBytes   int64 `json:"jsonl_bytes"`
+}
+
+// OTLPReport is the whole run.
+type OTLPReport struct {
+	Signal   string       `json:"signal"`
+	Protocol string       `json:"protocol"`
+	Batch    int          `json:"batch"`
+	Attrs    int          `json:"attrs"`
+	Results  []OTLPResult `json:"results"`
+	Ratios   []OTLPRatio  `json:"ratios,omitempty"`
+}
+
+// OTLPRatio is otelstep against one peer.
+type OTLPRatio struct {
+	Peer              string  `json:"peer"`
+	ItemsPerCPUSecond float64 `json:"items_per_cpu_second"`
+	PeakRSS           float64 `json:"peak_rss"`
+}
+
+// RunOTLP measures each Impl in turn under the same load.
+func RunOTLP(ctx context.Context, o OTLPOptions) (*OTLPReport, error) {
+	if o.Batch < 1 {
+		o.Batch = 1
+	}
+	if o.Workers < 1 {
+		o.Workers = 1
+	}
+	switch o.Signal {
+	case "traces", "logs", "metrics":
+	default:
+		return nil, fmt.Errorf("--signal %q: want traces, logs or metrics", o.Signal)
+	}
+	if o.Protocol != "grpc" && o.Protocol != "http" {
+		return nil, fmt.Errorf("--protocol %q: want grpc or http", o.Protocol)
+	}
+	logf := o.Log
+	if logf == nil {
+		logf = func(string, ...any) {}
+	}
+	reqs := buildRequests(o, 16)
+	rep := &OTLPReport{Signal: o.Signal, Protocol: o.Protocol, Batch: o.Batch, Attrs: o.Attrs}
+	for _, im := range o.Impls {
+		logf("%s: %s over %s, %d items a request, %d workers; warm-up %s, then %s measured", im.Name, o.Signal, o.Protocol, o.Batch, o.Workers, o.Warmup, o.Duration)
+		r, err := otlpOne(ctx, o, im, reqs)
+		if err != nil {
+			return nil, err
+		}
+		rep.Results = append(rep.Results, *r)
+	}
+	for _, r := range rep.Results[1:] {
+		rep.Ratios = append(rep.Ratios, OTLPRatio{Peer: r.Name,
+			ItemsPerCPUSecond: safeDiv(rep.Results[0].ItemsPerCPUSecond, r.ItemsPerCPUSecond),
+			PeakRSS:           safeDiv(float64(rep.Results[0].PeakRSSBytes), float64(r.PeakRSSBytes))})
+	}
+	return rep, nil
+}
+
+// request is one pre-built export request: the message (gRPC) and its
+// protobuf encoding (HTTP).
+type request struct {
+	msg  proto.Message
+	body []byte
+}
+
+func buildRequests(o OTLPOptions, n int) []request {
+	rng := rand.New(rand.NewPCG(1, 2))
+	val := func() *commonpb.AnyValue {
+		b := make([]byte, o.AttrBytes)
+		for i := range b {
+			b[i] = 'a' + byte(rng.IntN(26))
+		}
+		return &commonpb.AnyValue{Value: &commonpb.AnyValue_StringValue{StringValue: string(b)}}
+	}
+	attrs := func() []*commonpb.KeyValue {
+		kvs := make([]*commonpb.KeyValue, o.Attrs)
+		for i := range kvs {
+			kvs[i] = &commonpb.KeyValue{Key: fmt.Sprintf("attr.%d", i), Value: val()}
+		}
+		return kvs
+	}
+	res := &resourcepb.Resource{Attributes: []*commonpb.KeyValue{
+		{Key: "service.name", Value: &commonpb.AnyValue{Value: &commonpb.AnyValue_StringValue{StringValue: "bench-driver"}}},
+		{Key: "host.name", Value: &commonpb.AnyValue{Value: &commonpb.AnyValue_StringValue{StringValue: "node-001"}}},
+	}}
+	scope := &commonpb.InstrumentationScope{Name: "otelstep-bench", Version: "1"}
+	now := uint64(time.Now().UnixNano())
+	out := make([]request, n)
+	for i := range out {
+		var m proto.Message
+		switch o.Signal {
+		case "traces":
+			spans := make([]*tracepb.Span, o.Batch)
+			for j := range spans {
+				tid, sid := make([]byte, 16), make([]byte, 8)
+				for k := range tid {
+					tid[k] = byte(rng.Uint32())
+				}
+				for k := range sid {
+					sid[k] = byte(rng.Uint32())
+				}
+				spans[j] = &tracepb.Span{TraceId: tid, SpanId: sid, Name: fmt.Sprintf("op-%d", j%50), Kind: tracepb.Span_SPAN_KIND_SERVER,
+					StartTimeUnixNano: now, EndTimeUnixNano: now + 1e6, Attributes: attrs(), Status: &tracepb.Status{}}
+			}
+			m = &coltracepb.ExportTraceServiceRequest{ResourceSpans: []*tracepb.ResourceSpans{{Resource: res, ScopeSpans: []*tracepb.ScopeSpans{{Scope: scope, Spans: spans}}}}}
+		case "logs":
+			recs := make([]*logspb.LogRecord, o.Batch)
+			for j := range recs {
+				recs[j] = &logspb.LogRecord{TimeUnixNano: now, SeverityNumber: logspb.SeverityNumber_SEVERITY_NUMBER_INFO, SeverityText: "INFO",
+					Body: &commonpb.AnyValue{Value: &commonpb.AnyValue_StringValue{StringValue: fmt.Sprintf("request %d handled in %d ms", j, rng.IntN(900))}}, Attributes: attrs()}
+			}
+			m = &collogspb.ExportLogsServiceRequest{ResourceLogs: []*logspb.ResourceLogs{{Resource: res, ScopeLogs: []*logspb.ScopeLogs{{Scope: scope, LogRecords: recs}}}}}
+		case "metrics":
+			pts := make([]*metricspb.NumberDataPoint, o.Batch)
+			for j := range pts {
+				pts[j] = &metricspb.NumberDataPoint{TimeUnixNano: now, StartTimeUnixNano: now - 1e9, Value: &metricspb.NumberDataPoint_AsDouble{AsDouble: rng.Float64()}, Attributes: attrs()}
+			}
+			m = &colmetricspb.ExportMetricsServiceRequest{ResourceMetrics: []*metricspb.ResourceMetrics{{Resource: res, ScopeMetrics: []*metricspb.ScopeMetrics{{Scope: scope,
+				Metrics: []*metricspb.Metric{{Name: "bench_requests", Data: &metricspb.Metric_Sum{Sum: &metricspb.Sum{IsMonotonic: true, AggregationTemporality: metricspb.AggregationTemporality_AGGREGATION_TEMPORALITY_CUMULATIVE, DataPoints: pts}}}}}}}}}
+		}
+		body, err := proto.Marshal(m)
+		if err != nil {
+			panic(err) // built above: cannot fail
+		}
+		out[i] = request{msg: m, body: body}
+	}
+	return out
+}
+
+func otlpOne(ctx context.Context, o OTLPOptions, im Impl, reqs []request) (*OTLPResult, error) {
+	be, err := StartBackend()
+	if err != nil {
+		return nil, err
+	}
+	defer be.Close()
+	dir, err := os.MkdirTemp("", "otelstep-bench-")
+	if err != nil {
+		return nil, err
+	}
+	defer os.RemoveAll(dir)
+	sc, err := newScenario(time.Second, nil, be.URL(), dir, im.Peer)
+	if err != nil {
+		return nil, err
+	}
+	cfg := filepath.Join(dir, "collector.yaml")
+	if err := sc.WriteConfig(cfg); err != nil {
+		return nil, err
+	}
+	p, err := StartProc(ctx, im.Name, im.Argv, cfg, sc.Health, []string{"OTEL_TOKEN=" + Token})
+	if err != nil {
+		return nil, err
+	}
+	defer p.Kill()
+
+	send, closeSender, err := newSender(o, sc)
+	if err != nil {
+		return nil, err
+	}
+	var accepted, refused, failed atomic.Int64
+	loadCtx, stopLoad := context.WithCancel(ctx)
+	var wg sync.WaitGroup
+	lim := newTicker(o.Rate)
+	for w := range o.Workers {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := w; loadCtx.Err() == nil; i += o.Workers {
+				if !lim.wait(loadCtx) {
+					return
+				}
+				switch send(loadCtx, reqs[i%len(reqs)]) {
+				case sendOK:
+					accepted.Add(int64(o.Batch))
+				case sendRefused:
+					refused.Add(1)
+					time.Sleep(time.Millisecond) // backpressure: do not spin
+				case sendFailed:
+					if loadCtx.Err() == nil {
+						failed.Add(1)
+						time.Sleep(time.Millisecond)
+					}
+				}
+			}
+		}()
+	}
+	stop := func() { stopLoad(); wg.Wait(); closeSender() }
+	defer stop()
+	if err := sleep(ctx, o.Warmup); err != nil {
+		return nil, err
+	}
+	t0, cpu0, n0 := time.Now(), mustCPU(p), accepted.Load()
+	if err := sleep(ctx, o.Duration); err != nil {
+		return nil, err
+	}
+	t1, cpu1, n1 := time.Now(), mustCPU(p), accepted.Load()
+	rss, err := p.PeakRSS()
+	if err != nil {
+		return nil, err
+	}
+	stop()
+	if err := p.Stop(30 * time.Second); err != nil {
+		return nil, err
+	}
+	r := &OTLPResult{Name: im.Name, StartToHealthyMS: float64(p.Healthy.Microseconds()) / 1000, PeakRSSBytes: rss,
+		WindowSeconds: t1.Sub(t0).Seconds(), Items: n1 - n0, CPUSeconds: cpu1 - cpu0,
+		Refused: refused.Load(), Errors: failed.Load(), Sent: accepted.Load(), JSONLBytes: filesSize(dir)}
+	r.ItemsPerSecond = float64(r.Items) / r.WindowSeconds
+	r.ItemsPerCPUSecond = safeDiv(float64(r.Items), r.CPUSeconds)
+	switch o.Signal {
+	case "traces":
+		r.BackendItems = be.Spans.Load()
+	case "logs":
+		r.BackendItems = be.Logs.Load()
+	default:
+		r.BackendItems = be.Points.Load()
+	}
+	return r, nil
+}
+
+func mustCPU(p *Proc) float64 {
+	v, _ := p.CPU()
+	return v
+}
+
+type sendResult int
+
+const (
+	sendOK sendResult = iota
+	sendRefused
+	sendFailed
+)
+
+// newSender returns a function that sends one request to the scenario's
+// receiver over the protocol.
+func newSender(o OTLPOptions, sc Scenario) (func(context.Context, request) sendResult, func(), error) {
+	if o.Protocol == "http" {
+		tr := http.DefaultTransport.(*http.Transport).Clone()
+		tr.MaxIdleConnsPerHost = o.Workers
+		c := &http.Client{Transport: tr, Timeout: 30 * time.Second}
+		url := "http://" + sc.HTTP + "/v1/" + o.Signal
+		return func(ctx context.Context, r request) sendResult {
+			req, _ := http.NewRequestWithContext(ctx, http.MethodPost, url, bytes.NewReader(r.body))
+			req.Header.Set("Content-Type", "application/x-protobuf")
+			resp, err := c.Do(req)
+			if err != nil {
+				return sendFailed
+			}
+			resp.Body.Close()
+			switch {
+			case resp.StatusCode/100 == 2:
+				return sendOK
+			case resp.StatusCode == 429 || resp.StatusCode == 503:
+				return sendRefused
+			}
+			return sendFailed
+		}, tr.CloseIdleConnections, nil
+	}
+	conn, err := grpc.NewClient(sc.GRPC, grpc.WithTransportCredentials(insecure.NewCredentials()))
+	if err != nil {
+		return nil, nil, fmt.Errorf("grpc client: %w", err)
+	}
+	var call func(ctx context.Context, m proto.Message) error
+	switch o.Signal {
+	case "traces":
+		c := coltracepb.NewTraceServiceClient(conn)
+		call = func(ctx context.Context, m proto.Message) error {
+			_, err := c.Export(ctx, m.(*coltracepb.ExportTraceServiceRequest))
+			return err
+		}
+	case "logs":
+		c := collogspb.NewLogsServiceClient(conn)
+		call = func(ctx context.Context, m proto.Message) error {
+			_, err := c.Export(ctx, m.(*collogspb.ExportLogsServiceRequest))
+			return err
+		}
+	default:
+		c := colmetricspb.NewMetricsServiceClient(conn)
+		call = func(ctx context.Context, m proto.Message) error {
+			_, err := c.Export(ctx, m.(*colmetricspb.ExportMetricsServiceRequest))
+			return err
+		}
+	}
+	return func(ctx context.Context, r request) sendResult {
+		err := call(ctx, r.msg)
+		switch status.Code(err) {
+		case codes.OK:
+			return sendOK
+		case codes.Unavailable, codes.ResourceExhausted:
+			if err != nil && strings.Contains(err.Error(), "connection refused") {
+				return sendFailed
+			}
+			return sendRefused
+		}
+		return sendFailed
+	}, func() { _ = conn.Close() }, nil
+}
+
+// ticker spaces requests for a fixed rate; a nil ticker never waits.
+type ticker struct {
+	mu    sync.Mutex
+	next  time.Time
+	every time.Duration
+}
+
+func newTicker(rate float64) *ticker {
+	if rate <= 0 {
+		return nil
+	}
+	return &ticker{every: time.Duration(float64(time.Second) / rate)}
+}
+
+func (t *ticker) wait(ctx context.Context) bool {
+	if t == nil {
+		return ctx.Err() == nil
+	}
+	t.mu.Lock()
+	now := time.Now()
+	if t.next.Before(now) {
+		t.next = now
+	}
+	at := t.next
+	t.next = t.next.Add(t.every)
+	t.mu.Unlock()
+	if err := sleep(ctx, time.Until(at)); err != nil {
+		return false
+	}
+	return true
+}

@@ -1,0 +1,202 @@
+package bench
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"net/http"
+	"os"
+	"os/exec"
+	"strconv"
+	"strings"
+	"syscall"
+	"time"
+)
+
+// clockTicks is USER_HZ, the unit of utime and stime in /proc/PID/stat.
+// It is 100 on every Linux architecture Go supports; reading it needs
+// sysconf, which needs cgo.
+const clockTicks = 100
+
+// Proc is a collector process under measurement: otelstep itself or a peer,
+// started on a config the tool wrote.
+type Proc struct {
+	Name    string
+	cmd     *exec.Cmd
+	stderr  *bytes.Buffer
+	health  string // host:port of its health_check
+	started time.Time
+	// Healthy is how long it took from exec to the first 200 on health.
+	Healthy time.Duration
+	done    chan error
+}
+
+// StartProc runs argv with --config cfg added and waits until its health
+// endpoint answers 200.
+func StartProc(ctx context.Context, name string, argv []string, cfg, health string, env []string) (*Proc, error) {
+	if len(argv) == 0 {
+		return nil, errors.New("no command")
+	}
+	args := append(append([]string{}, argv[1:]...), "--config", cfg)
+	cmd := exec.Command(argv[0], args...)
+	cmd.Env = append(os.Environ(), env...)
+	p := &Proc{Name: name, cmd: cmd, stderr: &bytes.Buffer{}, health: health, done: make(chan error, 1)}
+	cmd.Stderr = &limitedBuffer{b: p.stderr, max: 1 << 20}
+	cmd.Stdout = cmd.Stderr
+	p.started = time.Now()
+	if err := cmd.Start(); err != nil {
+		return nil, fmt.Errorf("%s: %w", name, err)
+	}
+	go func() { p.done <- cmd.Wait() }()
+	deadline := time.Now().Add(30 * time.Second)
+	client := &http.Client{Timeout: time.Second}
+	for {
+		resp, err := client.Get("http://" + health + "/")
+		if err == nil {
+			resp.Body.Close()
+			if resp.StatusCode == 200 {
+				p.Healthy = time.Since(p.started)
+				return p, nil
+			}
+		}
+		select {
+		case err := <-p.done:
+			return nil, fmt.Errorf("%s exited before it was healthy (%v):\n%s", name, err, tail(p.stderr.String(), 2000))
+		case <-ctx.Done():
+			p.Kill()
+			return nil, ctx.Err()
+		case <-time.After(2 * time.Millisecond):
+		}
+		if time.Now().After(deadline) {
+			p.Kill()
+			return nil, fmt.Errorf("%s: not healthy on %s after 30s:\n%s", name, health, tail(p.stderr.String(), 2000))
+		}
+	}
+}
+
+// CPU returns the process's user+system CPU seconds so far.
+func (p *Proc) CPU() (float64, error) {
+	data, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", p.cmd.Process.Pid))
+	if err != nil {
+		return 0, fmt.Errorf("%s: %w", p.Name, err)
+	}
+	// The command name (field 2) may hold spaces: fields count from the
+	// last ')'.
+	s := string(data)
+	i := strings.LastIndexByte(s, ')')
+	if i < 0 {
+		return 0, fmt.Errorf("%s: unreadable /proc stat", p.Name)
+	}
+	f := strings.Fields(s[i+1:])
+	if len(f) < 13 {
+		return 0, fmt.Errorf("%s: short /proc stat", p.Name)
+	}
+	ut, err1 := strconv.ParseInt(f[11], 10, 64) // field 14, utime
+	st, err2 := strconv.ParseInt(f[12], 10, 64) // field 15, stime
+	if err1 != nil || err2 != nil {
+		return 0, fmt.Errorf("%s: bad /proc stat", p.Name)
+	}
+	return float64(ut+st) / clockTicks, nil
+}
+
+// PeakRSS returns VmHWM, the resident set's high-water mark, in bytes.
+func (p *Proc) PeakRSS() (int64, error) {
+	f, err := os.Open(fmt.Sprintf("/proc/%d/status", p.cmd.Process.Pid))
+	if err != nil {
+		return 0, fmt.Errorf("%s: %w", p.Name, err)
+	}
+	defer f.Close()
+	sc := bufio.NewScanner(f)
+	for sc.Scan() {
+		if v, ok := strings.CutPrefix(sc.Text(), "VmHWM:"); ok {
+			kb, err := strconv.ParseInt(strings.TrimSpace(strings.TrimSuffix(strings.TrimSpace(v), "kB")), 10, 64)
+			if err != nil {
+				return 0, fmt.Errorf("%s: bad VmHWM %q", p.Name, v)
+			}
+			return kb << 10, nil
+		}
+	}
+	return 0, fmt.Errorf("%s: no VmHWM in /proc status", p.Name)
+}
+
+// Stop sends SIGTERM and waits up to timeout, then kills.
+func (p *Proc) Stop(timeout time.Duration) error {
+	_ = p.cmd.Process.Signal(syscall.SIGTERM)
+	select {
+	case err := <-p.done:
+		if err != nil {
+			return fmt.Errorf("%s: %w:\n%s", p.Name, err, tail(p.stderr.String(), 2000))
+		}
+		return nil
+	case <-time.After(timeout):
+		p.Kill()
+		return fmt.Errorf("%s: did not exit within %s of SIGTERM", p.Name, timeout)
+	}
+}
+
+// Kill ends the process at once.
+func (p *Proc) Kill() {
+	_ = p.cmd.Process.Kill()
+	select {
+	case <-p.done:
+	case <-time.After(5 * time.Second):
+	}
+}
+
+// Log returns the end of what the process wrote.
+func (p *Proc) Log() string { return tail(p.stderr.String(), 4000) }
+
+func tail(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	return "…" + s[len(s)-n:]
+}
+
+// limitedBuffer keeps the first max bytes written (a chatty peer's debug log
+// must not grow the bench tool without bound).
+type limitedBuffer struct {
+	b   *bytes.Buffer
+	max int
+}
+
+func (l *limitedBuffer) Write(p []byte) (int, error) {
+	if room := l.max - l.b.Len(); room > 0 {
+		l.b.Write(p[:min(len(p), room)])
+	}
+	return len(p), nil
+}
+
+// freePort returns a loopback host:port nothing listens on.
+func freePort() (string, error) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return "", err
+	}
+	defer ln.Close()
+	return ln.Addr().String(), nil
+}
+
+// scrapeCounter reads one un-labelled sample from a Prometheus text page
+// at url (otelstep's own /metrics beside its health endpoint).
+func scrapeCounter(url, name string) (float64, bool) {
+	c := &http.Client{Timeout: 2 * time.Second}
+	resp, err := c.Get(url)
+	if err != nil {
+		return 0, false
+	}
+	defer resp.Body.Close()
+	sc := bufio.NewScanner(resp.Body)
+	sc.Buffer(make([]byte, 64<<10), 1<<20)
+	for sc.Scan() {
+		line := sc.Text()
+		if rest, ok := strings.CutPrefix(line, name+" "); ok {
+			v, err := strconv.ParseFloat(strings.TrimSpace(rest), 64)
+			return v, err == nil
+		}
+	}
+	return 0, false
+}

@@ -1,0 +1,76 @@
+package bench
+
+import (
+	"fmt"
+	"io"
+	"strings"
+	"text/tabwriter"
+)
+
+// WriteScrape prints the scrape report as a table, one column per
+// collector, then the ceiling and the ratios.
+func WriteScrape(w io.Writer, r *ScrapeReport) {
+	fmt.Fprintf(w, "scrape: %d targets (%s), %d samples per pass every %gs\n", r.Targets, strings.Join(r.Pages, ", "), r.SamplesPerPass, r.IntervalSec)
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
+	row := func(name string, f func(ScrapeResult) string) {
+		fmt.Fprintf(tw, "%s\t", name)
+		for _, x := range r.Results {
+			fmt.Fprintf(tw, "%s\t", f(x))
+		}
+		fmt.Fprintln(tw)
+	}
+	row("", func(x ScrapeResult) string { return x.Name })
+	row("samples scraped/s", func(x ScrapeResult) string { return fmt.Sprintf("%.0f", x.SamplesPerSecond) })
+	row("CPU seconds (user+sys)", func(x ScrapeResult) string { return fmt.Sprintf("%.2f", x.CPUSeconds) })
+	row("samples per CPU-second", func(x ScrapeResult) string { return fmt.Sprintf("%.0f", x.SamplesPerCPUSecond) })
+	row("allocs per sample", func(x ScrapeResult) string { return optf(x.AllocsPerSample, "%.2f") })
+	row("alloc bytes per sample", func(x ScrapeResult) string { return optf(x.AllocBytesPerSample, "%.0f") })
+	row("peak RSS MiB", func(x ScrapeResult) string { return fmt.Sprintf("%.1f", float64(x.PeakRSSBytes)/(1<<20)) })
+	row("JSONL bytes per sample", func(x ScrapeResult) string { return fmt.Sprintf("%.1f", x.JSONLBytesPerSample) })
+	row("backend bytes per sample", func(x ScrapeResult) string { return fmt.Sprintf("%.2f", x.BackendBytesPerSample) })
+	row("scrape p50 ms", func(x ScrapeResult) string { return fmt.Sprintf("%.2f", x.ScrapeP50Seconds*1000) })
+	row("scrape p99 ms", func(x ScrapeResult) string { return fmt.Sprintf("%.2f", x.ScrapeP99Seconds*1000) })
+	row("points JSONL / backend", func(x ScrapeResult) string { return fmt.Sprintf("%d / %d", x.JSONLPoints, x.BackendPoints) })
+	row("dropped points", func(x ScrapeResult) string { return fmt.Sprintf("%d", x.Dropped) })
+	row("start to healthy ms", func(x ScrapeResult) string { return fmt.Sprintf("%.1f", x.StartToHealthyMS) })
+	tw.Flush()
+	fmt.Fprintf(w, "ceiling: model/textparse alone parses %.0f samples/s on one core; otelstep end to end is %.0f%% of it\n",
+		r.TextparseSamplesPerSecond, 100*r.FractionOfTextparse)
+	for _, q := range r.Ratios {
+		fmt.Fprintf(w, "otelstep vs %s: %.2fx the samples per CPU-second, %.2fx the peak RSS\n", q.Peer, q.SamplesPerCPUSecond, q.PeakRSS)
+	}
+}
+
+// WriteOTLP prints the OTLP ingest report.
+func WriteOTLP(w io.Writer, r *OTLPReport) {
+	item := map[string]string{"traces": "spans", "logs": "log records", "metrics": "points"}[r.Signal]
+	fmt.Fprintf(w, "otlp: %s over %s, %d %s a request, %d attributes each\n", r.Signal, r.Protocol, r.Batch, item, r.Attrs)
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
+	row := func(name string, f func(OTLPResult) string) {
+		fmt.Fprintf(tw, "%s\t", name)
+		for _, x := range r.Results {
+			fmt.Fprintf(tw, "%s\t", f(x))
+		}
+		fmt.Fprintln(tw)
+	}
+	row("", func(x OTLPResult) string { return x.Name })
+	row(item+" accepted/s", func(x OTLPResult) string { return fmt.Sprintf("%.0f", x.ItemsPerSecond) })
+	row("CPU seconds (user+sys)", func(x OTLPResult) string { return fmt.Sprintf("%.2f", x.CPUSeconds) })
+	row(item+" per CPU-second", func(x OTLPResult) string { return fmt.Sprintf("%.0f", x.ItemsPerCPUSecond) })
+	row("peak RSS MiB", func(x OTLPResult) string { return fmt.Sprintf("%.1f", float64(x.PeakRSSBytes)/(1<<20)) })
+	row("refused (retry later)", func(x OTLPResult) string { return fmt.Sprintf("%d", x.Refused) })
+	row("errors", func(x OTLPResult) string { return fmt.Sprintf("%d", x.Errors) })
+	row("sent / at backend", func(x OTLPResult) string { return fmt.Sprintf("%d / %d", x.Sent, x.BackendItems) })
+	row("start to healthy ms", func(x OTLPResult) string { return fmt.Sprintf("%.1f", x.StartToHealthyMS) })
+	tw.Flush()
+	for _, q := range r.Ratios {
+		fmt.Fprintf(w, "otelstep vs %s: %.2fx the %s per CPU-second, %.2fx the peak RSS\n", q.Peer, q.ItemsPerCPUSecond, item, q.PeakRSS)
+	}
+}
+
+func optf(v *float64, format string) string {
+	if v == nil {
+		return "n/a"
+	}
+	return fmt.Sprintf(format, *v)
+}

@@ -1,0 +1,325 @@
+package bench
+
+import (
+	"bufio"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"time"
+
+	"github.com/otelstep/otelstep/otlpjson"
+	"github.com/otelstep/otelstep/pipeline"
+	"github.com/prometheus/prometheus/model/labels"
+	"github.com/prometheus/prometheus/model/textparse"
+)
+
+// Impl is a collector to measure: otelstep (argv is its own binary) or a
+// peer (argv is the command given with --peer).
+type Impl struct {
+	Name string
+	Argv []string
+	Peer bool
+}
+
+// ScrapeOptions is one `otelstep bench scrape` run.
+type ScrapeOptions struct {
+	Pages    []Page
+	Copies   int // targets per page
+	Interval time.Duration
+	Warmup   time.Duration // before the measured window: caches fill, first scrapes settle
+	Duration time.Duration // the measured window
+	Impls    []Impl
+	// Log receives one line per phase; nil is quiet.
+	Log func(format string, a ...any)
+}
+
+// ScrapeResult is one collector's row.
+type ScrapeResult struct {
+	Name                string  `json:"name"`
+	StartToHealthyMS    float64 `json:"start_to_healthy_ms"`
+	WindowSeconds       float64 `json:"window_seconds"`
+	Samples             int64   `json:"samples"`
+	SamplesPerSecond    float64 `json:"samples_per_second"`
+	CPUSeconds          float64 `json:"cpu_seconds"`
+	SamplesPerCPUSecond float64 `json:"samples_per_cpu_second"`
+	// AllocsPerSample and AllocBytesPerSample come from the process's own
+	// counters: otelstep's /metrics; absent for a peer.
+	AllocsPerSample       *float64 `json:"allocs_per_sample,omitempty"`
+	AllocBytesPerSample   *float64 `json:"alloc_bytes_per_sample,omitempty"`
+	PeakRSSBytes          int64    `json:"peak_rss_bytes"`
+	JSONLBytesPerSample   float64  `json:"jsonl_bytes_per_sample"`
+	BackendBytesPerSample float64  `json:"backend_bytes_per_sample"`
+	ScrapeP50Seconds      float64  `json:"scrape_duration_p50_seconds"`
+	ScrapeP99Seconds      float64  `json:"scrape_duration_p99_seconds"`
+	// JSONLPoints and BackendPoints count the whole run, after the process
+	// stopped; Dropped is how many more the file holds than the backend got.
+	JSONLPoints   int64 `json:"jsonl_points"`
+	BackendPoints int64 `json:"backend_points"`
+	Dropped       int64 `json:"dropped_points"`
+	BadRequests   int64 `json:"backend_bad_requests"`
+}
+
+// ScrapeReport is the whole run.
+type ScrapeReport struct {
+	Pages          []string       `json:"pages"`
+	Targets        int            `json:"targets"`
+	SamplesPerPass int            `json:"samples_per_pass"` // one scrape of every target
+	IntervalSec    float64        `json:"interval_seconds"`
+	Results        []ScrapeResult `json:"results"`
+	// TextparseSamplesPerSecond is the ceiling: model/textparse alone over
+	// the same pages, one core, in this process.
+	TextparseSamplesPerSecond float64 `json:"textparse_samples_per_second"`
+	// FractionOfTextparse is otelstep's samples per CPU-second over it.
+	FractionOfTextparse float64 `json:"otelstep_fraction_of_textparse"`
+	// Ratios compare otelstep with each peer: samples per CPU-second
+	// (otelstep/peer, higher is better) and peak RSS (otelstep/peer,
+	// lower is better).
+	Ratios []Ratio `json:"ratios,omitempty"`
+}
+
+// Ratio is otelstep against one peer.
+type Ratio struct {
+	Peer                string  `json:"peer"`
+	SamplesPerCPUSecond float64 `json:"samples_per_cpu_second"`
+	PeakRSS             float64 `json:"peak_rss"`
+}
+
+// RunScrape measures each Impl in turn on the same targets.
+func RunScrape(ctx context.Context, o ScrapeOptions) (*ScrapeReport, error) {
+	if o.Copies < 1 {
+		o.Copies = 1
+	}
+	logf := o.Log
+	if logf == nil {
+		logf = func(string, ...any) {}
+	}
+	rep := &ScrapeReport{IntervalSec: o.Interval.Seconds()}
+	for _, p := range o.Pages {
+		rep.Pages = append(rep.Pages, p.Name)
+		rep.SamplesPerPass += p.Samples * o.Copies
+	}
+	rep.Targets = len(o.Pages) * o.Copies
+	logf("ceiling: model/textparse alone on the pages")
+	rep.TextparseSamplesPerSecond = TextparseRate(o.Pages, 500*time.Millisecond)
+
+	tg, err := StartTargets(o.Pages, o.Copies)
+	if err != nil {
+		return nil, err
+	}
+	defer tg.Close()
+	for _, im := range o.Impls {
+		logf("%s: %d targets, %d samples every %s; warm-up %s, then %s measured", im.Name, rep.Targets, rep.SamplesPerPass, o.Interval, o.Warmup, o.Duration)
+		r, err := scrapeOne(ctx, o, im, tg)
+		if err != nil {
+			return nil, err
+		}
+		rep.Results = append(rep.Results, *r)
+	}
+	if len(rep.Results) > 0 && rep.TextparseSamplesPerSecond > 0 {
+		rep.FractionOfTextparse = rep.Results[0].SamplesPerCPUSecond / rep.TextparseSamplesPerSecond
+	}
+	for _, r := range rep.Results[1:] {
+		rep.Ratios = append(rep.Ratios, Ratio{Peer: r.Name,
+			SamplesPerCPUSecond: safeDiv(rep.Results[0].SamplesPerCPUSecond, r.SamplesPerCPUSecond),
+			PeakRSS:             safeDiv(float64(rep.Results[0].PeakRSSBytes), float64(r.PeakRSSBytes))})
+	}
+	return rep, nil
+}
+
+func safeDiv(a, b float64) float64 {
+	if b == 0 {
+		return 0
+	}
+	return a / b
+}
+
+func scrapeOne(ctx context.Context, o ScrapeOptions, im Impl, tg *Targets) (*ScrapeResult, error) {
+	be, err := StartBackend()
+	if err != nil {
+		return nil, err
+	}
+	defer be.Close()
+	dir, err := os.MkdirTemp("", "otelstep-bench-")
+	if err != nil {
+		return nil, err
+	}
+	defer os.RemoveAll(dir)
+	sc, err := newScenario(o.Interval, tg.Addrs(), be.URL(), dir, im.Peer)
+	if err != nil {
+		return nil, err
+	}
+	cfg := filepath.Join(dir, "collector.yaml")
+	if err := sc.WriteConfig(cfg); err != nil {
+		return nil, err
+	}
+	p, err := StartProc(ctx, im.Name, im.Argv, cfg, sc.Health, []string{"OTEL_TOKEN=" + Token, "SLURM_JOB_ID=12345"})
+	if err != nil {
+		return nil, err
+	}
+	defer p.Kill()
+	if err := sleep(ctx, o.Warmup); err != nil {
+		return nil, err
+	}
+	metricsURL := "http://" + sc.Health + "/metrics"
+	type mark struct {
+		at              time.Time
+		cpu             float64
+		samples         int64
+		mallocs, allocB float64
+		allocOK         bool
+		jsonl, wire     int64
+	}
+	take := func() (mark, error) {
+		m := mark{at: time.Now()}
+		var err error
+		if m.cpu, err = p.CPU(); err != nil {
+			return m, err
+		}
+		_, m.samples = tg.Served()
+		if !im.Peer {
+			var ok1, ok2 bool
+			m.mallocs, ok1 = scrapeCounter(metricsURL, "otelstep_go_mallocs_total")
+			m.allocB, ok2 = scrapeCounter(metricsURL, "otelstep_go_alloc_bytes_total")
+			m.allocOK = ok1 && ok2
+		}
+		m.jsonl, m.wire = filesSize(dir), be.MetricsBytes.Load()
+		return m, nil
+	}
+	m0, err := take()
+	if err != nil {
+		return nil, err
+	}
+	if err := sleep(ctx, o.Duration); err != nil {
+		return nil, err
+	}
+	m1, err := take()
+	if err != nil {
+		return nil, err
+	}
+	rss, err := p.PeakRSS()
+	if err != nil {
+		return nil, err
+	}
+	if err := p.Stop(30 * time.Second); err != nil {
+		return nil, err
+	}
+	r := &ScrapeResult{Name: im.Name, StartToHealthyMS: float64(p.Healthy.Microseconds()) / 1000, PeakRSSBytes: rss}
+	r.WindowSeconds = m1.at.Sub(m0.at).Seconds()
+	r.Samples = m1.samples - m0.samples
+	r.CPUSeconds = m1.cpu - m0.cpu
+	r.SamplesPerSecond = float64(r.Samples) / r.WindowSeconds
+	r.SamplesPerCPUSecond = safeDiv(float64(r.Samples), r.CPUSeconds)
+	if m0.allocOK && m1.allocOK && r.Samples > 0 {
+		a := (m1.mallocs - m0.mallocs) / float64(r.Samples)
+		bb := (m1.allocB - m0.allocB) / float64(r.Samples)
+		r.AllocsPerSample, r.AllocBytesPerSample = &a, &bb
+	}
+	if r.Samples > 0 {
+		r.JSONLBytesPerSample = float64(m1.jsonl-m0.jsonl) / float64(r.Samples)
+		r.BackendBytesPerSample = float64(m1.wire-m0.wire) / float64(r.Samples)
+	}
+	r.ScrapeP50Seconds, r.ScrapeP99Seconds, _ = be.ScrapeDurations(m0.at, m1.at)
+	r.BackendPoints = be.Points.Load()
+	r.BadRequests = be.Bad.Load()
+	if r.JSONLPoints, err = jsonlPoints(filepath.Join(dir, "metrics.jsonl")); err != nil {
+		return nil, err
+	}
+	r.Dropped = max(0, r.JSONLPoints-r.BackendPoints)
+	return r, nil
+}
+
+func newScenario(interval time.Duration, addrs map[string][]string, backend, dir string, peer bool) (Scenario, error) {
+	s := Scenario{Interval: interval, Jobs: addrs, Backend: backend, Dir: dir, Peer: peer}
+	var err error
+	for _, a := range []*string{&s.Health, &s.GRPC, &s.HTTP} {
+		if *a, err = freePort(); err != nil {
+			return s, err
+		}
+	}
+	return s, nil
+}
+
+func sleep(ctx context.Context, d time.Duration) error {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-t.C:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}
+
+// jsonlPoints counts the data points in a metrics JSONL file.
+func jsonlPoints(path string) (int64, error) {
+	f, err := os.Open(path)
+	if errors.Is(err, os.ErrNotExist) {
+		return 0, nil
+	}
+	if err != nil {
+		return 0, err
+	}
+	defer f.Close()
+	r := bufio.NewReaderSize(f, 1<<20)
+	var n int64
+	for lineNo := 1; ; lineNo++ {
+		line, err := r.ReadBytes('\n')
+		if len(line) > 1 {
+			req, derr := otlpjson.DecodeMetrics(line)
+			if derr != nil {
+				return n, fmt.Errorf("%s:%d: %w", path, lineNo, derr)
+			}
+			for _, rm := range req.ResourceMetrics {
+				n += int64(pipeline.ResourceMetricsPoints(rm))
+			}
+		}
+		if errors.Is(err, io.EOF) {
+			return n, nil
+		}
+		if err != nil {
+			return n, err
+		}
+	}
+}
+
+// TextparseRate is the ceiling: samples per second model/textparse alone
+// parses on one core, over one copy of each page (each parsed for about
+// per), labels built as a scraper must.
+func TextparseRate(pages []Page, per time.Duration) float64 {
+	var samples int
+	var took time.Duration
+	for _, p := range pages {
+		st := labels.NewSymbolTable()
+		var lb labels.Labels
+		n, passes := 0, 0
+		start := time.Now()
+		for time.Since(start) < per || passes == 0 {
+			tp, err := textparse.New(p.Body, textContentType, st, textparse.ParserOptions{})
+			if err != nil {
+				return 0
+			}
+			for {
+				e, err := tp.Next()
+				if err != nil {
+					break
+				}
+				if e == textparse.EntrySeries {
+					tp.Labels(&lb)
+					n++
+				}
+			}
+			passes++
+		}
+		el := time.Since(start)
+		samples += p.Samples
+		took += el / time.Duration(passes)
+		_ = n
+	}
+	if took == 0 {
+		return 0
+	}
+	return float64(samples) / took.Seconds()
+}

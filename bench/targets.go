@@ -1,0 +1,181 @@
+package bench
+
+import (
+	"bytes"
+	"embed"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"strconv"
+	"strings"
+	"sync/atomic"
+
+	"github.com/prometheus/prometheus/model/labels"
+	"github.com/prometheus/prometheus/model/textparse"
+)
+
+//go:embed testdata/vllm.txt testdata/dcgm.txt testdata/node.txt
+var pages embed.FS
+
+const textContentType = "text/plain; version=0.0.4; charset=utf-8"
+
+// Page is one exposition page a synthetic target serves.
+type Page struct {
+	Name    string // vllm, dcgm, node, or gen-N-B
+	Body    []byte
+	Samples int // as textparse counts them
+}
+
+// LoadPage returns a fixture page by name (vllm, dcgm, node), or a
+// generated one for "gen:N:B" (N series, histograms of B buckets; see
+// GenPage).
+func LoadPage(name string) (Page, error) {
+	if rest, ok := strings.CutPrefix(name, "gen:"); ok {
+		n, b, ok := strings.Cut(rest, ":")
+		series, err1 := strconv.Atoi(n)
+		buckets, err2 := strconv.Atoi(b)
+		if !ok || err1 != nil || err2 != nil || series < 1 || buckets < 1 {
+			return Page{}, fmt.Errorf("page %q: want gen:SERIES:BUCKETS, both positive", name)
+		}
+		return GenPage(series, buckets), nil
+	}
+	body, err := pages.ReadFile("testdata/" + name + ".txt")
+	if err != nil {
+		return Page{}, fmt.Errorf("page %q: want vllm, dcgm, node or gen:SERIES:BUCKETS", name)
+	}
+	return newPage(name, body)
+}
+
+func newPage(name string, body []byte) (Page, error) {
+	n, err := CountSamples(body)
+	if err != nil {
+		return Page{}, fmt.Errorf("page %s: %w", name, err)
+	}
+	return Page{Name: name, Body: body, Samples: n}, nil
+}
+
+// CountSamples counts a text-format page's samples with textparse.
+func CountSamples(body []byte) (int, error) {
+	p, err := textparse.New(body, textContentType, labels.NewSymbolTable(), textparse.ParserOptions{})
+	if err != nil {
+		return 0, err
+	}
+	n := 0
+	for {
+		e, err := p.Next()
+		if err != nil {
+			if errors.Is(err, io.EOF) {
+				return n, nil
+			}
+			return n, err
+		}
+		if e == textparse.EntrySeries {
+			n++
+		}
+	}
+}
+
+// GenPage makes a text page of series series shaped like an inference
+// server's: a half counters, a quarter gauges, a quarter histograms of
+// buckets buckets (each histogram series is buckets+1 bucket samples, _sum
+// and _count), spread over families of 50 series with two labels each.
+func GenPage(series, buckets int) Page {
+	var b bytes.Buffer
+	const perFamily = 50
+	kinds := []string{"counter", "counter", "gauge", "histogram"}
+	for i := 0; i < series; {
+		fam := i / perFamily
+		kind := kinds[fam%len(kinds)]
+		name := fmt.Sprintf("gen_%s_%d", kind, fam)
+		if kind == "counter" {
+			name += "_total"
+		}
+		fmt.Fprintf(&b, "# HELP %s Generated %s family %d.\n# TYPE %s %s\n", strings.TrimSuffix(name, "_total"), kind, fam, strings.TrimSuffix(name, "_total"), kind)
+		for j := 0; j < perFamily && i < series; j, i = j+1, i+1 {
+			lbl := fmt.Sprintf(`model="m%d",engine="%d"`, j%7, j)
+			switch kind {
+			case "histogram":
+				var cum int
+				for k := range buckets {
+					cum += k + j
+					fmt.Fprintf(&b, "%s_bucket{%s,le=\"%g\"} %d\n", name, lbl, float64(int(1)<<k)/1000, cum)
+				}
+				fmt.Fprintf(&b, "%s_bucket{%s,le=\"+Inf\"} %d\n%s_sum{%s} %g\n%s_count{%s} %d\n", name, lbl, cum+1, name, lbl, float64(cum)*0.37, name, lbl, cum+1)
+			default:
+				fmt.Fprintf(&b, "%s{%s} %d\n", name, lbl, 1000*i+j)
+			}
+		}
+	}
+	p, err := newPage(fmt.Sprintf("gen-%d-%d", series, buckets), b.Bytes())
+	if err != nil {
+		panic(err) // the generator's own output: a bug here
+	}
+	return p
+}
+
+// Targets are synthetic scrape targets on loopback: each serves one page
+// and counts what it served.
+type Targets struct {
+	list    []target
+	servers []*http.Server
+}
+
+type target struct {
+	page   Page
+	addr   string
+	served *atomic.Int64 // pages served
+}
+
+// StartTargets starts copies targets serving each page.
+func StartTargets(pages []Page, copies int) (*Targets, error) {
+	t := &Targets{}
+	for _, p := range pages {
+		for range copies {
+			ln, err := net.Listen("tcp", "127.0.0.1:0")
+			if err != nil {
+				t.Close()
+				return nil, fmt.Errorf("target for %s: %w", p.Name, err)
+			}
+			served := new(atomic.Int64)
+			body := p.Body
+			srv := &http.Server{Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+				w.Header().Set("Content-Type", textContentType)
+				w.Header().Set("Content-Length", strconv.Itoa(len(body)))
+				_, _ = w.Write(body)
+				served.Add(1)
+			})}
+			go func() { _ = srv.Serve(ln) }()
+			t.servers = append(t.servers, srv)
+			t.list = append(t.list, target{page: p, addr: ln.Addr().String(), served: served})
+		}
+	}
+	return t, nil
+}
+
+// Addrs returns the targets' addresses by page name.
+func (t *Targets) Addrs() map[string][]string {
+	m := map[string][]string{}
+	for _, x := range t.list {
+		m[x.page.Name] = append(m[x.page.Name], x.addr)
+	}
+	return m
+}
+
+// Served returns the pages and samples served so far.
+func (t *Targets) Served() (scrapes, samples int64) {
+	for _, x := range t.list {
+		n := x.served.Load()
+		scrapes += n
+		samples += n * int64(x.page.Samples)
+	}
+	return scrapes, samples
+}
+
+// Close stops the targets.
+func (t *Targets) Close() {
+	for _, s := range t.servers {
+		_ = s.Close()
+	}
+}

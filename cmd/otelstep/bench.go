@@ -1,0 +1,119 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"os/signal"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/otelstep/otelstep/bench"
+)
+
+// runBench is `otelstep bench scrape|otlp`: see benchUsage.
+func runBench(args []string, stdout, stderr io.Writer) int {
+	if len(args) == 0 || (args[0] != "scrape" && args[0] != "otlp") {
+		fmt.Fprint(stderr, benchUsage)
+		if len(args) > 0 && (args[0] == "-h" || args[0] == "--help" || args[0] == "help") {
+			return exitOK
+		}
+		return exitUsage
+	}
+	kind, args := args[0], args[1:]
+	fs := flag.NewFlagSet("otelstep bench "+kind, flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	peer := fs.String("peer", "", "also measure this collector `command` (split on spaces; --config FILE is appended)")
+	asJSON := fs.Bool("json", false, "print the report as one JSON object")
+	warmup := fs.Duration("warmup", 3*time.Second, "run this long before measuring")
+	duration := fs.Duration("duration", 20*time.Second, "measured window")
+	// scrape
+	pageList := fs.String("pages", "vllm,dcgm,node", "scrape: pages served, comma-separated: vllm, dcgm, node, gen:SERIES:BUCKETS")
+	copies := fs.Int("targets", 10, "scrape: targets per page")
+	interval := fs.Duration("interval", time.Second, "scrape: scrape interval")
+	// otlp
+	sig := fs.String("signal", "traces", "otlp: traces, logs or metrics")
+	proto := fs.String("protocol", "grpc", "otlp: grpc or http")
+	batch := fs.Int("batch", 100, "otlp: items per request")
+	attrs := fs.Int("attrs", 8, "otlp: attributes per item")
+	attrBytes := fs.Int("attr-bytes", 16, "otlp: bytes per attribute value")
+	workers := fs.Int("workers", 4, "otlp: concurrent senders")
+	rate := fs.Float64("rate", 0, "otlp: requests per second in all (0: as fast as accepted)")
+	fs.Usage = func() { fmt.Fprint(stderr, benchUsage); fs.PrintDefaults() }
+	if err := fs.Parse(args); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			return exitOK
+		}
+		return exitUsage
+	}
+	self, err := os.Executable()
+	if err != nil {
+		fmt.Fprintf(stderr, "otelstep bench: cannot find my own binary: %v\n", err)
+		return exitFailure
+	}
+	impls := []bench.Impl{{Name: "otelstep", Argv: []string{self}}}
+	if *peer != "" {
+		argv := strings.Fields(*peer)
+		name := argv[0][strings.LastIndexByte(argv[0], '/')+1:]
+		impls = append(impls, bench.Impl{Name: name, Argv: argv, Peer: true})
+	}
+	logf := func(format string, a ...any) { fmt.Fprintf(stderr, "bench: "+format+"\n", a...) }
+	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
+	defer stop()
+
+	var report any
+	switch kind {
+	case "scrape":
+		var pages []bench.Page
+		for _, n := range strings.Split(*pageList, ",") {
+			p, err := bench.LoadPage(strings.TrimSpace(n))
+			if err != nil {
+				fmt.Fprintf(stderr, "otelstep bench scrape: --pages: %v\n", err)
+				return exitUsage
+			}
+			pages = append(pages, p)
+		}
+		rep, err := bench.RunScrape(ctx, bench.ScrapeOptions{Pages: pages, Copies: *copies, Interval: *interval,
+			Warmup: *warmup, Duration: *duration, Impls: impls, Log: logf})
+		if err != nil {
+			fmt.Fprintf(stderr, "otelstep bench scrape: %v\n", err)
+			return exitFailure
+		}
+		report = rep
+		if !*asJSON {
+			bench.WriteScrape(stdout, rep)
+		}
+	case "otlp":
+		rep, err := bench.RunOTLP(ctx, bench.OTLPOptions{Signal: *sig, Protocol: *proto, Batch: *batch, Attrs: *attrs, AttrBytes: *attrBytes,
+			Workers: *workers, Rate: *rate, Warmup: *warmup, Duration: *duration, Impls: impls, Log: logf})
+		if err != nil {
+			fmt.Fprintf(stderr, "otelstep bench otlp: %v\n", err)
+			return exitFailure
+		}
+		report = rep
+		if !*asJSON {
+			bench.WriteOTLP(stdout, rep)
+		}
+	}
+	if *asJSON {
+		enc := json.NewEncoder(stdout)
+		enc.SetIndent("", "  ")
+		_ = enc.Encode(report)
+	}
+	return exitOK
+}
+
+const benchUsage = `usage: otelstep bench scrape [flags]   scrape throughput: synthetic targets -> the full pipeline -> both sinks
+       otelstep bench otlp [flags]     OTLP ingest: a load generator -> the receivers -> both sinks
+
+Each runs otelstep (and, with --peer CMD, another collector on the same
+scenario and config) as a child process and measures it from /proc: CPU
+seconds (user+system), peak RSS; the tool serves the targets and a discard
+backend that decodes what it gets.
+
+`

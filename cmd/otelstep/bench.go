@@ -30,6 +30,8 @@ func runBench(args []string, stdout, stderr io.Writer) int {
 	fs.SetOutput(stderr)
 	peer := fs.String("peer", "", "also measure this collector `command` (split on spaces; --config FILE is appended)")
 	asJSON := fs.Bool("json", false, "print the report as one JSON object")
+	profile := fs.String("cpuprofile", "", "write otelstep's CPU profile over the run to `file`")
+	memProfile := fs.String("memprofile", "", "write otelstep's heap profile at the end of the run to `file`")
 	warmup := fs.Duration("warmup", 3*time.Second, "run this long before measuring")
 	duration := fs.Duration("duration", 20*time.Second, "measured window")
 	// scrape
@@ -57,6 +59,12 @@ func runBench(args []string, stdout, stderr io.Writer) int {
 		return exitFailure
 	}
 	impls := []bench.Impl{{Name: "otelstep", Argv: []string{self}}}
+	if *profile != "" {
+		impls[0].Argv = append(impls[0].Argv, "--cpuprofile", *profile)
+	}
+	if *memProfile != "" {
+		impls[0].Argv = append(impls[0].Argv, "--memprofile", *memProfile)
+	}
 	if *peer != "" {
 		argv := strings.Fields(*peer)
 		name := argv[0][strings.LastIndexByte(argv[0], '/')+1:]

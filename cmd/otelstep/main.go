@@ -18,6 +18,7 @@ import (
 	"log/slog"
 	"os"
 	"os/signal"
+	"runtime/pprof"
 	"syscall"
 
 	"github.com/otelstep/otelstep/config"
@@ -53,6 +54,8 @@ func run(args []string, stdout, stderr io.Writer) int {
 	fs := flag.NewFlagSet("otelstep "+cmd, flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	cfgPath := fs.String("config", "", "collector YAML `file` (as rendered for the job)")
+	cpuProfile := fs.String("cpuprofile", "", "write a CPU profile of the run to `file` (for go tool pprof)")
+	memProfile := fs.String("memprofile", "", "write a heap profile to `file` when the run ends")
 	fs.Usage = func() { usage(stderr); fs.PrintDefaults() }
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
@@ -76,6 +79,31 @@ func run(args []string, stdout, stderr io.Writer) int {
 	if cmd == "validate" {
 		cfg.Describe(stdout)
 		return exitOK
+	}
+	if *cpuProfile != "" {
+		f, err := os.Create(*cpuProfile)
+		if err != nil {
+			fmt.Fprintf(stderr, "otelstep: --cpuprofile: %v\n", err)
+			return exitUsage
+		}
+		defer f.Close()
+		if err := pprof.StartCPUProfile(f); err != nil {
+			fmt.Fprintf(stderr, "otelstep: --cpuprofile: %v\n", err)
+			return exitUsage
+		}
+		defer pprof.StopCPUProfile()
+	}
+	if *memProfile != "" {
+		defer func() {
+			f, err := os.Create(*memProfile)
+			if err == nil {
+				err = pprof.Lookup("heap").WriteTo(f, 0)
+				f.Close()
+			}
+			if err != nil {
+				fmt.Fprintf(stderr, "otelstep: --memprofile: %v\n", err)
+			}
+		}()
 	}
 	return serve(cfg, stderr)
 }

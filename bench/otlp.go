@@ -222,6 +222,9 @@ func otlpOne(ctx context.Context, o OTLPOptions, im Impl, reqs []request) (*OTLP
 		return nil, err
 	}
 	var accepted, refused, failed atomic.Int64
+	// Stopping the load lets requests in flight finish: cancelling them
+	// would leave accepted items uncounted.
+	var stopping atomic.Bool
 	loadCtx, stopLoad := context.WithCancel(ctx)
 	var wg sync.WaitGroup
 	lim := newTicker(o.Rate)
@@ -229,26 +232,24 @@ func otlpOne(ctx context.Context, o OTLPOptions, im Impl, reqs []request) (*OTLP
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			for i := w; loadCtx.Err() == nil; i += o.Workers {
+			for i := w; !stopping.Load(); i += o.Workers {
 				if !lim.wait(loadCtx) {
 					return
 				}
-				switch send(loadCtx, reqs[i%len(reqs)]) {
+				switch send(ctx, reqs[i%len(reqs)]) {
 				case sendOK:
 					accepted.Add(int64(o.Batch))
 				case sendRefused:
 					refused.Add(1)
 					time.Sleep(time.Millisecond) // backpressure: do not spin
 				case sendFailed:
-					if loadCtx.Err() == nil {
-						failed.Add(1)
-						time.Sleep(time.Millisecond)
-					}
+					failed.Add(1)
+					time.Sleep(time.Millisecond)
 				}
 			}
 		}()
 	}
-	stop := func() { stopLoad(); wg.Wait(); closeSender() }
+	stop := func() { stopping.Store(true); stopLoad(); wg.Wait(); closeSender() }
 	defer stop()
 	if err := sleep(ctx, o.Warmup); err != nil {
 		return nil, err

@@ -31,7 +31,8 @@ type Proc struct {
 	started time.Time
 	// Healthy is how long it took from exec to the first 200 on health.
 	Healthy time.Duration
-	done    chan error
+	done    chan error // receives Wait's result once
+	exited  bool       // done was received
 }
 
 // StartProc runs argv with --config cfg added and waits until its health
@@ -64,6 +65,7 @@ func StartProc(ctx context.Context, name string, argv []string, cfg, health stri
 		}
 		select {
 		case err := <-p.done:
+			p.exited = true
 			return nil, fmt.Errorf("%s exited before it was healthy (%v):\n%s", name, err, tail(p.stderr.String(), 2000))
 		case <-ctx.Done():
 			p.Kill()
@@ -124,9 +126,13 @@ func (p *Proc) PeakRSS() (int64, error) {
 
 // Stop sends SIGTERM and waits up to timeout, then kills.
 func (p *Proc) Stop(timeout time.Duration) error {
+	if p.exited {
+		return nil
+	}
 	_ = p.cmd.Process.Signal(syscall.SIGTERM)
 	select {
 	case err := <-p.done:
+		p.exited = true
 		if err != nil {
 			return fmt.Errorf("%s: %w:\n%s", p.Name, err, tail(p.stderr.String(), 2000))
 		}
@@ -137,11 +143,15 @@ func (p *Proc) Stop(timeout time.Duration) error {
 	}
 }
 
-// Kill ends the process at once.
+// Kill ends the process at once (if it is still running).
 func (p *Proc) Kill() {
+	if p.exited {
+		return
+	}
 	_ = p.cmd.Process.Kill()
 	select {
 	case <-p.done:
+		p.exited = true
 	case <-time.After(5 * time.Second):
 	}
 }

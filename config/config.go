@@ -14,6 +14,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/prometheus/prometheus/model/relabel"
 	"go.yaml.in/yaml/v3"
 )
 
@@ -69,7 +70,11 @@ type ScrapeConfig struct {
 	HonorTimestamps bool
 	BodySizeLimit   int64
 	StaticConfigs   []StaticConfig
-	Line            int
+	// RelabelConfigs (relabel_configs) rewrite or drop each target's labels.
+	RelabelConfigs []*relabel.Config
+	// MetricRelabelConfigs (metric_relabel_configs) rewrite or drop series.
+	MetricRelabelConfigs []*relabel.Config
+	Line                 int
 }
 
 // StaticConfig is one static_configs entry.
@@ -438,7 +443,7 @@ func (d *dec) prometheus(v *yaml.Node, path string) (*Prometheus, error) {
 		sp := fmt.Sprintf("%s.scrape_configs[%d]", path, i)
 		sc := ScrapeConfig{MetricsPath: "/metrics", Scheme: "http", HonorTimestamps: true, Line: vn.Line, BodySizeLimit: p.BodySizeLimit}
 		interval, timeout := time.Duration(0), time.Duration(0)
-		err := d.mapping(vn, sp, []string{"job_name", "scrape_interval", "scrape_timeout", "metrics_path", "scheme", "params", "honor_labels", "honor_timestamps", "static_configs", "body_size_limit"}, func(key string, kn, vn *yaml.Node) error {
+		err := d.mapping(vn, sp, []string{"job_name", "scrape_interval", "scrape_timeout", "metrics_path", "scheme", "params", "honor_labels", "honor_timestamps", "static_configs", "body_size_limit", "relabel_configs", "metric_relabel_configs"}, func(key string, kn, vn *yaml.Node) error {
 			kp := join(sp, key)
 			var err error
 			switch key {
@@ -468,6 +473,10 @@ func (d *dec) prometheus(v *yaml.Node, path string) (*Prometheus, error) {
 				sc.HonorTimestamps, err = d.boolean(vn, kp)
 			case "body_size_limit":
 				sc.BodySizeLimit, err = d.byteSize(vn, kp)
+			case "relabel_configs":
+				sc.RelabelConfigs, err = d.relabelConfigs(vn, kp)
+			case "metric_relabel_configs":
+				sc.MetricRelabelConfigs, err = d.relabelConfigs(vn, kp)
 			case "static_configs":
 				err = d.sequence(vn, kp, func(j int, vn *yaml.Node) error {
 					stp := fmt.Sprintf("%s[%d]", kp, j)

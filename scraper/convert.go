@@ -19,7 +19,9 @@ import (
 	"github.com/prometheus/common/model"
 	"github.com/prometheus/prometheus/model/exemplar"
 	"github.com/prometheus/prometheus/model/labels"
+	"github.com/prometheus/prometheus/model/relabel"
 	"github.com/prometheus/prometheus/model/textparse"
+	"github.com/prometheus/prometheus/model/value"
 	commonpb "go.opentelemetry.io/proto/otlp/common/v1"
 	metricspb "go.opentelemetry.io/proto/otlp/metrics/v1"
 	resourcepb "go.opentelemetry.io/proto/otlp/resource/v1"
@@ -31,6 +33,10 @@ const (
 	ScopeVersion = "0.0.1"
 )
 
+// flagNoValue is DataPointFlags_DATA_POINT_FLAGS_NO_RECORDED_VALUE_MASK: the
+// collector's translation of a Prometheus staleness marker.
+const flagNoValue = uint32(metricspb.DataPointFlags_DATA_POINT_FLAGS_NO_RECORDED_VALUE_MASK)
+
 // famState is cached per output metric name across scrapes.
 type famState struct {
 	name, help, unit string
@@ -38,7 +44,6 @@ type famState struct {
 	metadata         []*commonpb.KeyValue // shared, immutable
 	gen              uint64
 	out              *metricspb.Metric // current scrape's metric
-	order            int
 }
 
 // pointSeries is one output data point identity (family + attributes).
@@ -47,21 +52,38 @@ type pointSeries struct {
 	attrs []*commonpb.KeyValue // shared across scrapes; downstream must not mutate
 	start uint64               // committed start time (ns)
 	last  float64              // committed value (counter) or count (hist/summary)
-	seen  bool
-	gen   uint64
-	// per-scrape state
+	seen  bool                 // a point was committed in a successful scrape
+	gen   uint64               // scrape that last touched it
+	stale uint64               // scrape that emitted its staleness marker
+	// last committed histogram/summary point: its bounds and quantiles shape
+	// the staleness marker. Read only.
+	lastHist *metricspb.HistogramDataPoint
+	lastSum  *metricspb.SummaryDataPoint
+
+	// per-scrape state, reset on the first sample of each scrape
 	curStart uint64
 	curLast  float64
+	created  uint64 // start time from a _created sample this scrape (ns)
 	num      *metricspb.NumberDataPoint
 	hist     *histBuilder
-	sum      *metricspb.SummaryDataPoint
+	sum      *summaryBuilder
 }
 
 type bucket struct{ le, cum float64 }
 
+// histBuilder collects one classic histogram's samples of one scrape.
 type histBuilder struct {
 	pt       *metricspb.HistogramDataPoint
 	buckets  []bucket
+	count    float64
+	hasCount bool
+	sum      float64
+	hasSum   bool
+}
+
+// summaryBuilder collects one summary's samples of one scrape.
+type summaryBuilder struct {
+	pt       *metricspb.SummaryDataPoint
 	count    float64
 	hasCount bool
 	sum      float64
@@ -73,19 +95,23 @@ const (
 	roleQuantile
 	roleSum
 	roleCount
-	roleSkip
+	roleCreated // _created of a counter, histogram or summary: the start time
+	roleDrop    // dropped by metric_relabel_configs
 )
 
-// seriesEntry is cached per raw series bytes as returned by Parser.Series.
+// seriesEntry is cached per raw series bytes as returned by Parser.Series,
+// so each scrape resolves a known series with one map lookup: family, role,
+// attributes and the metric_relabel_configs verdict are all decided once.
 type seriesEntry struct {
-	ps   *pointSeries
-	role uint8
-	arg  float64 // le or quantile
-	gen  uint64
+	ps    *pointSeries
+	role  uint8
+	track bool // staleness tracked: no honoured explicit timestamp (as Prometheus)
+	arg   float64
+	gen   uint64
 }
 
 // Converter turns scraped pages of one target into OTLP, keeping per-series
-// state across scrapes (start times, cached attribute sets).
+// state across scrapes (start times, cached attribute sets, staleness).
 //
 // Point attribute slices (and the KeyValues in them) are cached and shared
 // between the points of successive scrapes: downstream must not mutate point
@@ -96,14 +122,16 @@ type Converter struct {
 	t        Target
 	resource *resourcepb.Resource
 	base     []*commonpb.KeyValue // target labels as attributes, sorted
+	tlbls    labels.Labels        // target labels (job, instance, static labels)
 	raw      map[string]*seriesEntry
 	points   map[string]*pointSeries
 	fams     map[string]*famState
 	gen      uint64
-	lastN    int
+	seenN    int // raw entries touched this scrape
 
 	// scratch
 	lbls    labels.Labels
+	lb      labels.Builder
 	ex      exemplar.Exemplar
 	keyBuf  []byte
 	typName []byte
@@ -118,18 +146,18 @@ type Converter struct {
 
 // NewConverter returns a Converter for target t.
 func NewConverter(t Target) *Converter {
-	host, port, err := net.SplitHostPort(t.Address)
+	instance := t.instance()
+	_, port, err := net.SplitHostPort(instance)
 	if err != nil {
-		host, port = t.Address, ""
+		port = ""
 	}
-	_ = host
 	scheme := t.Scheme
 	if scheme == "" {
 		scheme = "http"
 	}
 	res := &resourcepb.Resource{Attributes: []*commonpb.KeyValue{
 		strKV("service.name", t.JobName),
-		strKV("service.instance.id", t.Address),
+		strKV("service.instance.id", instance),
 		strKV("server.port", port),
 		strKV("url.scheme", scheme),
 	}}
@@ -139,6 +167,7 @@ func NewConverter(t Target) *Converter {
 		raw:      map[string]*seriesEntry{},
 		points:   map[string]*pointSeries{},
 		fams:     map[string]*famState{},
+		lb:       *labels.NewBuilder(labels.EmptyLabels()),
 	}
 	keys := make([]string, 0, len(t.Labels))
 	for k, v := range t.Labels {
@@ -150,6 +179,11 @@ func NewConverter(t Target) *Converter {
 	for _, k := range keys {
 		c.base = append(c.base, strKV(k, t.Labels[k]))
 	}
+	tl := map[string]string{model.JobLabel: t.JobName, model.InstanceLabel: instance}
+	for k, v := range t.Labels {
+		tl[k] = v
+	}
+	c.tlbls = labels.FromMap(tl)
 	return c
 }
 
@@ -187,13 +221,22 @@ func (s *slab) num(v float64) *metricspb.NumberDataPoint {
 	return p
 }
 
+// scrapeCounts are the numbers behind the synthetic scrape_* series.
+type scrapeCounts struct {
+	samples int // scrape_samples_scraped: every sample line
+	kept    int // scrape_samples_post_metric_relabeling
+	added   int // scrape_series_added: series new to the cache
+}
+
 // ConvertScrape is Convert with the scrape duration for scrape_duration_seconds.
 func (c *Converter) ConvertScrape(page []byte, contentType string, ts time.Time, dur time.Duration) (*metricspb.ResourceMetrics, error) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
+	// _created series are handled here (roleCreated) rather than through
+	// Parser.StartTimestamp: the collector counts them as samples, and
+	// peeking ahead for every series costs a parser copy.
 	p, err := textparse.New(page, contentType, nil, textparse.ParserOptions{
-		FallbackContentType:     "text/plain",
-		OpenMetricsSkipSTSeries: true,
+		FallbackContentType: "text/plain",
 	})
 	if p == nil {
 		return nil, fmt.Errorf("content type %q: %w", contentType, err)
@@ -204,9 +247,10 @@ func (c *Converter) ConvertScrape(page []byte, contentType string, ts time.Time,
 	tsNs := uint64(ts.UnixNano())
 	c.touched = c.touched[:0]
 	c.order = c.order[:0]
+	c.seenN = 0
 	c.typName, c.hlpName, c.untName = c.typName[:0], c.hlpName[:0], c.untName[:0]
 	var sl slab
-	samples, added := 0, 0
+	var n scrapeCounts
 	var last []byte
 	for {
 		e, err := p.Next()
@@ -215,6 +259,7 @@ func (c *Converter) ConvertScrape(page []byte, contentType string, ts time.Time,
 				break
 			}
 			ln, txt := lineOf(page, last)
+			c.abort()
 			return nil, fmt.Errorf("parse page: line %d %q: %w", ln, txt, err)
 		}
 		switch e {
@@ -237,144 +282,180 @@ func (c *Converter) ConvertScrape(page []byte, contentType string, ts time.Time,
 		default:
 			continue
 		}
-		samples++
+		n.samples++
 		b, tsp, v := p.Series()
 		last = b
 		se := c.raw[string(b)]
 		if se == nil {
 			se = c.newEntry(p, b)
-			added++
-		}
-		se.gen = gen
-		if se.role == roleSkip {
+			if se.role != roleDrop {
+				n.added++
+			}
+		} else if se.gen == gen {
+			// The same raw series twice on one page: Prometheus rejects
+			// the repeat as a duplicate sample, so the first one wins.
+			if se.role != roleDrop {
+				n.kept++
+			}
 			continue
 		}
-		ps := se.ps
-		f := ps.fam
-		if f.gen != gen {
-			f.gen = gen
-			f.out = newMetric(f)
-			c.order = append(c.order, f)
+		se.gen = gen
+		c.seenN++
+		if se.role == roleDrop {
+			continue
 		}
+		n.kept++
 		ptTs := tsNs
+		se.track = true
 		if tsp != nil && c.t.HonorTimestamps {
 			ptTs = uint64(*tsp) * uint64(time.Millisecond)
+			se.track = false // Prometheus keeps no staleness for explicit timestamps
 		}
-		first := ps.gen != gen
-		if first {
-			ps.gen = gen
-			ps.num, ps.hist, ps.sum = nil, nil, nil
-			ps.curStart, ps.curLast = ps.start, ps.last
-			c.touched = append(c.touched, ps)
-		}
-		var st uint64
-		if om && (f.typ == model.MetricTypeCounter || f.typ == model.MetricTypeHistogram || f.typ == model.MetricTypeSummary) {
-			if ms := p.StartTimestamp(); ms != 0 {
-				st = uint64(ms) * uint64(time.Millisecond)
-			}
-		}
-		switch f.typ {
-		case model.MetricTypeHistogram:
-			h := ps.hist
-			if h == nil {
-				h = &histBuilder{pt: &metricspb.HistogramDataPoint{Attributes: ps.attrs, TimeUnixNano: ptTs}}
-				ps.hist = h
-				hd := f.out.Data.(*metricspb.Metric_Histogram).Histogram
-				hd.DataPoints = append(hd.DataPoints, h.pt)
-			}
-			switch se.role {
-			case roleBucket:
-				h.buckets = append(h.buckets, bucket{se.arg, v})
-				if om {
-					c.exemplars(p, &h.pt.Exemplars)
-				}
-			case roleCount:
-				h.count, h.hasCount = v, true
-			case roleSum:
-				h.sum = v
-			}
-			if st != 0 {
-				ps.curStart = st
-			}
-		case model.MetricTypeSummary:
-			s := ps.sum
-			if s == nil {
-				s = &metricspb.SummaryDataPoint{Attributes: ps.attrs, TimeUnixNano: ptTs}
-				ps.sum = s
-				sd := f.out.Data.(*metricspb.Metric_Summary).Summary
-				sd.DataPoints = append(sd.DataPoints, s)
-			}
-			switch se.role {
-			case roleQuantile:
-				s.QuantileValues = append(s.QuantileValues, &metricspb.SummaryDataPoint_ValueAtQuantile{Quantile: se.arg, Value: v})
-			case roleCount:
-				s.Count = uint64(v)
-				c.startFor(ps, v, st, tsNs)
-			case roleSum:
-				s.Sum = v
-			}
-		default:
-			if ps.num != nil { // duplicate series after label normalisation: last wins
-				ps.num.Value.(*metricspb.NumberDataPoint_AsDouble).AsDouble = v
-				ps.num.TimeUnixNano = ptTs
-			} else {
-				pt := sl.num(v)
-				pt.Attributes = ps.attrs
-				pt.TimeUnixNano = ptTs
-				ps.num = pt
-				switch d := f.out.Data.(type) {
-				case *metricspb.Metric_Gauge:
-					d.Gauge.DataPoints = append(d.Gauge.DataPoints, pt)
-				case *metricspb.Metric_Sum:
-					d.Sum.DataPoints = append(d.Sum.DataPoints, pt)
-				}
-			}
-			if f.typ == model.MetricTypeCounter {
-				c.startFor(ps, v, st, tsNs)
-				ps.num.StartTimeUnixNano = ps.curStart
-				if om {
-					c.exemplars(p, &ps.num.Exemplars)
-				}
-			}
-		}
+		c.sample(p, se, v, ptTs, om, gen, &sl)
 	}
-	// finish histograms
-	for _, ps := range c.touched {
-		if h := ps.hist; h != nil {
-			c.finishHist(ps, h, tsNs)
-		}
-		if ps.sum != nil {
-			ps.sum.StartTimeUnixNano = ps.curStart
-		}
-	}
-	// commit
-	for _, ps := range c.touched {
-		ps.start, ps.last, ps.seen = ps.curStart, ps.curLast, true
-	}
-	c.evict(gen)
-	c.lastN = samples
-	metrics := make([]*metricspb.Metric, 0, len(c.order)+5)
-	for _, f := range c.order {
-		metrics = append(metrics, f.out)
-		f.out = nil
-	}
-	metrics = c.synthetic(metrics, tsNs, 1, dur, samples, added)
-	return c.wrap(metrics), nil
+	c.finish(tsNs)
+	c.staleAndEvict(gen, tsNs)
+	return c.wrap(c.collect(gen, tsNs, 1, dur, n)), nil
 }
 
-func (c *Converter) startFor(ps *pointSeries, v float64, st, now uint64) {
+// sample adds one sample of a known series to this scrape's points.
+func (c *Converter) sample(p textparse.Parser, se *seriesEntry, v float64, ptTs uint64, om bool, gen uint64, sl *slab) {
+	ps := se.ps
+	f := ps.fam
+	if f.gen != gen {
+		f.gen = gen
+		f.out = newMetric(f)
+		c.order = append(c.order, f)
+	}
+	if ps.gen != gen {
+		ps.gen = gen
+		ps.num, ps.hist, ps.sum = nil, nil, nil
+		ps.curStart, ps.curLast, ps.created = ps.start, ps.last, 0
+		c.touched = append(c.touched, ps)
+	}
+	if se.role == roleCreated {
+		ps.created = secondsToNs(v)
+		return
+	}
+	switch f.typ {
+	case model.MetricTypeHistogram:
+		h := ps.hist
+		if h == nil {
+			h = &histBuilder{pt: &metricspb.HistogramDataPoint{Attributes: ps.attrs, TimeUnixNano: ptTs}}
+			ps.hist = h
+		}
+		switch se.role {
+		case roleBucket:
+			h.buckets = append(h.buckets, bucket{se.arg, v})
+		case roleCount:
+			// the collector takes the point time from _count
+			h.count, h.hasCount, h.pt.TimeUnixNano = v, true, ptTs
+		case roleSum:
+			h.sum, h.hasSum = v, true
+		}
+		if om {
+			c.exemplars(p, &h.pt.Exemplars, ptTs)
+		}
+	case model.MetricTypeSummary:
+		s := ps.sum
+		if s == nil {
+			s = &summaryBuilder{pt: &metricspb.SummaryDataPoint{Attributes: ps.attrs, TimeUnixNano: ptTs}}
+			ps.sum = s
+		}
+		switch se.role {
+		case roleQuantile:
+			s.pt.QuantileValues = append(s.pt.QuantileValues, &metricspb.SummaryDataPoint_ValueAtQuantile{Quantile: se.arg, Value: v})
+		case roleCount:
+			s.count, s.hasCount, s.pt.TimeUnixNano = v, true, ptTs
+		case roleSum:
+			s.sum = v
+		}
+	default:
+		if ps.num != nil { // same labels again under another spelling: last wins
+			ps.num.Value = &metricspb.NumberDataPoint_AsDouble{AsDouble: v}
+			ps.num.TimeUnixNano = ptTs
+			ps.num.Flags = 0
+		} else {
+			pt := sl.num(v)
+			pt.Attributes = ps.attrs
+			pt.TimeUnixNano = ptTs
+			ps.num = pt
+			switch d := f.out.Data.(type) {
+			case *metricspb.Metric_Gauge:
+				d.Gauge.DataPoints = append(d.Gauge.DataPoints, pt)
+			case *metricspb.Metric_Sum:
+				d.Sum.DataPoints = append(d.Sum.DataPoints, pt)
+			}
+		}
+		if value.IsStaleNaN(v) { // an explicit staleness marker on the page
+			ps.num.Value, ps.num.Flags = nil, flagNoValue
+		}
+		if om {
+			c.exemplars(p, &ps.num.Exemplars, ptTs)
+		}
+	}
+}
+
+// abort forgets the per-scrape state of a scrape that failed half-way, so
+// nothing of it leaks into the next scrape or the staleness markers.
+func (c *Converter) abort() {
+	for _, ps := range c.touched {
+		ps.num, ps.hist, ps.sum = nil, nil, nil
+		ps.gen = 0
+	}
+	for _, f := range c.order {
+		f.out, f.gen = nil, 0
+	}
+	c.touched, c.order = c.touched[:0], c.order[:0]
+}
+
+// finish completes this scrape's cumulative points (start times, histogram
+// buckets) and commits the per-series state.
+func (c *Converter) finish(now uint64) {
+	for _, ps := range c.touched {
+		switch {
+		case ps.hist != nil:
+			c.finishHist(ps, ps.hist, now)
+		case ps.sum != nil:
+			c.finishSummary(ps, ps.sum, now)
+		case ps.num != nil && ps.fam.typ == model.MetricTypeCounter:
+			if v, ok := ps.num.Value.(*metricspb.NumberDataPoint_AsDouble); ok {
+				c.startFor(ps, v.AsDouble, ps.created, now)
+			}
+			ps.num.StartTimeUnixNano = ps.curStart
+		}
+	}
+	for _, ps := range c.touched {
+		if ps.hist == nil && ps.sum == nil && ps.num == nil {
+			continue // only a _created sample: no point, nothing to commit
+		}
+		ps.start, ps.last, ps.seen = ps.curStart, ps.curLast, true
+	}
+}
+
+// startFor picks the start time of a cumulative point: the page's _created,
+// else the first scrape that saw the series, moved to now on a reset.
+func (c *Converter) startFor(ps *pointSeries, v float64, created, now uint64) {
 	switch {
-	case st != 0:
-		ps.curStart = st
+	case created != 0:
+		ps.curStart = created
 	case !ps.seen:
 		ps.curStart = now
 	case v < ps.last:
 		ps.curStart = now // counter reset
 	}
-	ps.curLast = v
+	if !math.IsNaN(v) {
+		ps.curLast = v
+	}
 }
 
+// finishHist turns the cumulative buckets into an OTLP point and appends
+// it, unless the collector would drop it: no _count, NaN or decreasing
+// buckets, or a count below the largest bucket.
 func (c *Converter) finishHist(ps *pointSeries, h *histBuilder, now uint64) {
+	if !h.hasCount {
+		return
+	}
 	slices.SortFunc(h.buckets, func(a, b bucket) int {
 		switch {
 		case a.le < b.le:
@@ -384,58 +465,108 @@ func (c *Converter) finishHist(ps *pointSeries, h *histBuilder, now uint64) {
 		}
 		return 0
 	})
-	count := h.count
-	if !h.hasCount && len(h.buckets) > 0 {
-		count = h.buckets[len(h.buckets)-1].cum
+	bs := h.buckets
+	if len(bs) > 0 && math.IsInf(bs[len(bs)-1].le, 1) {
+		bs = bs[:len(bs)-1] // the +Inf bucket is the count
 	}
-	nb := 0
-	for _, b := range h.buckets {
-		if !math.IsInf(b.le, 1) {
-			nb++
-		}
-	}
-	bounds := make([]float64, 0, nb)
-	counts := make([]uint64, 0, nb+1)
-	prev := 0.0
-	for _, b := range h.buckets {
-		if math.IsInf(b.le, 1) {
-			continue
-		}
-		bounds = append(bounds, b.le)
-		counts = append(counts, uint64(math.Max(b.cum-prev, 0)))
-		prev = b.cum
-	}
-	counts = append(counts, uint64(math.Max(count-prev, 0)))
+	stale := value.IsStaleNaN(h.sum) || value.IsStaleNaN(h.count)
 	pt := h.pt
-	pt.ExplicitBounds = bounds
-	pt.BucketCounts = counts
-	pt.Count = uint64(count)
-	s := h.sum
-	pt.Sum = &s
-	st := ps.curStart
-	c.startFor(ps, count, 0, now)
-	if st != ps.start && ps.seen { // explicit created timestamp seen this scrape
-		ps.curStart = st
+	if !stale {
+		prev := 0.0
+		for _, b := range bs {
+			if math.IsNaN(b.cum) || b.cum < prev {
+				return
+			}
+			prev = b.cum
+		}
+		if math.IsNaN(h.count) || h.count < prev {
+			return
+		}
+		pt.Count = uint64(h.count)
+		if h.hasSum {
+			s := h.sum
+			pt.Sum = &s
+		}
+	} else {
+		pt.Flags = flagNoValue
 	}
+	bounds := make([]float64, len(bs))
+	counts := make([]uint64, len(bs)+1)
+	prev := 0.0
+	for i, b := range bs {
+		bounds[i] = b.le
+		if !stale {
+			counts[i] = uint64(b.cum - prev)
+			prev = b.cum
+		}
+	}
+	if !stale {
+		counts[len(bs)] = uint64(h.count - prev)
+	}
+	pt.ExplicitBounds, pt.BucketCounts = bounds, counts
+	c.startFor(ps, h.count, ps.created, now)
 	pt.StartTimeUnixNano = ps.curStart
+	ps.lastHist = pt
+	hd := ps.fam.out.Data.(*metricspb.Metric_Histogram).Histogram
+	hd.DataPoints = append(hd.DataPoints, pt)
 }
 
-func (c *Converter) exemplars(p textparse.Parser, dst *[]*metricspb.Exemplar) {
+// finishSummary appends a summary point; like the collector, none without _count.
+func (c *Converter) finishSummary(ps *pointSeries, s *summaryBuilder, now uint64) {
+	if !s.hasCount {
+		return
+	}
+	pt := s.pt
+	slices.SortStableFunc(pt.QuantileValues, func(a, b *metricspb.SummaryDataPoint_ValueAtQuantile) int {
+		switch {
+		case a.Quantile < b.Quantile:
+			return -1
+		case a.Quantile > b.Quantile:
+			return 1
+		}
+		return 0
+	})
+	if value.IsStaleNaN(s.sum) || value.IsStaleNaN(s.count) {
+		pt.Flags = flagNoValue
+		for _, q := range pt.QuantileValues {
+			q.Value = 0
+		}
+	} else {
+		pt.Sum, pt.Count = s.sum, uint64(s.count)
+	}
+	c.startFor(ps, s.count, ps.created, now)
+	pt.StartTimeUnixNano = ps.curStart
+	ps.lastSum = pt
+	sd := ps.fam.out.Data.(*metricspb.Metric_Summary).Summary
+	sd.DataPoints = append(sd.DataPoints, pt)
+}
+
+// exemplars converts the parser's exemplars of the current sample the way
+// the collector does: trace_id/span_id (any case) become ids when they are
+// exactly 16/8 non-zero bytes of hex, else attributes; empty ones are
+// dropped; no timestamp means the sample's.
+func (c *Converter) exemplars(p textparse.Parser, dst *[]*metricspb.Exemplar, ptTs uint64) {
 	for p.Exemplar(&c.ex) {
-		e := &metricspb.Exemplar{Value: &metricspb.Exemplar_AsDouble{AsDouble: c.ex.Value}}
+		e := &metricspb.Exemplar{Value: &metricspb.Exemplar_AsDouble{AsDouble: c.ex.Value}, TimeUnixNano: ptTs}
 		if c.ex.HasTs {
 			e.TimeUnixNano = uint64(c.ex.Ts) * uint64(time.Millisecond)
 		}
 		c.ex.Labels.Range(func(l labels.Label) {
-			switch l.Name {
+			switch strings.ToLower(l.Name) {
 			case "trace_id":
-				if b, err := hex.DecodeString(l.Value); err == nil && len(b) == 16 {
-					e.TraceId = b
+				if l.Value == "" {
+					return
+				}
+				if id := hexID(l.Value, 16); id != nil {
+					e.TraceId = id
 					return
 				}
 			case "span_id":
-				if b, err := hex.DecodeString(l.Value); err == nil && len(b) == 8 {
-					e.SpanId = b
+				if l.Value == "" {
+					return
+				}
+				if id := hexID(l.Value, 8); id != nil {
+					e.SpanId = id
 					return
 				}
 			}
@@ -446,22 +577,37 @@ func (c *Converter) exemplars(p textparse.Parser, dst *[]*metricspb.Exemplar) {
 	}
 }
 
-func (c *Converter) evict(gen uint64) {
-	if len(c.raw) > 0 {
-		n := 0
-		for _, se := range c.raw {
-			if se.gen == gen {
-				n++
-			}
-		}
-		if n == len(c.raw) {
-			return
+// hexID decodes s as an n-byte id; nil unless it is exactly that and not all zero.
+func hexID(s string, n int) []byte {
+	if len(s) != 2*n {
+		return nil
+	}
+	b, err := hex.DecodeString(s)
+	if err != nil {
+		return nil
+	}
+	for _, x := range b {
+		if x != 0 {
+			return b
 		}
 	}
+	return nil
+}
+
+// staleAndEvict gives every series that was on the previous page but not on
+// this one a staleness marker (once: its entry is then forgotten), and drops
+// cache entries no longer exposed. Nothing to do, and no map walk, when
+// every cached series was seen.
+func (c *Converter) staleAndEvict(gen, now uint64) {
+	if c.seenN == len(c.raw) {
+		return
+	}
 	for k, se := range c.raw {
-		if se.gen != gen {
-			delete(c.raw, k)
+		if se.gen == gen {
+			continue
 		}
+		c.markStale(se, gen, now)
+		delete(c.raw, k)
 	}
 	for k, ps := range c.points {
 		if ps.gen != gen {
@@ -475,92 +621,194 @@ func (c *Converter) evict(gen uint64) {
 	}
 }
 
-// newEntry resolves family, role and attributes of a series seen for the first time.
-func (c *Converter) newEntry(p textparse.Parser, b []byte) *seriesEntry {
-	p.Labels(&c.lbls)
-	name := c.lbls.Get(model.MetricNameLabel)
-	se := &seriesEntry{}
-	famName, typ := name, model.MetricTypeUnknown
-	tn := string(c.typName)
-	if tn != "" {
-		suffixes := []string{""}
-		switch c.typ {
-		case model.MetricTypeCounter:
-			suffixes = []string{"_total", ""}
-		case model.MetricTypeHistogram:
-			suffixes = []string{"_bucket", "_sum", "_count", "_created"}
-		case model.MetricTypeSummary:
-			suffixes = []string{"", "_sum", "_count", "_created"}
-		case model.MetricTypeGaugeHistogram:
-			suffixes = []string{"_bucket"}
-		case model.MetricTypeInfo:
-			suffixes = []string{"_info"}
-		}
-		for _, s := range suffixes {
-			if name == tn+s {
-				typ = c.typ
-				famName = tn
-				if s == "" && c.typ == model.MetricTypeCounter {
-					break
-				}
-				switch c.typ {
-				case model.MetricTypeHistogram, model.MetricTypeSummary:
-					switch s {
-					case "_bucket":
-						se.role = roleBucket
-					case "_sum":
-						se.role = roleSum
-					case "_count":
-						se.role = roleCount
-					case "_created":
-						se.role = roleSkip
-					case "":
-						se.role = roleQuantile
-					}
-				}
-				break
-			}
-		}
+// markStale emits the staleness marker of se's point, as the collector
+// writes it for a Prometheus stale NaN: no value, flags NO_RECORDED_VALUE,
+// histograms keep their bounds with zero counts, summaries their quantiles.
+func (c *Converter) markStale(se *seriesEntry, gen, now uint64) {
+	ps := se.ps
+	if !se.track || se.role == roleDrop || !ps.seen || ps.gen == gen || ps.stale == gen {
+		return
 	}
-	outName := famName
-	if typ == model.MetricTypeCounter {
-		outName = name
+	ps.stale = gen
+	f := ps.fam
+	if f.gen != gen {
+		f.gen = gen
+		f.out = newMetric(f)
+		c.order = append(c.order, f)
 	}
-	drop := ""
-	switch se.role {
-	case roleBucket:
-		if typ == model.MetricTypeHistogram {
-			drop = model.BucketLabel
-			se.arg = parseFloat(c.lbls.Get(model.BucketLabel))
+	switch d := f.out.Data.(type) {
+	case *metricspb.Metric_Gauge:
+		d.Gauge.DataPoints = append(d.Gauge.DataPoints, &metricspb.NumberDataPoint{Attributes: ps.attrs, TimeUnixNano: now, Flags: flagNoValue})
+	case *metricspb.Metric_Sum:
+		pt := &metricspb.NumberDataPoint{Attributes: ps.attrs, TimeUnixNano: now, Flags: flagNoValue}
+		if f.typ == model.MetricTypeCounter {
+			pt.StartTimeUnixNano = ps.start
 		}
-	case roleQuantile:
-		drop = model.QuantileLabel
-		se.arg = parseFloat(c.lbls.Get(model.QuantileLabel))
-	}
-	// attributes
-	attrs := slices.Clone(c.base)
-	c.lbls.Range(func(l labels.Label) {
-		if l.Name == model.MetricNameLabel || l.Name == drop || l.Value == "" {
+		d.Sum.DataPoints = append(d.Sum.DataPoints, pt)
+	case *metricspb.Metric_Histogram:
+		if ps.lastHist == nil {
 			return
 		}
-		k := l.Name
-		if !c.t.HonorLabels {
-			if k == "job" || k == "instance" {
-				k = "exported_" + k
-			} else if _, ok := c.t.Labels[k]; ok {
-				k = "exported_" + k
-			}
-		} else if _, ok := c.t.Labels[k]; ok {
-			for i, a := range attrs {
-				if a.Key == k {
-					attrs = slices.Delete(attrs, i, i+1)
-					break
-				}
+		b := ps.lastHist.ExplicitBounds
+		d.Histogram.DataPoints = append(d.Histogram.DataPoints, &metricspb.HistogramDataPoint{Attributes: ps.attrs,
+			StartTimeUnixNano: ps.start, TimeUnixNano: now, Flags: flagNoValue, ExplicitBounds: b, BucketCounts: make([]uint64, len(b)+1)})
+	case *metricspb.Metric_Summary:
+		if ps.lastSum == nil {
+			return
+		}
+		qs := make([]*metricspb.SummaryDataPoint_ValueAtQuantile, len(ps.lastSum.QuantileValues))
+		for i, q := range ps.lastSum.QuantileValues {
+			qs[i] = &metricspb.SummaryDataPoint_ValueAtQuantile{Quantile: q.Quantile}
+		}
+		d.Summary.DataPoints = append(d.Summary.DataPoints, &metricspb.SummaryDataPoint{Attributes: ps.attrs,
+			StartTimeUnixNano: ps.start, TimeUnixNano: now, Flags: flagNoValue, QuantileValues: qs})
+	}
+}
+
+// collect lists this scrape's metrics (page order, staleness markers, then
+// the synthetic series); a family whose points were all dropped is left out,
+// as the collector does.
+func (c *Converter) collect(gen, ts uint64, up float64, dur time.Duration, n scrapeCounts) []*metricspb.Metric {
+	metrics := make([]*metricspb.Metric, 0, len(c.order)+len(synthDefs))
+	for _, f := range c.order {
+		if pointCount(f.out) > 0 {
+			metrics = append(metrics, f.out)
+		}
+		f.out = nil
+	}
+	c.order = c.order[:0]
+	return c.synthetic(metrics, ts, up, dur, n)
+}
+
+func pointCount(m *metricspb.Metric) int {
+	switch d := m.Data.(type) {
+	case *metricspb.Metric_Gauge:
+		return len(d.Gauge.DataPoints)
+	case *metricspb.Metric_Sum:
+		return len(d.Sum.DataPoints)
+	case *metricspb.Metric_Histogram:
+		return len(d.Histogram.DataPoints)
+	case *metricspb.Metric_Summary:
+		return len(d.Summary.DataPoints)
+	}
+	return 0
+}
+
+// famFor resolves the family, role and le/quantile label of a series name
+// from the TYPE line in force (the parser reports TYPE before its samples).
+// famName is the family's name, outName the output metric's.
+func (c *Converter) famFor(name string) (famName, outName string, typ model.MetricType, role uint8, drop string) {
+	famName, outName, typ, role = name, name, model.MetricTypeUnknown, roleValue
+	tn := string(c.typName)
+	if tn == "" || !strings.HasPrefix(name, tn) {
+		return
+	}
+	suffix := name[len(tn):]
+	var ok bool
+	switch c.typ {
+	case model.MetricTypeCounter:
+		switch suffix {
+		case "", "_total":
+			ok = true
+		case "_created":
+			ok, role = true, roleCreated
+			// the counter's output name: with _total unless the page's
+			// counter samples go without it
+			outName = tn + "_total"
+			if f := c.fams[tn]; f != nil && f.typ == model.MetricTypeCounter {
+				outName = tn
 			}
 		}
-		attrs = append(attrs, strKV(strings.Clone(k), strings.Clone(l.Value)))
+	case model.MetricTypeHistogram:
+		switch suffix {
+		case "_bucket":
+			ok, role, drop = true, roleBucket, model.BucketLabel
+		case "_sum":
+			ok, role = true, roleSum
+		case "_count":
+			ok, role = true, roleCount
+		case "_created":
+			ok, role = true, roleCreated
+		}
+	case model.MetricTypeSummary:
+		switch suffix {
+		case "":
+			ok, role, drop = true, roleQuantile, model.QuantileLabel
+		case "_sum":
+			ok, role = true, roleSum
+		case "_count":
+			ok, role = true, roleCount
+		case "_created":
+			ok, role = true, roleCreated
+		}
+	case model.MetricTypeGaugeHistogram:
+		ok = suffix == "_bucket"
+	case model.MetricTypeInfo:
+		ok = suffix == "_info"
+	default:
+		ok = suffix == ""
+	}
+	if !ok {
+		return name, name, model.MetricTypeUnknown, roleValue, ""
+	}
+	typ = c.typ
+	famName = tn
+	if typ != model.MetricTypeCounter {
+		outName = tn
+	} else if role != roleCreated {
+		outName = name
+	}
+	return
+}
+
+// newEntry resolves family, role and attributes of a series seen for the
+// first time: the page's labels merged with the target's the way
+// Prometheus does it (exported_ prefixes or honor_labels), then
+// metric_relabel_configs, then the collector's label-to-attribute rules.
+func (c *Converter) newEntry(p textparse.Parser, b []byte) *seriesEntry {
+	p.Labels(&c.lbls)
+	se := &seriesEntry{}
+	c.raw[string(b)] = se
+	lset := c.mutate(c.lbls)
+	if lset.IsEmpty() {
+		se.role = roleDrop
+		return se
+	}
+	famName, outName, typ, role, drop := c.famFor(lset.Get(model.MetricNameLabel))
+	se.role = role
+	switch role {
+	case roleBucket:
+		se.arg = parseFloat(lset.Get(model.BucketLabel))
+	case roleQuantile:
+		se.arg = parseFloat(lset.Get(model.QuantileLabel))
+	}
+	attrs := make([]*commonpb.KeyValue, 0, lset.Len())
+	lset.Range(func(l labels.Label) {
+		switch l.Name {
+		case model.JobLabel, model.InstanceLabel:
+			// The target's job/instance are the resource. A page's own
+			// (honor_labels) would make another resource in the
+			// collector; we keep them as attributes rather than lose them.
+			if l.Value == c.tlbls.Get(l.Name) {
+				return
+			}
+		case model.MetricNameLabel, model.SchemeLabel, model.MetricsPathLabel, drop:
+			return
+		}
+		if l.Value == "" {
+			return
+		}
+		attrs = append(attrs, strKV(strings.Clone(l.Name), strings.Clone(l.Value)))
 	})
-	sort.SliceStable(attrs, func(i, j int) bool { return attrs[i].Key < attrs[j].Key })
+	// Reuse the target's KeyValues where the attribute is a target label:
+	// the same pointers for every series, fewer allocations.
+	for i, a := range attrs {
+		for _, bkv := range c.base {
+			if a.Key == bkv.Key && a.Value.GetStringValue() == bkv.Value.GetStringValue() {
+				attrs[i] = bkv
+			}
+		}
+	}
 	key := c.keyBuf[:0]
 	key = append(key, outName...)
 	for _, a := range attrs {
@@ -581,8 +829,46 @@ func (c *Converter) newEntry(p textparse.Parser, b []byte) *seriesEntry {
 		c.points[string(key)] = ps
 	}
 	se.ps = ps
-	c.raw[string(b)] = se
 	return se
+}
+
+// mutate is Prometheus's mutateSampleLabels: target labels win over the
+// page's (which are kept as exported_NAME) unless honor_labels, then
+// metric_relabel_configs. An empty result means drop the series.
+func (c *Converter) mutate(ls labels.Labels) labels.Labels {
+	lb := &c.lb
+	lb.Reset(ls)
+	if c.t.HonorLabels {
+		c.tlbls.Range(func(l labels.Label) {
+			if !ls.Has(l.Name) {
+				lb.Set(l.Name, l.Value)
+			}
+		})
+	} else {
+		var conflicts []labels.Label
+		c.tlbls.Range(func(l labels.Label) {
+			if v := ls.Get(l.Name); v != "" {
+				conflicts = append(conflicts, labels.Label{Name: l.Name, Value: v})
+			}
+			lb.Set(l.Name, l.Value)
+		})
+		// shortest names first, as Prometheus resolves them
+		slices.SortStableFunc(conflicts, func(a, b labels.Label) int { return len(a.Name) - len(b.Name) })
+		for _, l := range conflicts {
+			n := l.Name
+			for {
+				n = model.ExportedLabelPrefix + n
+				if lb.Get(n) == "" {
+					lb.Set(n, l.Value)
+					break
+				}
+			}
+		}
+	}
+	if len(c.t.MetricRelabelConfigs) > 0 && !relabel.ProcessBuilder(lb, c.t.MetricRelabelConfigs...) {
+		return labels.EmptyLabels()
+	}
+	return lb.Labels()
 }
 
 func (c *Converter) newFam(outName, famName string, typ model.MetricType) *famState {
@@ -594,10 +880,7 @@ func (c *Converter) newFam(outName, famName string, typ model.MetricType) *famSt
 		f.unit = unitOf(string(c.unt))
 	}
 	t := string(typ)
-	if typ == "" {
-		t = "unknown"
-	}
-	if t == "untyped" {
+	if typ == "" || t == "untyped" {
 		t = "unknown"
 	}
 	f.metadata = []*commonpb.KeyValue{strKV("prometheus.type", t)}
@@ -621,20 +904,45 @@ func newMetric(f *famState) *metricspb.Metric {
 	return m
 }
 
+// unitTable is the collector's word-to-UCUM table (pkg/translator/prometheus).
 var unitTable = map[string]string{
-	"seconds": "s", "milliseconds": "ms", "microseconds": "us", "nanoseconds": "ns",
-	"minutes": "min", "hours": "h", "days": "d",
-	"bytes": "By", "kilobytes": "kBy", "megabytes": "MBy", "gigabytes": "GBy", "terabytes": "TBy",
-	"kibibytes": "KiBy", "mebibytes": "MiBy", "gibibytes": "GiBy", "tebibytes": "TiBy",
+	"days": "d", "hours": "h", "minutes": "min", "seconds": "s",
+	"milliseconds": "ms", "microseconds": "us", "nanoseconds": "ns",
+	"bytes": "By", "kibibytes": "KiBy", "mebibytes": "MiBy", "gibibytes": "GiBy", "tibibytes": "TiBy",
+	"kilobytes": "KBy", "megabytes": "MBy", "gigabytes": "GBy", "terabytes": "TBy",
 	"meters": "m", "volts": "V", "amperes": "A", "joules": "J", "watts": "W", "grams": "g",
-	"celsius": "Cel", "hertz": "Hz", "percent": "%", "ratio": "1",
+	"celsius": "Cel", "hertz": "Hz", "ratio": "1", "percent": "%",
 }
 
+// perUnitTable translates the word after "_per_" (meters_per_second → m/s).
+var perUnitTable = map[string]string{
+	"second": "s", "minute": "m", "hour": "h", "day": "d", "week": "w", "month": "mo", "year": "y",
+}
+
+// unitOf is the collector's UnitWordToUCUM: unknown words pass unchanged.
 func unitOf(u string) string {
-	if v, ok := unitTable[u]; ok {
-		return v
+	word, per, hasPer := strings.Cut(u, "_per_")
+	out := word
+	if v, ok := unitTable[word]; ok {
+		out = v
 	}
-	return u
+	if hasPer && per != "" {
+		if v, ok := perUnitTable[per]; ok {
+			per = v
+		}
+		out += "/" + per
+	}
+	return out
+}
+
+// secondsToNs converts a _created value (seconds since the epoch) to
+// nanoseconds the way the collector does: whole seconds plus the fraction.
+func secondsToNs(v float64) uint64 {
+	if math.IsNaN(v) || v <= 0 || v >= math.MaxInt64/1e9 {
+		return 0
+	}
+	s := int64(v)
+	return uint64(s*1e9 + int64((v-float64(s))*1e9))
 }
 
 func parseFloat(s string) float64 {
@@ -687,8 +995,8 @@ var synthDefs = []struct{ name, help, unit string }{
 
 var gaugeMeta = []*commonpb.KeyValue{strKV("prometheus.type", "gauge")}
 
-func (c *Converter) synthetic(ms []*metricspb.Metric, ts uint64, up float64, dur time.Duration, samples, added int) []*metricspb.Metric {
-	vals := []float64{up, dur.Seconds(), float64(samples), float64(samples), float64(added)}
+func (c *Converter) synthetic(ms []*metricspb.Metric, ts uint64, up float64, dur time.Duration, n scrapeCounts) []*metricspb.Metric {
+	vals := []float64{up, dur.Seconds(), float64(n.samples), float64(n.kept), float64(n.added)}
 	for i, d := range synthDefs {
 		ms = append(ms, &metricspb.Metric{Name: d.name, Description: d.help, Unit: d.unit, Metadata: gaugeMeta,
 			Data: &metricspb.Metric_Gauge{Gauge: &metricspb.Gauge{DataPoints: []*metricspb.NumberDataPoint{{
@@ -715,9 +1023,22 @@ func (c *Converter) wrap(ms []*metricspb.Metric) *metricspb.ResourceMetrics {
 	}
 }
 
-// Down returns the ResourceMetrics for a failed scrape (up=0 plus synthetic series).
+// Down returns the ResourceMetrics for a failed scrape: a staleness marker
+// for every series of the last successful scrape (as Prometheus appends an
+// empty scrape), then up=0 and the other synthetic series. The series are
+// forgotten: when the target comes back they start afresh.
 func (c *Converter) Down(ts time.Time, dur time.Duration) *metricspb.ResourceMetrics {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	return c.wrap(c.synthetic(nil, uint64(ts.UnixNano()), 0, dur, 0, 0))
+	c.gen++
+	gen, now := c.gen, uint64(ts.UnixNano())
+	c.order = c.order[:0]
+	for _, se := range c.raw {
+		c.markStale(se, gen, now)
+	}
+	ms := c.collect(gen, now, 0, dur, scrapeCounts{})
+	clear(c.raw)
+	clear(c.points)
+	clear(c.fams)
+	return c.wrap(ms)
 }

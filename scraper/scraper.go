@@ -1,18 +1,3 @@
-// Package scraper runs Prometheus scrape loops and converts the exposition
-// pages to OTLP metrics the way the collector-contrib prometheus receiver does.
-//
-// Differences from the collector, on purpose or not yet done:
-//   - Text-format counters, histograms and summaries get a start time (the
-//     collector leaves none): the first scrape time the series was seen, and the
-//     scrape time again after a reset. Text-format _created series are kept as
-//     the gauges the collector emits but are not yet used as start times.
-//   - OpenMetrics _created sets the start time (as the collector does).
-//   - Metrics come out in page order, synthetic series last.
-//   - Point attribute slices are cached and shared between scrapes: downstream
-//     must not mutate point attributes in place.
-//   - Staleness markers are not emitted; series absent from a scrape are
-//     evicted from the cache.
-//   - A parse error names the line after the last sample parsed successfully.
 package scraper
 
 import (
@@ -31,6 +16,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/prometheus/prometheus/model/relabel"
 	metricspb "go.opentelemetry.io/proto/otlp/metrics/v1"
 
 	"github.com/otelstep/otelstep/pipeline"
@@ -49,6 +35,22 @@ type Target struct {
 	HonorLabels     bool
 	HonorTimestamps bool  // default true in config
 	BodySizeLimit   int64 // 0 = 64 MiB default
+	// Instance is the instance label (service.instance.id); "" means Address.
+	Instance string
+	// RelabelConfigs are the scrape config's relabel_configs: New applies
+	// them to the target's labels (and drops the target if they say so).
+	RelabelConfigs []*relabel.Config
+	// MetricRelabelConfigs are applied to every series before conversion;
+	// the verdict is cached per series.
+	MetricRelabelConfigs []*relabel.Config
+}
+
+// instance is the target's instance label.
+func (t Target) instance() string {
+	if t.Instance != "" {
+		return t.Instance
+	}
+	return t.Address
 }
 
 // Options configure a Manager.
@@ -101,14 +103,8 @@ func New(opts Options) (*Manager, error) {
 		if t.JobName == "" {
 			return nil, fmt.Errorf("scraper: target %d: empty job name", i)
 		}
-		if _, _, err := net.SplitHostPort(t.Address); err != nil {
-			return nil, fmt.Errorf("scraper: target %d (%s): address %q: %w", i, t.JobName, t.Address, err)
-		}
 		if t.Scheme == "" {
 			t.Scheme = "http"
-		}
-		if t.Scheme != "http" && t.Scheme != "https" {
-			return nil, fmt.Errorf("scraper: target %s/%s: bad scheme %q", t.JobName, t.Address, t.Scheme)
 		}
 		if t.MetricsPath == "" {
 			t.MetricsPath = "/metrics"
@@ -118,6 +114,24 @@ func New(opts Options) (*Manager, error) {
 		}
 		if t.Timeout <= 0 || t.Timeout > t.Interval {
 			t.Timeout = min(t.Interval, 10*time.Second)
+		}
+		rt, err := relabelTarget(t)
+		if errors.Is(err, errTargetDropped) {
+			opts.Logger.Debug("scrape target dropped by relabel_configs", "job", t.JobName, "target", t.Address)
+			continue
+		}
+		if err != nil {
+			return nil, fmt.Errorf("scraper: target %s/%s: %w", t.JobName, t.Address, err)
+		}
+		t = rt
+		if t.JobName == "" {
+			return nil, fmt.Errorf("scraper: target %d: relabel_configs left an empty job label", i)
+		}
+		if _, _, err := net.SplitHostPort(t.Address); err != nil {
+			return nil, fmt.Errorf("scraper: target %d (%s): address %q: %w", i, t.JobName, t.Address, err)
+		}
+		if t.Scheme != "http" && t.Scheme != "https" {
+			return nil, fmt.Errorf("scraper: target %s/%s: bad scheme %q", t.JobName, t.Address, t.Scheme)
 		}
 		if t.BodySizeLimit <= 0 {
 			t.BodySizeLimit = defaultBodyLimit
@@ -238,8 +252,13 @@ func (l *loop) fetch(ctx context.Context) (string, error) {
 	if resp.StatusCode != http.StatusOK {
 		return "", fmt.Errorf("server returned HTTP status %s", resp.Status)
 	}
+	gzipped := resp.Header.Get("Content-Encoding") == "gzip"
+	if !gzipped && resp.ContentLength > l.t.BodySizeLimit {
+		// refused before reading a byte of it
+		return "", fmt.Errorf("body of %d bytes exceeds the body size limit of %d bytes", resp.ContentLength, l.t.BodySizeLimit)
+	}
 	var body io.Reader = resp.Body
-	if resp.Header.Get("Content-Encoding") == "gzip" {
+	if gzipped {
 		gz, err := gzip.NewReader(resp.Body)
 		if err != nil {
 			return "", fmt.Errorf("gzip: %w", err)
@@ -247,12 +266,14 @@ func (l *loop) fetch(ctx context.Context) (string, error) {
 		defer gz.Close()
 		body = gz
 	}
+	// At most limit+1 (decompressed) bytes are read: one more than allowed
+	// tells an over-limit body from one exactly at the limit.
 	n, err := l.buf.ReadFrom(io.LimitReader(body, l.t.BodySizeLimit+1))
 	if err != nil {
 		return "", fmt.Errorf("reading body: %w", err)
 	}
 	if n > l.t.BodySizeLimit {
-		return "", fmt.Errorf("body size limit of %d bytes exceeded", l.t.BodySizeLimit)
+		return "", fmt.Errorf("body exceeds the body size limit of %d bytes (decompressed)", l.t.BodySizeLimit)
 	}
 	return resp.Header.Get("Content-Type"), nil
 }

@@ -148,6 +148,7 @@ func New(cfg *config.Config, log *slog.Logger) (*Service, error) {
 						JobName: sc.JobName, Address: addr, Scheme: sc.Scheme, MetricsPath: sc.MetricsPath,
 						Params: sc.Params, Labels: st.Labels, Interval: sc.Interval, Timeout: sc.Timeout,
 						HonorLabels: sc.HonorLabels, HonorTimestamps: sc.HonorTimestamps, BodySizeLimit: sc.BodySizeLimit,
+						RelabelConfigs: sc.RelabelConfigs, MetricRelabelConfigs: sc.MetricRelabelConfigs,
 					})
 				}
 			}

@@ -1,0 +1,51 @@
+// Package scraper runs Prometheus scrape loops and converts the exposition
+// pages to OTLP metrics the way the collector-contrib (v0.161.0) prometheus
+// receiver does: same metric names, types, units, descriptions, metadata,
+// point attributes, values, buckets, quantiles, exemplars, flags and
+// synthetic up/scrape_* series. golden_test.go proves it point for point
+// against the collector's own output for the pages in testdata.
+//
+// What the conversion follows, in short:
+//   - TYPE decides the family; series that match no TYPE'd family are
+//     "unknown" gauges. Counters keep their _total name; info drops _info;
+//     info and stateset are non-monotonic sums; gaugehistogram is a gauge
+//     with le kept, its _gsum/_gcount unknown gauges.
+//   - _created of a TYPE'd counter, histogram or summary (either format) is
+//     the start time, and counts as a sample, as in the collector.
+//   - Histograms and summaries without _count, and histograms with NaN or
+//     decreasing buckets, are dropped; the +Inf bucket is the count.
+//   - A series on the previous page but not on this one gets one point with
+//     flags NO_RECORDED_VALUE (Prometheus's staleness marker) and is then
+//     forgotten; a failed scrape does that for every series, plus up=0.
+//     Series with an honoured explicit timestamp get no marker (Prometheus
+//     keeps no staleness for them).
+//   - The same raw series twice on a page: the first wins (Prometheus
+//     rejects the repeat); the same labels under two spellings: the last
+//     wins.
+//   - metric_relabel_configs run on the page's labels merged with the
+//     target's (exported_ prefix unless honor_labels), once per new series:
+//     the verdict and the resulting attributes are cached per raw series.
+//
+// # Differences from the collector
+//
+// Every row is a difference golden_test.go allows (by its ID); any other
+// difference from the collector's output fails that test.
+//
+// | ID | collector | ours | why ours is better |
+// |----|-----------|------|--------------------|
+// | `start-time-text` | text-format counters, histograms and summaries without a TYPE'd _created have no start time | the time of the first scrape that saw the series, moved to the scrape time when the value goes down (a reset); staleness markers keep the series' start | a cumulative point without a start time cannot be turned into rates by most backends; the first-seen time is the earliest honest bound |
+//
+// Not compared by the golden test: scrape_duration_seconds's value (a
+// wall-clock measurement), point and metric order (the collector's metric
+// order is a map's), and timestamps equal to the scrape time (normalised).
+//
+// Known gaps, not exercised by the fixtures: with honor_labels, a page's
+// own job/instance labels stay point attributes (the collector makes a
+// separate resource of them); otel_scope_name/otel_scope_version labels
+// stay attributes (the collector makes a separate scope); native
+// histograms are not negotiated (the Accept header asks for text formats
+// only).
+//
+// Point attribute slices are cached and shared between scrapes: downstream
+// must not mutate point attributes in place.
+package scraper

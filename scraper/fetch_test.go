@@ -1,0 +1,211 @@
+package scraper
+
+import (
+	"bytes"
+	"compress/gzip"
+	"context"
+	"log/slog"
+	"net/http"
+	"net/http/httptest"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/otelstep/otelstep/pipeline"
+)
+
+// logBuf is a concurrency-safe log sink for checking scrape errors.
+type logBuf struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (l *logBuf) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.Write(p)
+}
+
+func (l *logBuf) String() string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.String()
+}
+
+// scrapeLogged scrapes h once with a fresh Manager and returns the batch and the log.
+func scrapeLogged(t *testing.T, h http.Handler, mod func(*Target)) (*pipeline.Batch, string) {
+	t.Helper()
+	srv := httptest.NewServer(h)
+	defer srv.Close()
+	tg := fixtureTarget("j")
+	tg.Address = strings.TrimPrefix(srv.URL, "http://")
+	if mod != nil {
+		mod(&tg)
+	}
+	var log logBuf
+	col := &collect{ch: make(chan struct{}, 1)}
+	m, err := New(Options{Targets: []Target{tg}, Next: col, Logger: slog.New(slog.NewTextHandler(&log, nil))})
+	if err != nil {
+		t.Fatal(err)
+	}
+	m.ScrapeAll(context.Background())
+	if len(col.b) != 1 {
+		t.Fatalf("%d batches", len(col.b))
+	}
+	return col.b[0], log.String()
+}
+
+// A page that breaks half-way is a failed scrape: up=0, only the synthetic
+// series (nothing of the page), and the error names the line.
+func TestFetchBrokenMidway(t *testing.T) {
+	page := "# TYPE a gauge\na 1\n# TYPE b counter\nb_total 2\nb_total{x=\"1\"} 3\nc{unterminated=\"x} 4\nd 5\n"
+	b, log := scrapeLogged(t, serve([]byte(page), ctText), nil)
+	if upOf(t, b) != 0 {
+		t.Error("up != 0")
+	}
+	if got := pageNames(b.Metrics[0]); len(got) != 0 {
+		t.Errorf("half-converted metrics sent: %v", got)
+	}
+	if !strings.Contains(log, "line 6") {
+		t.Errorf("log does not name line 6: %s", log)
+	}
+	om := "# TYPE a gauge\na 1\na 2 garbage\n# EOF\n"
+	b, log = scrapeLogged(t, serve([]byte(om), ctOM), nil)
+	if upOf(t, b) != 0 || !strings.Contains(log, "line 3") {
+		t.Errorf("openmetrics: up=%v log=%s", upOf(t, b), log)
+	}
+}
+
+// bigHandler streams n (uncompressed) bytes of valid page and counts the
+// bytes it managed to put on the wire.
+func bigHandler(n int, gz bool, withLength bool, written *atomic.Int64) http.Handler {
+	line := []byte("# TYPE x gauge\n")
+	// 64 KiB of distinct lines: more than gzip's 32 KiB window, so the
+	// compressed stream stays big and counting wire bytes means something.
+	var filler []byte
+	rnd := uint32(1)
+	for len(filler) < 64<<10 {
+		rnd = rnd*1664525 + 1013904223
+		filler = append(filler, "x{v=\""+strconv.FormatUint(uint64(rnd), 16)+"\"} 1\n"...)
+	}
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", ctText)
+		if withLength {
+			w.Header().Set("Content-Length", strconv.Itoa(n))
+		}
+		wire := &countingWriter{w: w, n: written}
+		var out interface{ Write([]byte) (int, error) } = wire
+		var zw *gzip.Writer
+		if gz {
+			w.Header().Set("Content-Encoding", "gzip")
+			zw = gzip.NewWriter(wire)
+			out = zw
+		}
+		_, _ = out.Write(line)
+		for sent := len(line); sent < n; sent += len(filler) {
+			if _, err := out.Write(filler); err != nil {
+				return
+			}
+		}
+		if zw != nil {
+			_ = zw.Close()
+		}
+	})
+}
+
+// countingWriter counts the bytes that reached the connection.
+type countingWriter struct {
+	w interface{ Write([]byte) (int, error) }
+	n *atomic.Int64
+}
+
+func (c *countingWriter) Write(p []byte) (int, error) {
+	k, err := c.w.Write(p)
+	c.n.Add(int64(k))
+	return k, err
+}
+
+func TestFetchBodySizeLimit(t *testing.T) {
+	const limit = 1 << 20
+	for _, tc := range []struct {
+		name           string
+		gz, withLength bool
+	}{
+		{"plain streamed", false, false},
+		{"plain with Content-Length", false, true},
+		{"gzip", true, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			var written atomic.Int64
+			start := time.Now()
+			b, log := scrapeLogged(t, bigHandler(256<<20, tc.gz, tc.withLength, &written), func(tg *Target) {
+				// generous: compressing the stream is slow under -race
+				tg.BodySizeLimit, tg.Interval, tg.Timeout = limit, 30*time.Second, 30*time.Second
+			})
+			if upOf(t, b) != 0 {
+				t.Error("up != 0")
+			}
+			if !strings.Contains(log, "body size limit") {
+				t.Errorf("log: %s", log)
+			}
+			// The scrape stops reading soon after the limit: the server
+			// could not push the whole 256 MiB (decompressed) through.
+			if w := written.Load(); w > 64<<20 {
+				t.Errorf("server wrote %d bytes: body read far past the limit", w)
+			}
+			if d := time.Since(start); d > 20*time.Second {
+				t.Errorf("took %v", d)
+			}
+		})
+	}
+	// at the limit exactly is fine, also gzip-encoded
+	page := []byte("# TYPE g gauge\ng 1\n")
+	var zb bytes.Buffer
+	zw := gzip.NewWriter(&zb)
+	_, _ = zw.Write(page)
+	_ = zw.Close()
+	gzServe := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", ctText)
+		w.Header().Set("Content-Encoding", "gzip")
+		_, _ = w.Write(zb.Bytes())
+	})
+	for _, h := range []http.Handler{serve(page, ctText), gzServe} {
+		if b := scrapeOnce(t, h, func(tg *Target) { tg.BodySizeLimit = int64(len(page)) }); upOf(t, b) != 1 || findPoints(b.Metrics[0], "g") == nil {
+			t.Error("page at the limit refused")
+		}
+	}
+}
+
+// A target that sends headers and then trickles its body is cut at the
+// scrape timeout like one that never answers.
+func TestFetchSlowBody(t *testing.T) {
+	h := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", ctText)
+		f := w.(http.Flusher)
+		for i := 0; i < 100; i++ {
+			if _, err := w.Write([]byte("# trickle\n")); err != nil {
+				return
+			}
+			f.Flush()
+			select {
+			case <-time.After(100 * time.Millisecond):
+			case <-r.Context().Done():
+				return
+			}
+		}
+	})
+	start := time.Now()
+	b, log := scrapeLogged(t, h, func(tg *Target) { tg.Timeout = 300 * time.Millisecond })
+	if upOf(t, b) != 0 {
+		t.Error("up != 0")
+	}
+	if d := time.Since(start); d > 3*time.Second {
+		t.Errorf("timeout did not cut the body: %v", d)
+	}
+	if !strings.Contains(log, "deadline") && !strings.Contains(log, "canceled") {
+		t.Errorf("log does not say why: %s", log)
+	}
+}

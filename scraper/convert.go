@@ -108,6 +108,19 @@ type seriesEntry struct {
 	track bool // staleness tracked: no honoured explicit timestamp (as Prometheus)
 	arg   float64
 	gen   uint64
+	// startsKeys are, for a text-format gauge named B_created, the point
+	// keys of the counter B_total and of the histogram or summary B with
+	// the same attributes: prometheus_client exposes their creation time
+	// that way in the text format, and it is a better start time than the
+	// first scrape. Looked up per scrape (a handful of series) rather than
+	// cached as pointers, which eviction would leave dangling.
+	startsKeys []string
+}
+
+// createdRef is a text-format B_created gauge sample of this scrape.
+type createdRef struct {
+	se *seriesEntry
+	ns uint64
 }
 
 // Converter turns scraped pages of one target into OTLP, keeping per-series
@@ -142,6 +155,8 @@ type Converter struct {
 	unt     []byte
 	touched []*pointSeries
 	order   []*famState
+	om      bool         // this scrape's page is OpenMetrics
+	created []createdRef // this scrape's B_created gauge samples
 }
 
 // NewConverter returns a Converter for target t.
@@ -242,6 +257,8 @@ func (c *Converter) ConvertScrape(page []byte, contentType string, ts time.Time,
 		return nil, fmt.Errorf("content type %q: %w", contentType, err)
 	}
 	om := strings.HasPrefix(strings.TrimSpace(contentType), "application/openmetrics-text")
+	c.om = om
+	c.created = c.created[:0]
 	c.gen++
 	gen := c.gen
 	tsNs := uint64(ts.UnixNano())
@@ -312,7 +329,11 @@ func (c *Converter) ConvertScrape(page []byte, contentType string, ts time.Time,
 			se.track = false // Prometheus keeps no staleness for explicit timestamps
 		}
 		c.sample(p, se, v, ptTs, om, gen, &sl)
+		if se.startsKeys != nil && !math.IsNaN(v) && v > 0 {
+			c.created = append(c.created, createdRef{se, secondsToNs(v)})
+		}
 	}
+	c.startsFromCreatedGauges(gen)
 	c.finish(tsNs)
 	c.staleAndEvict(gen, tsNs)
 	return c.wrap(c.collect(gen, tsNs, 1, dur, n)), nil
@@ -392,6 +413,25 @@ func (c *Converter) sample(p textparse.Parser, se *seriesEntry, v float64, ptTs 
 		}
 		if om {
 			c.exemplars(p, &ps.num.Exemplars, ptTs)
+		}
+	}
+}
+
+// startsFromCreatedGauges gives the cumulative series of this scrape the
+// start time of their text-format B_created gauge (unless the page gave a
+// TYPE'd _created, which wins). The gauge itself is still emitted, as the
+// collector does.
+func (c *Converter) startsFromCreatedGauges(gen uint64) {
+	for _, r := range c.created {
+		for _, k := range r.se.startsKeys {
+			ps := c.points[k]
+			if ps == nil || ps.gen != gen || ps.created != 0 {
+				continue
+			}
+			switch ps.fam.typ {
+			case model.MetricTypeCounter, model.MetricTypeHistogram, model.MetricTypeSummary:
+				ps.created = r.ns
+			}
 		}
 	}
 }
@@ -818,6 +858,11 @@ func (c *Converter) newEntry(p textparse.Parser, b []byte) *seriesEntry {
 		key = append(key, a.Value.GetStringValue()...)
 	}
 	c.keyBuf = key
+	if !c.om && typ == model.MetricTypeGauge && strings.HasSuffix(outName, "_created") {
+		base := strings.TrimSuffix(outName, "_created")
+		attrKey := key[len(outName):]
+		se.startsKeys = []string{base + "_total" + string(attrKey), base + string(attrKey)}
+	}
 	ps := c.points[string(key)]
 	if ps == nil {
 		f := c.fams[outName]

@@ -11,7 +11,9 @@
 //     info and stateset are non-monotonic sums; gaugehistogram is a gauge
 //     with le kept, its _gsum/_gcount unknown gauges.
 //   - _created of a TYPE'd counter, histogram or summary (either format) is
-//     the start time, and counts as a sample, as in the collector.
+//     the start time, and counts as a sample, as in the collector. In the
+//     text format a separate B_created gauge family is a gauge, as in the
+//     collector, and also the start time of B_total or B (see below).
 //   - Histograms and summaries without _count, and histograms with NaN or
 //     decreasing buckets, are dropped; the +Inf bucket is the count.
 //   - A series on the previous page but not on this one gets one point with
@@ -34,6 +36,7 @@
 // | ID | collector | ours | why ours is better |
 // |----|-----------|------|--------------------|
 // | `start-time-text` | text-format counters, histograms and summaries without a TYPE'd _created have no start time | the time of the first scrape that saw the series, moved to the scrape time when the value goes down (a reset); staleness markers keep the series' start | a cumulative point without a start time cannot be turned into rates by most backends; the first-seen time is the earliest honest bound |
+// | `start-time-created-gauge` | a text-format counter B_total, histogram or summary B with a B_created gauge beside it (prometheus_client's text exposition, vLLM's page) has no start time | the B_created gauge's value for the same attributes; the gauge is still emitted as a gauge | it is when the series really started: the first scrape would count everything before it as happening at that instant |
 //
 // Not compared by the golden test: scrape_duration_seconds's value (a
 // wall-clock measurement), point and metric order (the collector's metric

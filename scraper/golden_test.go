@@ -42,6 +42,10 @@ type goldenDiff struct {
 	// context for the matchers
 	kind string // peer (or our) data kind: gauge, sum, histogram, summary
 	om   bool   // page is OpenMetrics
+	// created is, for a start time, the normalised value of the page's
+	// B_created gauge with the same attributes (text format), as the
+	// collector wrote it; "" if there is none.
+	created string
 }
 
 func (d goldenDiff) String() string {
@@ -60,6 +64,16 @@ var allowedDiffs = []struct {
 		id: "start-time-text",
 		match: func(d goldenDiff) bool {
 			return !d.om && d.field == "start" && d.peer == "<none>" && d.ours == "T1" &&
+				(d.kind == "sum" || d.kind == "histogram" || d.kind == "summary")
+		},
+	},
+	{
+		// Text-format cumulative points with a B_created gauge beside them
+		// (prometheus_client's text exposition): the collector leaves no
+		// start time; we take the gauge's value, the series' creation.
+		id: "start-time-created-gauge",
+		match: func(d goldenDiff) bool {
+			return !d.om && d.field == "start" && d.peer == "<none>" && d.created != "" && d.ours == d.created &&
 				(d.kind == "sum" || d.kind == "histogram" || d.kind == "summary")
 		},
 	},
@@ -140,14 +154,26 @@ type goldenCompare struct {
 	om     bool
 	times  []uint64 // scrape times, index 0 = scrape 1
 	diffs  []goldenDiff
+	// created maps metric base name + "\x00" + point key to the value of
+	// the peer's B_created gauge point, normalised as a start time.
+	created map[string]string
 }
 
 func (g *goldenCompare) add(metric, point, field, kind, peer, ours string) {
 	if peer == ours {
 		return
 	}
-	g.diffs = append(g.diffs, goldenDiff{page: g.page, scrape: g.scrape, metric: metric, point: point, field: field,
-		peer: peer, ours: ours, kind: kind, om: g.om})
+	d := goldenDiff{page: g.page, scrape: g.scrape, metric: metric, point: point, field: field,
+		peer: peer, ours: ours, kind: kind, om: g.om}
+	if field == "start" {
+		// B_created starts B_total (a counter) or B (a histogram or
+		// summary, whose own name may end in _total)
+		d.created = g.created[metric+"\x00"+point]
+		if d.created == "" && kind == "sum" {
+			d.created = g.created[strings.TrimSuffix(metric, "_total")+"\x00"+point]
+		}
+	}
+	g.diffs = append(g.diffs, d)
 }
 
 // ts normalises a timestamp: scrape times become T<n>, absent becomes <none>.
@@ -238,6 +264,16 @@ func (g *goldenCompare) request(peer, ours *metricspb.MetricsData) {
 		g.add("", "", "scope.attributes", "", kvs(ps.GetAttributes()), kvs(os.GetAttributes()))
 	}
 	pm, om := metricsOf(peer), metricsOf(ours)
+	g.created = map[string]string{}
+	for n, m := range pm {
+		base, ok := strings.CutSuffix(n, "_created")
+		if !ok || m.GetGauge() == nil {
+			continue
+		}
+		for _, p := range m.GetGauge().DataPoints {
+			g.created[base+"\x00"+sortedKVs(p.Attributes)] = g.ts(secondsToNs(p.GetAsDouble()))
+		}
+	}
 	names := map[string]bool{}
 	for n := range pm {
 		names[n] = true

@@ -522,3 +522,59 @@ func TestSemanticsSyntheticSeries(t *testing.T) {
 		t.Errorf("resource %s", kvs(r1.Resource.Attributes))
 	}
 }
+
+// prometheus_client's text exposition puts a counter's or histogram's
+// creation time in a separate B_created gauge family: it stays a gauge (as
+// in the collector) and becomes the start time of B_total / B with the same
+// labels; other series keep the first-scrape start.
+func TestSemanticsCreatedGaugeFamily(t *testing.T) {
+	page := `# TYPE req_total counter
+req_total{code="200"} 10
+req_total{code="500"} 1
+# TYPE req_created gauge
+req_created{code="200"} 1700000000
+# TYPE lat histogram
+lat_bucket{le="1"} 1
+lat_bucket{le="+Inf"} 2
+lat_sum 3
+lat_count 2
+# TYPE lat_created gauge
+lat_created 1700000001
+# TYPE other_created gauge
+other_created 1700000002
+`
+	tg := fixtureTarget("sem")
+	c := NewConverter(tg)
+	rm, err := c.Convert([]byte(page), ctText, t0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got, want := pageNames(rm), []string{"lat", "lat_created", "other_created", "req_created", "req_total"}; !slices.Equal(got, want) {
+		t.Fatalf("names %v, want %v", got, want)
+	}
+	checkKind(t, rm, "req_created", "gauge", "gauge")
+	for _, p := range metric(t, rm, "req_total").GetSum().DataPoints {
+		want := uint64(1700000000e9)
+		if attrs(p.Attributes)["code"] == "500" {
+			want = uint64(t0.UnixNano()) // no gauge for these labels: first scrape
+		}
+		if p.StartTimeUnixNano != want {
+			t.Errorf("req_total%v: start %d, want %d", attrs(p.Attributes), p.StartTimeUnixNano, want)
+		}
+	}
+	if st := metric(t, rm, "lat").GetHistogram().DataPoints[0].StartTimeUnixNano; st != 1700000001e9 {
+		t.Errorf("histogram start %d, want the lat_created gauge's", st)
+	}
+	// The process restarted: the counter went down, the gauge moved.
+	restarted := strings.NewReplacer(`req_total{code="200"} 10`, `req_total{code="200"} 2`,
+		`req_created{code="200"} 1700000000`, `req_created{code="200"} 1700000500`).Replace(page)
+	rm, err = c.Convert([]byte(restarted), ctText, t0.Add(time.Minute))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, p := range metric(t, rm, "req_total").GetSum().DataPoints {
+		if attrs(p.Attributes)["code"] == "200" && p.StartTimeUnixNano != 1700000500e9 {
+			t.Errorf("after a restart: start %d, want the new gauge value", p.StartTimeUnixNano)
+		}
+	}
+}

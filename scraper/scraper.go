@@ -6,6 +6,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"hash/fnv"
 	"io"
 	"log/slog"
 	"math/rand/v2"
@@ -70,15 +71,24 @@ const (
 type Manager struct {
 	opts  Options
 	loops []*loop
+	// bodies holds page buffers between scrapes, shared by every loop
+	// rather than one per target: loops are spread over the interval (see
+	// phase), so only the few scrapes in flight at once hold a page. A
+	// free list, not a sync.Pool: the GC empties a Pool every cycle, and
+	// regrowing a page buffer from scratch costs a copy per doubling.
+	bodies chan *bytes.Buffer
 }
+
+// freeBodies bounds the page buffers kept between scrapes.
+const freeBodies = 8
 
 type loop struct {
 	t    Target
 	url  string
 	conv *Converter
 	mu   sync.Mutex // one scrape at a time per target
-	buf  bytes.Buffer
 	m    *Manager
+	size int // the last page's size: the next buffer is grown to it at once
 }
 
 // New validates opts and returns a Manager.
@@ -91,14 +101,17 @@ func New(opts Options) (*Manager, error) {
 	}
 	if opts.Client == nil {
 		opts.Client = &http.Client{Transport: &http.Transport{
-			Proxy:               http.ProxyFromEnvironment,
+			// No proxy from the environment: Prometheus scrapes directly
+			// unless a scrape config names a proxy, and a job's
+			// HTTP_PROXY must not route its scrapes.
+			Proxy:               nil,
 			DialContext:         (&net.Dialer{Timeout: 10 * time.Second, KeepAlive: 30 * time.Second}).DialContext,
 			MaxIdleConnsPerHost: 2,
 			IdleConnTimeout:     90 * time.Second,
 			DisableCompression:  true, // we ask for and decode gzip ourselves
 		}}
 	}
-	m := &Manager{opts: opts}
+	m := &Manager{opts: opts, bodies: make(chan *bytes.Buffer, freeBodies)}
 	for i, t := range opts.Targets {
 		if t.JobName == "" {
 			return nil, fmt.Errorf("scraper: target %d: empty job name", i)
@@ -179,6 +192,15 @@ func (l *loop) run(ctx context.Context) {
 		return
 	case <-time.After(time.Duration(rand.Int64N(int64(5 * time.Millisecond)))):
 	}
+	// The first scrape is at once (a job wants its targets' state from the
+	// start); then the loop moves to its phase, so that many targets are
+	// not all scraped in the same instant.
+	l.scrapeAndSend(ctx)
+	select {
+	case <-ctx.Done():
+		return
+	case <-time.After(untilPhase(time.Now(), l.t.Interval, phase(l.t.JobName, l.url, l.t.Interval))):
+	}
 	tick := time.NewTicker(l.t.Interval)
 	defer tick.Stop()
 	for {
@@ -196,6 +218,33 @@ func (l *loop) run(ctx context.Context) {
 	}
 }
 
+// phase is the target's offset within its interval, as Prometheus spreads
+// targets: a hash of the job and the URL, so it is the same every run.
+func phase(job, url string, interval time.Duration) time.Duration {
+	if interval <= 0 {
+		return 0
+	}
+	h := fnv.New64a()
+	h.Write([]byte(job))
+	h.Write([]byte{0})
+	h.Write([]byte(url))
+	return time.Duration(h.Sum64() % uint64(interval))
+}
+
+// untilPhase is how long from now until the next instant whose offset
+// within interval (since the Unix epoch) is ph.
+func untilPhase(now time.Time, interval, ph time.Duration) time.Duration {
+	if interval <= 0 {
+		return 0
+	}
+	off := time.Duration(now.UnixNano() % int64(interval))
+	d := ph - off
+	if d <= 0 {
+		d += interval
+	}
+	return d
+}
+
 func (l *loop) scrapeAndSend(ctx context.Context) {
 	rm := l.scrape(ctx)
 	if err := l.m.opts.Next.Consume(ctx, &pipeline.Batch{Signal: pipeline.Metrics, Metrics: []*metricspb.ResourceMetrics{rm}}); err != nil && ctx.Err() == nil {
@@ -207,30 +256,48 @@ func (l *loop) scrapeAndSend(ctx context.Context) {
 func (l *loop) scrape(ctx context.Context) *metricspb.ResourceMetrics {
 	l.mu.Lock()
 	defer l.mu.Unlock()
+	buf := l.m.getBody()
+	buf.Grow(l.size + l.size/8)
+	defer func() {
+		l.size = buf.Len()
+		l.m.putBody(buf)
+	}()
 	start := time.Now()
-	ct, err := l.fetch(ctx)
+	ct, err := l.fetch(ctx, buf)
 	if err == nil {
 		var rm *metricspb.ResourceMetrics
-		rm, err = l.conv.ConvertScrape(l.buf.Bytes(), ct, start, time.Since(start))
+		rm, err = l.conv.ConvertScrape(buf.Bytes(), ct, start, time.Since(start))
 		if err == nil {
-			l.shrink()
 			return rm
 		}
 	}
 	l.m.opts.Logger.Warn("scrape failed", "job", l.t.JobName, "target", l.url, "error", err)
-	l.shrink()
 	return l.conv.Down(start, time.Since(start))
 }
 
-func (l *loop) shrink() {
-	if l.buf.Cap() > 4*l.buf.Len() && l.buf.Cap() > 1<<20 {
-		l.buf = bytes.Buffer{}
-	} else {
-		l.buf.Reset()
+// putBody returns a page buffer to the pool, unless one huge page grew it:
+// that memory goes back to the GC instead of staying pinned.
+func (m *Manager) putBody(b *bytes.Buffer) {
+	if b.Cap() > 16<<20 {
+		return
+	}
+	b.Reset()
+	select {
+	case m.bodies <- b:
+	default: // enough kept
 	}
 }
 
-func (l *loop) fetch(ctx context.Context) (string, error) {
+func (m *Manager) getBody() *bytes.Buffer {
+	select {
+	case b := <-m.bodies:
+		return b
+	default:
+		return new(bytes.Buffer)
+	}
+}
+
+func (l *loop) fetch(ctx context.Context, buf *bytes.Buffer) (string, error) {
 	ctx, cancel := context.WithTimeout(ctx, l.t.Timeout)
 	defer cancel()
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, l.url, nil)
@@ -268,7 +335,7 @@ func (l *loop) fetch(ctx context.Context) (string, error) {
 	}
 	// At most limit+1 (decompressed) bytes are read: one more than allowed
 	// tells an over-limit body from one exactly at the limit.
-	n, err := l.buf.ReadFrom(io.LimitReader(body, l.t.BodySizeLimit+1))
+	n, err := buf.ReadFrom(io.LimitReader(body, l.t.BodySizeLimit+1))
 	if err != nil {
 		return "", fmt.Errorf("reading body: %w", err)
 	}

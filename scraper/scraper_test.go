@@ -5,6 +5,7 @@ import (
 	"encoding/base64"
 	"encoding/hex"
 	"encoding/json"
+	"fmt"
 	commonpb "go.opentelemetry.io/proto/otlp/common/v1"
 	"io"
 	"log/slog"
@@ -464,5 +465,34 @@ func TestResourceNotShared(t *testing.T) {
 	r1.Resource.Attributes[0] = &commonpb.KeyValue{Key: "changed"}
 	if len(r2.Resource.Attributes) != n || r2.Resource.Attributes[0].Key == "changed" || r3.Resource.Attributes[0].Key == "changed" || r1.Resource == r2.Resource {
 		t.Fatal("scrapes share a resource")
+	}
+}
+
+func TestPhaseSpreadsTargets(t *testing.T) {
+	const iv = 15 * time.Second
+	seen := map[time.Duration]bool{}
+	for i := range 50 {
+		url := fmt.Sprintf("http://10.0.0.%d:9100/metrics", i)
+		p := phase("node", url, iv)
+		if p < 0 || p >= iv {
+			t.Fatalf("phase %v outside [0, %v)", p, iv)
+		}
+		if p != phase("node", url, iv) {
+			t.Fatal("phase is not deterministic")
+		}
+		seen[p/(iv/10)] = true
+	}
+	if len(seen) < 6 {
+		t.Errorf("50 targets fall in only %d of 10 tenths of the interval", len(seen))
+	}
+	now := time.Unix(1_800_000_000, 250e6) // offset 250ms within any whole-second interval
+	for _, c := range []struct{ ph, want time.Duration }{
+		{300 * time.Millisecond, 50 * time.Millisecond},
+		{250 * time.Millisecond, time.Second}, // exactly now: the next one
+		{100 * time.Millisecond, 850 * time.Millisecond},
+	} {
+		if got := untilPhase(now, time.Second, c.ph); got != c.want {
+			t.Errorf("untilPhase(phase %v) = %v, want %v", c.ph, got, c.want)
+		}
 	}
 }

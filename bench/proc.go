@@ -105,7 +105,13 @@ func (p *Proc) CPU() (float64, error) {
 }
 
 // PeakRSS returns VmHWM, the resident set's high-water mark, in bytes.
-func (p *Proc) PeakRSS() (int64, error) {
+func (p *Proc) PeakRSS() (int64, error) { return p.status("VmHWM:") }
+
+// RSS returns VmRSS, the resident set now, in bytes.
+func (p *Proc) RSS() (int64, error) { return p.status("VmRSS:") }
+
+// status reads one kB field of /proc/PID/status.
+func (p *Proc) status(field string) (int64, error) {
 	f, err := os.Open(fmt.Sprintf("/proc/%d/status", p.cmd.Process.Pid))
 	if err != nil {
 		return 0, fmt.Errorf("%s: %w", p.Name, err)
@@ -113,15 +119,15 @@ func (p *Proc) PeakRSS() (int64, error) {
 	defer f.Close()
 	sc := bufio.NewScanner(f)
 	for sc.Scan() {
-		if v, ok := strings.CutPrefix(sc.Text(), "VmHWM:"); ok {
+		if v, ok := strings.CutPrefix(sc.Text(), field); ok {
 			kb, err := strconv.ParseInt(strings.TrimSpace(strings.TrimSuffix(strings.TrimSpace(v), "kB")), 10, 64)
 			if err != nil {
-				return 0, fmt.Errorf("%s: bad VmHWM %q", p.Name, v)
+				return 0, fmt.Errorf("%s: bad %s %q", p.Name, field, v)
 			}
 			return kb << 10, nil
 		}
 	}
-	return 0, fmt.Errorf("%s: no VmHWM in /proc status", p.Name)
+	return 0, fmt.Errorf("%s: no %s in /proc status", p.Name, field)
 }
 
 // Stop sends SIGTERM and waits up to timeout, then kills.

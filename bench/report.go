@@ -26,6 +26,7 @@ func WriteScrape(w io.Writer, r *ScrapeReport) {
 	row("allocs per sample", func(x ScrapeResult) string { return optf(x.AllocsPerSample, "%.2f") })
 	row("alloc bytes per sample", func(x ScrapeResult) string { return optf(x.AllocBytesPerSample, "%.0f") })
 	row("peak RSS MiB", func(x ScrapeResult) string { return fmt.Sprintf("%.1f", float64(x.PeakRSSBytes)/(1<<20)) })
+	row("RSS at the end MiB", func(x ScrapeResult) string { return fmt.Sprintf("%.1f", float64(x.EndRSSBytes)/(1<<20)) })
 	row("JSONL bytes per sample", func(x ScrapeResult) string { return fmt.Sprintf("%.1f", x.JSONLBytesPerSample) })
 	row("backend bytes per sample", func(x ScrapeResult) string { return fmt.Sprintf("%.2f", x.BackendBytesPerSample) })
 	row("scrape p50 ms", func(x ScrapeResult) string { return fmt.Sprintf("%.2f", x.ScrapeP50Seconds*1000) })

@@ -138,15 +138,20 @@ type Converter struct {
 	tlbls    labels.Labels        // target labels (job, instance, static labels)
 	raw      map[string]*seriesEntry
 	points   map[string]*pointSeries
-	fams     map[string]*famState
-	gen      uint64
-	seenN    int // raw entries touched this scrape
+	// kvs interns point attributes: a page's label pairs repeat across its
+	// series (model, engine, gpu, ...), and one immutable KeyValue per pair
+	// instead of one per series is most of a series' memory.
+	kvs   map[string]*commonpb.KeyValue
+	fams  map[string]*famState
+	gen   uint64
+	seenN int // raw entries touched this scrape
 
 	// scratch
 	lbls    labels.Labels
 	lb      labels.Builder
 	ex      exemplar.Exemplar
 	keyBuf  []byte
+	kvKey   []byte
 	typName []byte
 	typ     model.MetricType
 	hlpName []byte
@@ -181,6 +186,7 @@ func NewConverter(t Target) *Converter {
 		resource: res,
 		raw:      map[string]*seriesEntry{},
 		points:   map[string]*pointSeries{},
+		kvs:      map[string]*commonpb.KeyValue{},
 		fams:     map[string]*famState{},
 		lb:       *labels.NewBuilder(labels.EmptyLabels()),
 	}
@@ -192,7 +198,7 @@ func NewConverter(t Target) *Converter {
 	}
 	sort.Strings(keys)
 	for _, k := range keys {
-		c.base = append(c.base, strKV(k, t.Labels[k]))
+		c.base = append(c.base, c.kv(k, t.Labels[k]))
 	}
 	tl := map[string]string{model.JobLabel: t.JobName, model.InstanceLabel: instance}
 	for k, v := range t.Labels {
@@ -200,6 +206,22 @@ func NewConverter(t Target) *Converter {
 	}
 	c.tlbls = labels.FromMap(tl)
 	return c
+}
+
+// kv returns the interned KeyValue for name=value (copies of both: the
+// page buffer they may point into is reused).
+func (c *Converter) kv(name, value string) *commonpb.KeyValue {
+	key := c.kvKey[:0]
+	key = append(key, name...)
+	key = append(key, 0xff)
+	key = append(key, value...)
+	c.kvKey = key
+	if kv := c.kvs[string(key)]; kv != nil {
+		return kv
+	}
+	kv := strKV(strings.Clone(name), strings.Clone(value))
+	c.kvs[string(key)] = kv
+	return kv
 }
 
 func strKV(k, v string) *commonpb.KeyValue {
@@ -659,6 +681,15 @@ func (c *Converter) staleAndEvict(gen, now uint64) {
 			delete(c.fams, k)
 		}
 	}
+	// Forget the interned pairs when churning label values (a request id,
+	// say) have made the table much larger than the live series: the
+	// series keep their KeyValues, new ones intern afresh.
+	if len(c.kvs) > 4*len(c.points)+256 {
+		clear(c.kvs)
+		for _, b := range c.base {
+			c.kvs[b.Key+"\xff"+b.Value.GetStringValue()] = b
+		}
+	}
 }
 
 // markStale emits the staleness marker of se's point, as the collector
@@ -838,17 +869,8 @@ func (c *Converter) newEntry(p textparse.Parser, b []byte) *seriesEntry {
 		if l.Value == "" {
 			return
 		}
-		attrs = append(attrs, strKV(strings.Clone(l.Name), strings.Clone(l.Value)))
+		attrs = append(attrs, c.kv(l.Name, l.Value))
 	})
-	// Reuse the target's KeyValues where the attribute is a target label:
-	// the same pointers for every series, fewer allocations.
-	for i, a := range attrs {
-		for _, bkv := range c.base {
-			if a.Key == bkv.Key && a.Value.GetStringValue() == bkv.Value.GetStringValue() {
-				attrs[i] = bkv
-			}
-		}
-	}
 	key := c.keyBuf[:0]
 	key = append(key, outName...)
 	for _, a := range attrs {

@@ -1041,23 +1041,6 @@ func BenchmarkProtojsonMetrics(b *testing.B) {
 	b.ReportMetric(float64(points)*float64(b.N)/b.Elapsed().Seconds(), "points/s")
 }
 
-func BenchmarkDecodeMetrics(b *testing.B) {
-	var lines [][]byte
-	for _, fl := range fixtureLines(b) {
-		if bytes.HasPrefix(fl.data, []byte(`{"resourceMetrics"`)) {
-			lines = append(lines, fl.data)
-		}
-	}
-	b.ReportAllocs()
-	for b.Loop() {
-		for _, l := range lines {
-			if _, err := DecodeMetrics(l); err != nil {
-				b.Fatal(err)
-			}
-		}
-	}
-}
-
 // pjOpts makes protojson write enums as numbers, as OTLP/JSON requires.
 var pjOpts = protojson.MarshalOptions{UseEnumNumbers: true}
 

@@ -1,0 +1,163 @@
+package otlpjson
+
+import (
+	"encoding/base64"
+	"encoding/hex"
+	"encoding/json"
+	"fmt"
+
+	collogspb "go.opentelemetry.io/proto/otlp/collector/logs/v1"
+	colmetricspb "go.opentelemetry.io/proto/otlp/collector/metrics/v1"
+	coltracepb "go.opentelemetry.io/proto/otlp/collector/trace/v1"
+	"google.golang.org/protobuf/encoding/protojson"
+	"google.golang.org/protobuf/proto"
+)
+
+// This file keeps the previous decoder (hex ids rewritten to base64, then
+// protojson) as the reference the hand-written decoder is tested against.
+
+var pjUnmarshalOpts = protojson.UnmarshalOptions{DiscardUnknown: true}
+
+func pjDecodeMetrics(data []byte) (*colmetricspb.ExportMetricsServiceRequest, error) {
+	req := &colmetricspb.ExportMetricsServiceRequest{}
+	if err := pjDecode(data, req); err != nil {
+		return nil, fmt.Errorf("otlpjson: decode metrics: %w", err)
+	}
+	return req, nil
+}
+
+func pjDecodeTraces(data []byte) (*coltracepb.ExportTraceServiceRequest, error) {
+	req := &coltracepb.ExportTraceServiceRequest{}
+	if err := pjDecode(data, req); err != nil {
+		return nil, fmt.Errorf("otlpjson: decode traces: %w", err)
+	}
+	return req, nil
+}
+
+func pjDecodeLogs(data []byte) (*collogspb.ExportLogsServiceRequest, error) {
+	req := &collogspb.ExportLogsServiceRequest{}
+	if err := pjDecode(data, req); err != nil {
+		return nil, fmt.Errorf("otlpjson: decode logs: %w", err)
+	}
+	return req, nil
+}
+
+func pjDecode(data []byte, m proto.Message) error {
+	fixed, err := pjHexIDsToBase64(data)
+	if err != nil {
+		return err
+	}
+	return pjUnmarshalOpts.Unmarshal(fixed, m)
+}
+
+func pjIsIDKey(k []byte) bool {
+	switch string(k) {
+	case "traceId", "spanId", "parentSpanId", "trace_id", "span_id", "parent_span_id":
+		return true
+	}
+	return false
+}
+
+// pjHexIDsToBase64 rewrites the string values of id keys from hex to base64.
+func pjHexIDsToBase64(data []byte) ([]byte, error) {
+	var out []byte
+	last := 0
+	var idbuf [64]byte
+	for i := 0; i < len(data); {
+		if data[i] != '"' {
+			i++
+			continue
+		}
+		start := i
+		end, esc := pjScanString(data, i)
+		if end < 0 {
+			return nil, fmt.Errorf("unterminated string at offset %d", start)
+		}
+		i = end
+		j := pjSkipSpace(data, i)
+		if j >= len(data) || data[j] != ':' {
+			continue
+		}
+		k := data[start+1 : end-1]
+		if esc {
+			var s string
+			if err := json.Unmarshal(data[start:end], &s); err != nil {
+				return nil, fmt.Errorf("invalid key at offset %d: %v", start, err)
+			}
+			k = []byte(s)
+		}
+		if !pjIsIDKey(k) {
+			continue
+		}
+		v := pjSkipSpace(data, j+1)
+		if v >= len(data) || data[v] != '"' {
+			continue
+		}
+		vend, vesc := pjScanString(data, v)
+		if vend < 0 {
+			return nil, fmt.Errorf("unterminated string at offset %d", v)
+		}
+		raw := data[v+1 : vend-1]
+		if vesc {
+			var s string
+			if err := json.Unmarshal(data[v:vend], &s); err != nil {
+				return nil, fmt.Errorf("invalid %q value at offset %d: %v", k, v, err)
+			}
+			raw = []byte(s)
+		}
+		i = vend
+		if len(raw) == 0 {
+			continue
+		}
+		if len(raw)%2 != 0 {
+			return nil, fmt.Errorf("invalid %q %q at offset %d: odd number of hex digits", k, raw, v)
+		}
+		var id []byte
+		if n := len(raw) / 2; n <= len(idbuf) {
+			id = idbuf[:n]
+		} else {
+			id = make([]byte, n)
+		}
+		if _, err := hex.Decode(id, raw); err != nil {
+			return nil, fmt.Errorf("invalid %q %q at offset %d: not hex: %v", k, raw, v, err)
+		}
+		if out == nil {
+			out = make([]byte, 0, len(data))
+		}
+		out = append(out, data[last:v]...)
+		out = append(out, '"')
+		out = base64.StdEncoding.AppendEncode(out, id)
+		out = append(out, '"')
+		last = vend
+	}
+	if out == nil {
+		return data, nil
+	}
+	return append(out, data[last:]...), nil
+}
+
+func pjScanString(data []byte, i int) (int, bool) {
+	esc := false
+	for j := i + 1; j < len(data); j++ {
+		switch data[j] {
+		case '\\':
+			esc = true
+			j++
+		case '"':
+			return j + 1, esc
+		}
+	}
+	return -1, esc
+}
+
+func pjSkipSpace(data []byte, i int) int {
+	for i < len(data) {
+		switch data[i] {
+		case ' ', '\t', '\n', '\r':
+			i++
+		default:
+			return i
+		}
+	}
+	return i
+}

@@ -44,12 +44,12 @@ func runReplay(args []string, stdout, stderr io.Writer) int {
 	fs.BoolVar(&o.FromStart, "from-start", false, "ignore the checkpoints: send everything again")
 	fs.BoolVar(&o.DryRun, "dry-run", false, "decode and count everything, send nothing")
 	sigs := fs.String("signal", "", "replay only `metrics|traces|logs` (comma-separated)")
-	fs.Float64Var(&o.Rate, "rate", 0, "at most this many requests per `second` (0: no cap)")
+	fs.Float64Var(&o.Rate, "rate", 0, "at most `N` requests per second (0: no cap)")
 	fs.IntVar(&o.Concurrency, "concurrency", 4, "requests in flight")
 	batch := fs.Int("batch-bytes", 4<<20, "JSON bytes of lines grouped into one request")
 	fs.DurationVar(&o.Timeout, "timeout", 30*time.Second, "per request")
 	fs.DurationVar(&o.Retry.MaxElapsedTime, "retry-max", 5*time.Minute, "give up on a backend that takes no request for this long")
-	progress := fs.String("progress", "auto", "`auto|bar|plain|none`: the progress display on stderr")
+	progress := fs.String("progress", "auto", "the progress display on stderr: `auto|bar|plain|none` (auto: a bar on a terminal, else a line every 10s)")
 	fs.Usage = func() { fmt.Fprint(stderr, replayUsage); fs.PrintDefaults() }
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {

@@ -29,7 +29,8 @@ type chunk struct {
 	span  span
 	lines []line
 	// notes are lines already judged by the reader (blank, not an export
-	// request, too long, of a signal not selected): done with the chunk.
+	// request, too long): done with the chunk. Lines of a signal not
+	// selected are in no chunk at all (see readFile).
 	notes []problem
 	// noteSigs[i] is notes[i]'s signal when it has one.
 	noteSigs []pipeline.Signal
@@ -220,7 +221,14 @@ func (r *run) readFile(fr *fileRun, emit func(*chunk) bool) error {
 			case !ok:
 				note = &problem{reason: reasonNotOTLP, detail: "its first key is not resourceMetrics, resourceSpans or resourceLogs"}
 			case !r.o.selected(sig):
-				note = &problem{reason: reasonFiltered, silent: true, hasSig: true}
+				// Not part of any chunk, so never marked done: the
+				// checkpoint is the file's, whatever --signal says, and a
+				// later replay of this signal still finds the line unsent.
+				if !flush() {
+					return nil
+				}
+				r.sum.skip(sig, problem{file: fr.in.path, line: lineNo, reason: reasonFiltered, silent: true, hasSig: true}, false, r.out)
+				continue
 			}
 		}
 		if note != nil {

@@ -89,19 +89,6 @@ func (o *Options) selected(s pipeline.Signal) bool {
 	return false
 }
 
-func (o *Options) signalKey() string {
-	if len(o.Signals) == 0 {
-		return "all"
-	}
-	var sel []string
-	for _, s := range []pipeline.Signal{pipeline.Metrics, pipeline.Traces, pipeline.Logs} {
-		if o.selected(s) {
-			sel = append(sel, s.String())
-		}
-	}
-	return strings.Join(sel, ",")
-}
-
 // ErrNoToken is returned when Options.Token is empty on a replay that sends.
 var ErrNoToken = errors.New("no ingest token")
 
@@ -218,7 +205,7 @@ func prepare(o Options) (*run, error) {
 	if err != nil {
 		return nil, err
 	}
-	key := stateKey(safeEndpoint, o.signalKey())
+	key := stateKey(safeEndpoint)
 	for _, in := range ins {
 		fr := &fileRun{in: in}
 		path := statePath(in, o.StateDir, key)
@@ -241,7 +228,7 @@ func prepare(o Options) (*run, error) {
 			if !o.FromStart {
 				skipped = fr.start.Skipped
 			}
-			fr.start = checkpoint{Version: stateVersion, File: in.abs, Endpoint: safeEndpoint, Signals: o.signalKey(),
+			fr.start = checkpoint{Version: stateVersion, File: in.abs, Endpoint: safeEndpoint,
 				PrefixLen: n, PrefixHash: h, Offset: fr.start.Offset, Line: fr.start.Line, Done: fr.start.Done, Skipped: skipped}
 			if o.FromStart {
 				fr.start.Offset, fr.start.Line, fr.start.Done = 0, 0, nil

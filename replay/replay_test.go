@@ -726,17 +726,68 @@ func TestSignalsDryRunAndStateDir(t *testing.T) {
 	if states, _ := filepath.Glob(filepath.Join(dir, ".*")); len(states) != 0 {
 		t.Errorf("--state given, but checkpoints beside the files: %v", states)
 	}
-	if states, _ := filepath.Glob(filepath.Join(o.StateDir, "*.json")); len(states) != 3 {
-		t.Errorf("want 3 checkpoints in --state, got %v", states)
+	// Only the traces file has anything done; the others have no
+	// checkpoint yet.
+	if states, _ := filepath.Glob(filepath.Join(o.StateDir, "*.json")); len(states) != 1 {
+		t.Errorf("want 1 checkpoint in --state, got %v", states)
 	}
-	// All signals after the traces only: a checkpoint of its own, so
-	// metrics and logs go now.
+	// All signals after the traces only: metrics and logs go now, the
+	// traces are not sent again.
 	o.Signals = nil
 	mustRun(t, context.Background(), o)
 	be.mu.Lock()
 	defer be.mu.Unlock()
-	if be.paths["/v1/metrics"] == 0 || be.paths["/v1/logs"] == 0 {
+	if be.paths["/v1/metrics"] == 0 || be.paths["/v1/logs"] == 0 || be.paths["/v1/traces"] != 1 {
 		t.Errorf("the full replay after --signal traces sent %v", be.paths)
+	}
+}
+
+// TestSignalFilterOnAMixedFile: lines of a signal left out stay unsent in
+// the checkpoint, so a later replay of that signal sends exactly them.
+func TestSignalFilterOnAMixedFile(t *testing.T) {
+	be := newBackend()
+	srv := httptest.NewServer(be)
+	defer srv.Close()
+	f := filepath.Join(t.TempDir(), "mixed.jsonl")
+	var buf bytes.Buffer
+	logLine := []byte(`{"resourceLogs":[{"scopeLogs":[{"logRecords":[{"body":{"stringValue":"x"}}]}]}]}`)
+	for i := range 12 {
+		if i%3 == 2 {
+			buf.Write(append(logLine, '\n'))
+		} else {
+			buf.Write(append(traceLine(fmt.Sprintf("s-%d", i)), '\n'))
+		}
+	}
+	os.WriteFile(f, buf.Bytes(), 0o644)
+	o := opts(srv, f)
+	o.Signals = []pipeline.Signal{pipeline.Traces}
+	s := mustRun(t, context.Background(), o)
+	if !s.OK() || s.Signals[pipeline.Traces].Items != 8 || s.Signals[pipeline.Logs].Skipped[reasonFiltered] != 4 {
+		t.Fatalf("traces only: %+v", s.Signals)
+	}
+	o.Signals = nil
+	s = mustRun(t, context.Background(), o)
+	if !s.OK() || s.Signals[pipeline.Traces].Items != 0 || s.Signals[pipeline.Logs].Items != 4 || s.AlreadySent != 8 {
+		t.Errorf("then all: traces %d, logs %d, already sent %d; want 0, 4, 8", s.Signals[pipeline.Traces].Items, s.Signals[pipeline.Logs].Items, s.AlreadySent)
+	}
+	r1, _ := be.snapshot()
+	s = mustRun(t, context.Background(), o)
+	if r2, _ := be.snapshot(); r2 != r1 || s.AlreadySent != 12 {
+		t.Errorf("third run: %d requests, %d already sent; want 0 and 12", r2-r1, s.AlreadySent)
+	}
+	be.mu.Lock()
+	defer be.mu.Unlock()
+	if be.logs != 4 {
+		t.Errorf("%d log records arrived, want 4", be.logs)
+	}
+	for i := range 12 {
+		want := 1
+		if i%3 == 2 {
+			want = 0
+		}
+		if got := be.spans[fmt.Sprintf("s-%d", i)]; got != want {
+			t.Errorf("s-%d arrived %d times, want %d", i, got, want)
+		}
 	}
 }
 

@@ -23,14 +23,13 @@ import (
 // holds what finished beyond the first gap; a resumed replay skips it, which
 // is what makes a clean stop never send a line twice.
 //
-// A checkpoint is keyed by the file, the endpoint and the signal filter:
-// replaying the same files to another backend, or the traces after the
-// metrics, starts afresh.
+// A checkpoint is keyed by the file and the endpoint: replaying the same
+// files to another backend starts afresh. Lines of a signal left out by
+// --signal are never marked done, so one checkpoint serves every filter.
 type checkpoint struct {
 	Version  int    `json:"version"`
 	File     string `json:"file"`
 	Endpoint string `json:"endpoint"` // without userinfo
-	Signals  string `json:"signals"`
 	// PrefixLen and PrefixHash identify the file: FNV-64a of its first
 	// PrefixLen bytes. A file rewritten since (another job's file copied
 	// over it, say) no longer matches and is refused rather than resumed
@@ -68,9 +67,9 @@ func statePath(f input, dir, key string) string {
 	return filepath.Join(dir, hex.EncodeToString(h[:8])+"-"+key+".json")
 }
 
-// stateKey names an (endpoint, signal filter) pair in state file names.
-func stateKey(endpoint, signals string) string {
-	h := sha256.Sum256([]byte(endpoint + "\x00" + signals))
+// stateKey names an endpoint in state file names.
+func stateKey(endpoint string) string {
+	h := sha256.Sum256([]byte(endpoint))
 	return hex.EncodeToString(h[:6])
 }
 

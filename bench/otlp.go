@@ -6,13 +6,12 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"net/http"
-	"os"
-	"path/filepath"
 	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
 
+	"github.com/otelstep/otelstep/ratelimit"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/credentials/insecure"
@@ -193,29 +192,12 @@ func buildRequests(o OTLPOptions, n int) []request {
 }
 
 func otlpOne(ctx context.Context, o OTLPOptions, im Impl, reqs []request) (*OTLPResult, error) {
-	be, err := StartBackend()
+	u, err := startUnderTest(ctx, im, time.Second, nil)
 	if err != nil {
 		return nil, err
 	}
-	defer be.Close()
-	dir, err := os.MkdirTemp("", "otelstep-bench-")
-	if err != nil {
-		return nil, err
-	}
-	defer os.RemoveAll(dir)
-	sc, err := newScenario(time.Second, nil, be.URL(), dir, im.Peer)
-	if err != nil {
-		return nil, err
-	}
-	cfg := filepath.Join(dir, "collector.yaml")
-	if err := sc.WriteConfig(cfg); err != nil {
-		return nil, err
-	}
-	p, err := StartProc(ctx, im.Name, im.Argv, cfg, sc.Health, []string{"OTEL_TOKEN=" + Token})
-	if err != nil {
-		return nil, err
-	}
-	defer p.Kill()
+	defer u.close()
+	be, dir, sc, p := u.be, u.dir, u.sc, u.p
 
 	send, closeSender, err := newSender(o, sc)
 	if err != nil {
@@ -227,13 +209,13 @@ func otlpOne(ctx context.Context, o OTLPOptions, im Impl, reqs []request) (*OTLP
 	var stopping atomic.Bool
 	loadCtx, stopLoad := context.WithCancel(ctx)
 	var wg sync.WaitGroup
-	lim := newTicker(o.Rate)
+	lim := ratelimit.New(o.Rate)
 	for w := range o.Workers {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
 			for i := w; !stopping.Load(); i += o.Workers {
-				if !lim.wait(loadCtx) {
+				if lim.Wait(loadCtx) != nil {
 					return
 				}
 				switch send(ctx, reqs[i%len(reqs)]) {
@@ -359,36 +341,4 @@ func newSender(o OTLPOptions, sc Scenario) (func(context.Context, request) sendR
 		}
 		return sendFailed
 	}, func() { _ = conn.Close() }, nil
-}
-
-// ticker spaces requests for a fixed rate; a nil ticker never waits.
-type ticker struct {
-	mu    sync.Mutex
-	next  time.Time
-	every time.Duration
-}
-
-func newTicker(rate float64) *ticker {
-	if rate <= 0 {
-		return nil
-	}
-	return &ticker{every: time.Duration(float64(time.Second) / rate)}
-}
-
-func (t *ticker) wait(ctx context.Context) bool {
-	if t == nil {
-		return ctx.Err() == nil
-	}
-	t.mu.Lock()
-	now := time.Now()
-	if t.next.Before(now) {
-		t.next = now
-	}
-	at := t.next
-	t.next = t.next.Add(t.every)
-	t.mu.Unlock()
-	if err := sleep(ctx, time.Until(at)); err != nil {
-		return false
-	}
-	return true
 }

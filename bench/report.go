@@ -12,13 +12,7 @@ import (
 func WriteScrape(w io.Writer, r *ScrapeReport) {
 	fmt.Fprintf(w, "scrape: %d targets (%s), %d samples per pass every %gs\n", r.Targets, strings.Join(r.Pages, ", "), r.SamplesPerPass, r.IntervalSec)
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
-	row := func(name string, f func(ScrapeResult) string) {
-		fmt.Fprintf(tw, "%s\t", name)
-		for _, x := range r.Results {
-			fmt.Fprintf(tw, "%s\t", f(x))
-		}
-		fmt.Fprintln(tw)
-	}
+	row := rowWriter(tw, r.Results)
 	row("", func(x ScrapeResult) string { return x.Name })
 	row("samples scraped/s", func(x ScrapeResult) string { return fmt.Sprintf("%.0f", x.SamplesPerSecond) })
 	row("CPU seconds (user+sys)", func(x ScrapeResult) string { return fmt.Sprintf("%.2f", x.CPUSeconds) })
@@ -47,13 +41,7 @@ func WriteOTLP(w io.Writer, r *OTLPReport) {
 	item := map[string]string{"traces": "spans", "logs": "log records", "metrics": "points"}[r.Signal]
 	fmt.Fprintf(w, "otlp: %s over %s, %d %s a request, %d attributes each\n", r.Signal, r.Protocol, r.Batch, item, r.Attrs)
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
-	row := func(name string, f func(OTLPResult) string) {
-		fmt.Fprintf(tw, "%s\t", name)
-		for _, x := range r.Results {
-			fmt.Fprintf(tw, "%s\t", f(x))
-		}
-		fmt.Fprintln(tw)
-	}
+	row := rowWriter(tw, r.Results)
 	row("", func(x OTLPResult) string { return x.Name })
 	row(item+" accepted/s", func(x OTLPResult) string { return fmt.Sprintf("%.0f", x.ItemsPerSecond) })
 	row("CPU seconds (user+sys)", func(x OTLPResult) string { return fmt.Sprintf("%.2f", x.CPUSeconds) })
@@ -66,6 +54,18 @@ func WriteOTLP(w io.Writer, r *OTLPReport) {
 	tw.Flush()
 	for _, q := range r.Ratios {
 		fmt.Fprintf(w, "otelstep vs %s: %.2fx the %s per CPU-second, %.2fx the peak RSS\n", q.Peer, q.ItemsPerCPUSecond, item, q.PeakRSS)
+	}
+}
+
+// rowWriter returns a function that writes one table row: its name, then
+// f of each result, a column per collector.
+func rowWriter[R any](w io.Writer, results []R) func(name string, f func(R) string) {
+	return func(name string, f func(R) string) {
+		fmt.Fprintf(w, "%s\t", name)
+		for _, x := range results {
+			fmt.Fprintf(w, "%s\t", f(x))
+		}
+		fmt.Fprintln(w)
 	}
 }
 

@@ -12,6 +12,7 @@ import (
 
 	"github.com/otelstep/otelstep/otlpjson"
 	"github.com/otelstep/otelstep/pipeline"
+	"github.com/otelstep/otelstep/ratelimit"
 	"github.com/prometheus/prometheus/model/labels"
 	"github.com/prometheus/prometheus/model/textparse"
 )
@@ -138,29 +139,12 @@ func safeDiv(a, b float64) float64 {
 }
 
 func scrapeOne(ctx context.Context, o ScrapeOptions, im Impl, tg *Targets) (*ScrapeResult, error) {
-	be, err := StartBackend()
+	u, err := startUnderTest(ctx, im, o.Interval, tg.Addrs())
 	if err != nil {
 		return nil, err
 	}
-	defer be.Close()
-	dir, err := os.MkdirTemp("", "otelstep-bench-")
-	if err != nil {
-		return nil, err
-	}
-	defer os.RemoveAll(dir)
-	sc, err := newScenario(o.Interval, tg.Addrs(), be.URL(), dir, im.Peer)
-	if err != nil {
-		return nil, err
-	}
-	cfg := filepath.Join(dir, "collector.yaml")
-	if err := sc.WriteConfig(cfg); err != nil {
-		return nil, err
-	}
-	p, err := StartProc(ctx, im.Name, im.Argv, cfg, sc.Health, []string{"OTEL_TOKEN=" + Token, "SLURM_JOB_ID=12345"})
-	if err != nil {
-		return nil, err
-	}
-	defer p.Kill()
+	defer u.close()
+	be, dir, sc, p := u.be, u.dir, u.sc, u.p
 	if err := sleep(ctx, o.Warmup); err != nil {
 		return nil, err
 	}
@@ -236,6 +220,53 @@ func scrapeOne(ctx context.Context, o ScrapeOptions, im Impl, tg *Targets) (*Scr
 	return r, nil
 }
 
+// underTest is one collector running on a scenario: its backend, its
+// folder (config and JSONL files) and its process.
+type underTest struct {
+	be  *Backend
+	dir string
+	sc  Scenario
+	p   *Proc
+}
+
+// startUnderTest starts a discard backend, writes the scenario's config
+// (jobs may be empty: OTLP only) in a new folder and starts im on it.
+func startUnderTest(ctx context.Context, im Impl, interval time.Duration, jobs map[string][]string) (*underTest, error) {
+	u := &underTest{}
+	var err error
+	if u.be, err = StartBackend(); err != nil {
+		return nil, err
+	}
+	if u.dir, err = os.MkdirTemp("", "otelstep-bench-"); err != nil {
+		u.close()
+		return nil, err
+	}
+	if u.sc, err = newScenario(interval, jobs, u.be.URL(), u.dir, im.Peer); err == nil {
+		cfg := filepath.Join(u.dir, "collector.yaml")
+		if err = u.sc.WriteConfig(cfg); err == nil {
+			u.p, err = StartProc(ctx, im.Name, im.Argv, cfg, u.sc.Health, []string{"OTEL_TOKEN=" + Token, "SLURM_JOB_ID=12345"})
+		}
+	}
+	if err != nil {
+		u.close()
+		return nil, err
+	}
+	return u, nil
+}
+
+// close kills the process if it still runs and removes what it wrote.
+func (u *underTest) close() {
+	if u.p != nil {
+		u.p.Kill()
+	}
+	if u.be != nil {
+		u.be.Close()
+	}
+	if u.dir != "" {
+		os.RemoveAll(u.dir)
+	}
+}
+
 func newScenario(interval time.Duration, addrs map[string][]string, backend, dir string, peer bool) (Scenario, error) {
 	s := Scenario{Interval: interval, Jobs: addrs, Backend: backend, Dir: dir, Peer: peer}
 	var err error
@@ -247,16 +278,8 @@ func newScenario(interval time.Duration, addrs map[string][]string, backend, dir
 	return s, nil
 }
 
-func sleep(ctx context.Context, d time.Duration) error {
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-t.C:
-		return nil
-	case <-ctx.Done():
-		return ctx.Err()
-	}
-}
+// sleep is ratelimit.Sleep: the measured windows end early on a signal.
+func sleep(ctx context.Context, d time.Duration) error { return ratelimit.Sleep(ctx, d) }
 
 // jsonlPoints counts the data points in a metrics JSONL file.
 func jsonlPoints(path string) (int64, error) {

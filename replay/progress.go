@@ -1,7 +1,6 @@
 package replay
 
 import (
-	"context"
 	"fmt"
 	"io"
 	"math/rand/v2"
@@ -147,46 +146,6 @@ func bytesHuman(n int64) string {
 		return fmt.Sprintf("%.1f KiB", float64(n)/(1<<10))
 	}
 	return fmt.Sprintf("%d B", n)
-}
-
-// limiter spaces requests 1/rate apart; a nil limiter does not wait.
-type limiter struct {
-	mu    sync.Mutex
-	every time.Duration
-	next  time.Time
-}
-
-func newLimiter(rate float64) *limiter {
-	if rate <= 0 {
-		return nil
-	}
-	return &limiter{every: time.Duration(float64(time.Second) / rate)}
-}
-
-func (l *limiter) wait(ctx context.Context) error {
-	if l == nil {
-		return ctx.Err()
-	}
-	l.mu.Lock()
-	now := time.Now()
-	at := l.next
-	if at.Before(now) {
-		at = now
-	}
-	l.next = at.Add(l.every)
-	l.mu.Unlock()
-	d := time.Until(at)
-	if d <= 0 {
-		return ctx.Err()
-	}
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-t.C:
-		return nil
-	case <-ctx.Done():
-		return ctx.Err()
-	}
 }
 
 // jitter returns d randomised by ±50%, so that workers retrying together

@@ -28,6 +28,7 @@ import (
 
 	"github.com/otelstep/otelstep/otlpjson"
 	"github.com/otelstep/otelstep/pipeline"
+	"github.com/otelstep/otelstep/ratelimit"
 	"github.com/otelstep/otelstep/resource"
 	"github.com/otelstep/otelstep/sink"
 )
@@ -105,7 +106,7 @@ type run struct {
 	urls    [3]string
 	headers map[string]string
 	files   []*fileRun
-	lim     *limiter
+	lim     *ratelimit.Limiter
 
 	ctx    context.Context // cancelled on a stop or a fatal error
 	cancel context.CancelCauseFunc
@@ -165,7 +166,7 @@ func prepare(o Options) (*run, error) {
 	if o.Client == nil {
 		o.Client = &http.Client{Transport: http.DefaultTransport.(*http.Transport).Clone()}
 	}
-	r := &run{o: o, lim: newLimiter(o.Rate), out: &output{w: o.Progress, terminal: o.Terminal}}
+	r := &run{o: o, lim: ratelimit.New(o.Rate), out: &output{w: o.Progress, terminal: o.Terminal}}
 	var secrets []string
 	if o.Token != "" {
 		secrets = append(secrets, o.Token, "<redacted>")
@@ -468,7 +469,7 @@ func (r *run) post(sig pipeline.Signal, body []byte) (sink.Result, bool) {
 	start := time.Now()
 	interval := r.o.Retry.InitialInterval
 	for {
-		if err := r.lim.wait(r.ctx); err != nil {
+		if err := r.lim.Wait(r.ctx); err != nil {
 			return sink.Result{}, false
 		}
 		ctx, cancel := context.WithTimeout(context.WithoutCancel(r.ctx), r.o.Timeout)

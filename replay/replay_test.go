@@ -850,26 +850,6 @@ func TestHeadersSent(t *testing.T) {
 	}
 }
 
-func TestLimiter(t *testing.T) {
-	l := newLimiter(100) // 10ms apart
-	start := time.Now()
-	for range 6 {
-		if err := l.wait(context.Background()); err != nil {
-			t.Fatal(err)
-		}
-	}
-	if el := time.Since(start); el < 45*time.Millisecond {
-		t.Errorf("6 waits at 100/s took %v, want at least 50ms", el)
-	}
-	ctx, cancel := context.WithCancel(context.Background())
-	cancel()
-	l = newLimiter(0.001)
-	_ = l.wait(ctx) // the first is free
-	if err := l.wait(ctx); err == nil {
-		t.Error("a cancelled wait returned nil")
-	}
-}
-
 func TestPlainProgress(t *testing.T) {
 	be := newBackend()
 	be.answer = func(int, []string, http.ResponseWriter) int { time.Sleep(2 * time.Millisecond); return 200 }

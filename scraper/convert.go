@@ -790,27 +790,18 @@ func (c *Converter) famFor(name string) (famName, outName string, typ model.Metr
 				outName = tn
 			}
 		}
-	case model.MetricTypeHistogram:
-		switch suffix {
-		case "_bucket":
+	case model.MetricTypeHistogram, model.MetricTypeSummary:
+		switch {
+		case suffix == "_sum":
+			ok, role = true, roleSum
+		case suffix == "_count":
+			ok, role = true, roleCount
+		case suffix == "_created":
+			ok, role = true, roleCreated
+		case suffix == "_bucket" && c.typ == model.MetricTypeHistogram:
 			ok, role, drop = true, roleBucket, model.BucketLabel
-		case "_sum":
-			ok, role = true, roleSum
-		case "_count":
-			ok, role = true, roleCount
-		case "_created":
-			ok, role = true, roleCreated
-		}
-	case model.MetricTypeSummary:
-		switch suffix {
-		case "":
+		case suffix == "" && c.typ == model.MetricTypeSummary:
 			ok, role, drop = true, roleQuantile, model.QuantileLabel
-		case "_sum":
-			ok, role = true, roleSum
-		case "_count":
-			ok, role = true, roleCount
-		case "_created":
-			ok, role = true, roleCreated
 		}
 	case model.MetricTypeGaugeHistogram:
 		ok = suffix == "_bucket"

@@ -13,10 +13,6 @@ import (
 
 	"github.com/klauspost/compress/gzip"
 	"github.com/otelstep/otelstep/pipeline"
-	collogspb "go.opentelemetry.io/proto/otlp/collector/logs/v1"
-	colmetricspb "go.opentelemetry.io/proto/otlp/collector/metrics/v1"
-	coltracepb "go.opentelemetry.io/proto/otlp/collector/trace/v1"
-	"google.golang.org/protobuf/proto"
 )
 
 // Backend is an OTLP/HTTP backend on loopback that decodes everything it
@@ -84,20 +80,25 @@ func (b *Backend) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 	}
+	sig, ok := pipeline.SignalOfPath(r.URL.Path)
+	if !ok {
+		http.NotFound(w, r)
+		return
+	}
+	batch, err := pipeline.UnmarshalRequest(sig, data)
+	if err != nil {
+		b.Bad.Add(1)
+		http.Error(w, err.Error(), 400)
+		return
+	}
 	b.Requests.Add(1)
-	switch r.URL.Path {
-	case "/v1/metrics":
-		var req colmetricspb.ExportMetricsServiceRequest
-		if err := proto.Unmarshal(data, &req); err != nil {
-			b.Bad.Add(1)
-			http.Error(w, err.Error(), 400)
-			return
-		}
+	switch sig {
+	case pipeline.Metrics:
 		b.MetricsBytes.Add(wire)
+		b.Points.Add(int64(batch.Items()))
 		now := time.Now()
 		var durs []timedValue
-		for _, rm := range req.ResourceMetrics {
-			b.Points.Add(int64(pipeline.ResourceMetricsPoints(rm)))
+		for _, rm := range batch.Metrics {
 			for _, sm := range rm.ScopeMetrics {
 				for _, m := range sm.Metrics {
 					if m.Name == "scrape_duration_seconds" {
@@ -113,31 +114,12 @@ func (b *Backend) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 			b.durations = append(b.durations, durs...)
 			b.mu.Unlock()
 		}
-	case "/v1/traces":
-		var req coltracepb.ExportTraceServiceRequest
-		if err := proto.Unmarshal(data, &req); err != nil {
-			b.Bad.Add(1)
-			http.Error(w, err.Error(), 400)
-			return
-		}
+	case pipeline.Traces:
 		b.TraceBytes.Add(wire)
-		for _, rs := range req.ResourceSpans {
-			b.Spans.Add(int64(pipeline.ResourceSpansCount(rs)))
-		}
-	case "/v1/logs":
-		var req collogspb.ExportLogsServiceRequest
-		if err := proto.Unmarshal(data, &req); err != nil {
-			b.Bad.Add(1)
-			http.Error(w, err.Error(), 400)
-			return
-		}
+		b.Spans.Add(int64(batch.Items()))
+	case pipeline.Logs:
 		b.LogBytes.Add(wire)
-		for _, rl := range req.ResourceLogs {
-			b.Logs.Add(int64(pipeline.ResourceLogsCount(rl)))
-		}
-	default:
-		http.NotFound(w, r)
-		return
+		b.Logs.Add(int64(batch.Items()))
 	}
 	w.Header().Set("Content-Type", "application/x-protobuf")
 }

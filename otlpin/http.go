@@ -177,48 +177,39 @@ func (r *Receiver) bodyReadError(err error, enc string) *httpError {
 // decodeHTTP decodes an export request and returns its batch and the empty
 // success response of the same service.
 func decodeHTTP(sig pipeline.Signal, ct string, body []byte) (*pipeline.Batch, proto.Message, error) {
-	jsonReq := ct == ctJSON
+	var resp proto.Message
+	switch sig {
+	case pipeline.Metrics:
+		resp = &colmetricspb.ExportMetricsServiceResponse{}
+	case pipeline.Traces:
+		resp = &coltracepb.ExportTraceServiceResponse{}
+	default:
+		resp = &collogspb.ExportLogsServiceResponse{}
+	}
+	if ct != ctJSON {
+		b, err := pipeline.UnmarshalRequest(sig, body)
+		return b, resp, err
+	}
+	b := &pipeline.Batch{Signal: sig}
+	var err error
 	switch sig {
 	case pipeline.Metrics:
 		var m *colmetricspb.ExportMetricsServiceRequest
-		var err error
-		if jsonReq {
-			m, err = decodeMetricsJSON(body)
-		} else {
-			m = &colmetricspb.ExportMetricsServiceRequest{}
-			err = proto.Unmarshal(body, m)
-		}
-		if err != nil {
-			return nil, nil, err
-		}
-		return &pipeline.Batch{Signal: sig, Metrics: m.GetResourceMetrics()}, &colmetricspb.ExportMetricsServiceResponse{}, nil
+		m, err = decodeMetricsJSON(body)
+		b.Metrics = m.GetResourceMetrics()
 	case pipeline.Traces:
 		var m *coltracepb.ExportTraceServiceRequest
-		var err error
-		if jsonReq {
-			m, err = decodeTracesJSON(body)
-		} else {
-			m = &coltracepb.ExportTraceServiceRequest{}
-			err = proto.Unmarshal(body, m)
-		}
-		if err != nil {
-			return nil, nil, err
-		}
-		return &pipeline.Batch{Signal: sig, Traces: m.GetResourceSpans()}, &coltracepb.ExportTraceServiceResponse{}, nil
+		m, err = decodeTracesJSON(body)
+		b.Traces = m.GetResourceSpans()
 	default:
 		var m *collogspb.ExportLogsServiceRequest
-		var err error
-		if jsonReq {
-			m, err = decodeLogsJSON(body)
-		} else {
-			m = &collogspb.ExportLogsServiceRequest{}
-			err = proto.Unmarshal(body, m)
-		}
-		if err != nil {
-			return nil, nil, err
-		}
-		return &pipeline.Batch{Signal: sig, Logs: m.GetResourceLogs()}, &collogspb.ExportLogsServiceResponse{}, nil
+		m, err = decodeLogsJSON(body)
+		b.Logs = m.GetResourceLogs()
 	}
+	if err != nil {
+		return nil, nil, err
+	}
+	return b, resp, nil
 }
 
 // httpReject logs a rejected request (never its body) and answers it. ct is

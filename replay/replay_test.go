@@ -21,9 +21,6 @@ import (
 	"github.com/otelstep/otelstep/pipeline"
 	"github.com/otelstep/otelstep/resource"
 	"github.com/otelstep/otelstep/sink"
-	collogspb "go.opentelemetry.io/proto/otlp/collector/logs/v1"
-	colmetricspb "go.opentelemetry.io/proto/otlp/collector/metrics/v1"
-	coltracepb "go.opentelemetry.io/proto/otlp/collector/trace/v1"
 	commonpb "go.opentelemetry.io/proto/otlp/common/v1"
 	resourcepb "go.opentelemetry.io/proto/otlp/resource/v1"
 	tracepb "go.opentelemetry.io/proto/otlp/trace/v1"
@@ -71,51 +68,33 @@ func (b *fakeBackend) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		http.Error(w, err.Error(), 400)
 		return
 	}
+	sig, ok := pipeline.SignalOfPath(r.URL.Path)
+	if !ok {
+		http.NotFound(w, r)
+		return
+	}
+	batch, err := pipeline.UnmarshalRequest(sig, data)
+	if err != nil {
+		http.Error(w, err.Error(), 400)
+		return
+	}
 	var resources []*resourcepb.Resource
 	var names []string
 	var msgs []proto.Message
-	items := 0
-	switch r.URL.Path {
-	case "/v1/traces":
-		var req coltracepb.ExportTraceServiceRequest
-		if err := proto.Unmarshal(data, &req); err != nil {
-			http.Error(w, err.Error(), 400)
-			return
-		}
-		for _, rs := range req.ResourceSpans {
-			resources = append(resources, rs.Resource)
-			msgs = append(msgs, rs)
-			for _, ss := range rs.ScopeSpans {
-				for _, sp := range ss.Spans {
-					names = append(names, sp.Name)
-				}
+	items := batch.Items()
+	for _, rm := range batch.Metrics {
+		resources, msgs = append(resources, rm.Resource), append(msgs, rm)
+	}
+	for _, rs := range batch.Traces {
+		resources, msgs = append(resources, rs.Resource), append(msgs, rs)
+		for _, ss := range rs.ScopeSpans {
+			for _, sp := range ss.Spans {
+				names = append(names, sp.Name)
 			}
 		}
-	case "/v1/metrics":
-		var req colmetricspb.ExportMetricsServiceRequest
-		if err := proto.Unmarshal(data, &req); err != nil {
-			http.Error(w, err.Error(), 400)
-			return
-		}
-		for _, rm := range req.ResourceMetrics {
-			resources = append(resources, rm.Resource)
-			msgs = append(msgs, rm)
-			items += pipeline.ResourceMetricsPoints(rm)
-		}
-	case "/v1/logs":
-		var req collogspb.ExportLogsServiceRequest
-		if err := proto.Unmarshal(data, &req); err != nil {
-			http.Error(w, err.Error(), 400)
-			return
-		}
-		for _, rl := range req.ResourceLogs {
-			resources = append(resources, rl.Resource)
-			msgs = append(msgs, rl)
-			items += pipeline.ResourceLogsCount(rl)
-		}
-	default:
-		http.NotFound(w, r)
-		return
+	}
+	for _, rl := range batch.Logs {
+		resources, msgs = append(resources, rl.Resource), append(msgs, rl)
 	}
 	b.mu.Lock()
 	b.requests++
@@ -159,9 +138,10 @@ func (b *fakeBackend) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	for _, nm := range names {
 		b.spans[nm]++
 	}
-	if r.URL.Path == "/v1/logs" {
+	switch sig {
+	case pipeline.Logs:
 		b.logs += items
-	} else {
+	case pipeline.Metrics:
 		b.points += items
 	}
 	w.Header().Set("Content-Type", "application/x-protobuf")

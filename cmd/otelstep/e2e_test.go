@@ -21,6 +21,7 @@ import (
 	"time"
 
 	"github.com/otelstep/otelstep/otlpjson"
+	"github.com/otelstep/otelstep/pipeline"
 	"github.com/prometheus/prometheus/model/labels"
 	"github.com/prometheus/prometheus/model/textparse"
 	"go.opentelemetry.io/otel/attribute"
@@ -30,9 +31,6 @@ import (
 	sdklog "go.opentelemetry.io/otel/sdk/log"
 	sdkresource "go.opentelemetry.io/otel/sdk/resource"
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
-	collogspb "go.opentelemetry.io/proto/otlp/collector/logs/v1"
-	colmetricspb "go.opentelemetry.io/proto/otlp/collector/metrics/v1"
-	coltracepb "go.opentelemetry.io/proto/otlp/collector/trace/v1"
 	commonpb "go.opentelemetry.io/proto/otlp/common/v1"
 	metricspb "go.opentelemetry.io/proto/otlp/metrics/v1"
 	resourcepb "go.opentelemetry.io/proto/otlp/resource/v1"
@@ -127,51 +125,38 @@ func (b *backend) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 			b.dropped++
 		}
 	}
-	switch r.URL.Path {
-	case "/v1/metrics":
-		var req colmetricspb.ExportMetricsServiceRequest
-		if err := proto.Unmarshal(data, &req); err != nil {
-			http.Error(w, err.Error(), 400)
-			return
-		}
-		for _, rm := range req.ResourceMetrics {
-			check(rm.Resource)
-			b.metrics = append(b.metrics, rm)
-			b.count("metrics", rm)
-		}
-	case "/v1/traces":
-		var req coltracepb.ExportTraceServiceRequest
-		if err := proto.Unmarshal(data, &req); err != nil {
-			http.Error(w, err.Error(), 400)
-			return
-		}
-		for _, rs := range req.ResourceSpans {
-			check(rs.Resource)
-			b.count("traces", rs)
-			for _, ss := range rs.ScopeSpans {
-				for _, sp := range ss.Spans {
-					b.spans[sp.Name] = true
-				}
-			}
-		}
-	case "/v1/logs":
-		var req collogspb.ExportLogsServiceRequest
-		if err := proto.Unmarshal(data, &req); err != nil {
-			http.Error(w, err.Error(), 400)
-			return
-		}
-		for _, rl := range req.ResourceLogs {
-			check(rl.Resource)
-			b.count("logs", rl)
-			for _, sl := range rl.ScopeLogs {
-				for _, lr := range sl.LogRecords {
-					b.logs[lr.Body.GetStringValue()] = true
-				}
-			}
-		}
-	default:
+	sig, ok := pipeline.SignalOfPath(r.URL.Path)
+	if !ok {
 		http.NotFound(w, r)
 		return
+	}
+	batch, err := pipeline.UnmarshalRequest(sig, data)
+	if err != nil {
+		http.Error(w, err.Error(), 400)
+		return
+	}
+	for _, rm := range batch.Metrics {
+		check(rm.Resource)
+		b.metrics = append(b.metrics, rm)
+		b.count("metrics", rm)
+	}
+	for _, rs := range batch.Traces {
+		check(rs.Resource)
+		b.count("traces", rs)
+		for _, ss := range rs.ScopeSpans {
+			for _, sp := range ss.Spans {
+				b.spans[sp.Name] = true
+			}
+		}
+	}
+	for _, rl := range batch.Logs {
+		check(rl.Resource)
+		b.count("logs", rl)
+		for _, sl := range rl.ScopeLogs {
+			for _, lr := range sl.LogRecords {
+				b.logs[lr.Body.GetStringValue()] = true
+			}
+		}
 	}
 	w.Header().Set("Content-Type", "application/x-protobuf")
 	w.WriteHeader(200)

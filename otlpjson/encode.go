@@ -7,6 +7,7 @@ import (
 	"strings"
 	"unicode/utf8"
 
+	"github.com/otelstep/otelstep/pipeline"
 	commonpb "go.opentelemetry.io/proto/otlp/common/v1"
 	logspb "go.opentelemetry.io/proto/otlp/logs/v1"
 	metricspb "go.opentelemetry.io/proto/otlp/metrics/v1"
@@ -25,10 +26,41 @@ import (
 // AppendMetrics appends the OTLP/JSON encoding of an ExportMetricsServiceRequest holding rms to dst (no trailing newline).
 // Resource attributes whose key equals any of skipResourceKeys are left out (used to keep the Authorization token off disk).
 func AppendMetrics(dst []byte, rms []*metricspb.ResourceMetrics, skipResourceKeys ...string) []byte {
+	return appendMetricsRequest(dst, rms, skipResourceKeys, nil)
+}
+
+// MetricsEncoder is AppendMetrics with a cache of the encoded data-point
+// attributes of slices the producer marked shared (pipeline.MarkShared): the
+// scraper re-sends every series with the same attribute slice each scrape,
+// and encoding them was ~8% of the scrape path's CPU. The output is
+// byte-identical to AppendMetrics'. Unshared slices take the uncached path
+// without touching the cache.
+//
+// The zero value is ready to use; the cache is created on the first shared
+// slice. A MetricsEncoder is not safe for concurrent use: keep one per
+// writing goroutine, for as long as it writes (that is what the cache pays
+// back on). Its memory is bounded as pipeline.AttrCache documents.
+type MetricsEncoder struct {
+	cache *pipeline.AttrCache
+}
+
+// AppendMetrics appends the OTLP/JSON encoding of an
+// ExportMetricsServiceRequest holding rms to dst, as the package-level
+// AppendMetrics does.
+func (e *MetricsEncoder) AppendMetrics(dst []byte, rms []*metricspb.ResourceMetrics, skipResourceKeys ...string) []byte {
+	if e.cache == nil {
+		e.cache = pipeline.NewAttrCache(0, 0)
+	}
+	e.cache.Tick()
+	return appendMetricsRequest(dst, rms, skipResourceKeys, e.cache)
+}
+
+// appendMetricsRequest is AppendMetrics with an optional cache (nil: none).
+func appendMetricsRequest(dst []byte, rms []*metricspb.ResourceMetrics, skip []string, c *pipeline.AttrCache) []byte {
 	first := true
 	dst = append(dst, '{')
 	dst = fieldList(dst, &first, "resourceMetrics", rms, func(b []byte, r *metricspb.ResourceMetrics) []byte {
-		return appendResourceMetrics(b, r, skipResourceKeys)
+		return appendResourceMetrics(b, r, skip, c)
 	})
 	return append(dst, '}')
 }
@@ -139,6 +171,26 @@ func fieldAttrs(b []byte, first *bool, name string, kvs []*commonpb.KeyValue, sk
 	}
 	b = key(b, first, name)
 	return appendKeyValues(b, kvs, skip)
+}
+
+// fieldPointAttrs writes a data point's "attributes" field, from c when the
+// slice is shared (see MetricsEncoder). It caches the array text only, not
+// the key, since the separator before it depends on the position.
+func fieldPointAttrs(b []byte, first *bool, kvs []*commonpb.KeyValue, c *pipeline.AttrCache) []byte {
+	if len(kvs) == 0 {
+		return b
+	}
+	b = key(b, first, "attributes")
+	if c == nil || !pipeline.IsShared(kvs) {
+		return appendKeyValues(b, kvs, nil)
+	}
+	if enc, ok := c.Get(kvs, 0); ok {
+		return append(b, enc...)
+	}
+	start := len(b)
+	b = appendKeyValues(b, kvs, nil)
+	c.Put(kvs, 0, b[start:]) // refused when full: the next use encodes again
+	return b
 }
 
 // ---- primitives ----
@@ -405,7 +457,7 @@ func appendScope(b []byte, s *commonpb.InstrumentationScope) []byte {
 
 // ---- metrics ----
 
-func appendResourceMetrics(b []byte, rm *metricspb.ResourceMetrics, skip []string) []byte {
+func appendResourceMetrics(b []byte, rm *metricspb.ResourceMetrics, skip []string, c *pipeline.AttrCache) []byte {
 	b = append(b, '{')
 	if rm == nil {
 		return append(b, '}')
@@ -415,12 +467,14 @@ func appendResourceMetrics(b []byte, rm *metricspb.ResourceMetrics, skip []strin
 		b = key(b, &first, "resource")
 		b = appendResource(b, rm.Resource, skip)
 	}
-	b = fieldList(b, &first, "scopeMetrics", rm.ScopeMetrics, appendScopeMetrics)
+	b = fieldList(b, &first, "scopeMetrics", rm.ScopeMetrics, func(b []byte, sm *metricspb.ScopeMetrics) []byte {
+		return appendScopeMetrics(b, sm, c)
+	})
 	b = fieldString(b, &first, "schemaUrl", rm.SchemaUrl)
 	return append(b, '}')
 }
 
-func appendScopeMetrics(b []byte, sm *metricspb.ScopeMetrics) []byte {
+func appendScopeMetrics(b []byte, sm *metricspb.ScopeMetrics, c *pipeline.AttrCache) []byte {
 	b = append(b, '{')
 	if sm == nil {
 		return append(b, '}')
@@ -430,12 +484,16 @@ func appendScopeMetrics(b []byte, sm *metricspb.ScopeMetrics) []byte {
 		b = key(b, &first, "scope")
 		b = appendScope(b, sm.Scope)
 	}
-	b = fieldList(b, &first, "metrics", sm.Metrics, appendMetric)
+	b = fieldList(b, &first, "metrics", sm.Metrics, func(b []byte, m *metricspb.Metric) []byte {
+		return appendMetric(b, m, c)
+	})
 	b = fieldString(b, &first, "schemaUrl", sm.SchemaUrl)
 	return append(b, '}')
 }
 
-func appendMetric(b []byte, m *metricspb.Metric) []byte {
+// appendMetric writes one metric; c (nil for none) caches shared point
+// attributes.
+func appendMetric(b []byte, m *metricspb.Metric, c *pipeline.AttrCache) []byte {
 	b = append(b, '{')
 	if m == nil {
 		return append(b, '}')
@@ -450,7 +508,7 @@ func appendMetric(b []byte, m *metricspb.Metric) []byte {
 		b = append(b, '{')
 		if d.Gauge != nil && len(d.Gauge.DataPoints) > 0 {
 			b = append(b, `"dataPoints":`...)
-			b = appendNumberDataPoints(b, d.Gauge.DataPoints)
+			b = appendNumberDataPoints(b, d.Gauge.DataPoints, c)
 		}
 		b = append(b, '}')
 	case *metricspb.Metric_Sum:
@@ -460,7 +518,7 @@ func appendMetric(b []byte, m *metricspb.Metric) []byte {
 			f := true
 			if len(s.DataPoints) > 0 {
 				b = key(b, &f, "dataPoints")
-				b = appendNumberDataPoints(b, s.DataPoints)
+				b = appendNumberDataPoints(b, s.DataPoints, c)
 			}
 			b = fieldInt32(b, &f, "aggregationTemporality", int32(s.AggregationTemporality))
 			b = fieldBool(b, &f, "isMonotonic", s.IsMonotonic)
@@ -471,7 +529,9 @@ func appendMetric(b []byte, m *metricspb.Metric) []byte {
 		b = append(b, '{')
 		if h := d.Histogram; h != nil {
 			f := true
-			b = fieldList(b, &f, "dataPoints", h.DataPoints, appendHistogramDataPoint)
+			b = fieldList(b, &f, "dataPoints", h.DataPoints, func(b []byte, p *metricspb.HistogramDataPoint) []byte {
+				return appendHistogramDataPoint(b, p, c)
+			})
 			b = fieldInt32(b, &f, "aggregationTemporality", int32(h.AggregationTemporality))
 		}
 		b = append(b, '}')
@@ -480,7 +540,9 @@ func appendMetric(b []byte, m *metricspb.Metric) []byte {
 		b = append(b, '{')
 		if h := d.ExponentialHistogram; h != nil {
 			f := true
-			b = fieldList(b, &f, "dataPoints", h.DataPoints, appendExpHistogramDataPoint)
+			b = fieldList(b, &f, "dataPoints", h.DataPoints, func(b []byte, p *metricspb.ExponentialHistogramDataPoint) []byte {
+				return appendExpHistogramDataPoint(b, p, c)
+			})
 			b = fieldInt32(b, &f, "aggregationTemporality", int32(h.AggregationTemporality))
 		}
 		b = append(b, '}')
@@ -489,7 +551,9 @@ func appendMetric(b []byte, m *metricspb.Metric) []byte {
 		b = append(b, '{')
 		if s := d.Summary; s != nil {
 			f := true
-			b = fieldList(b, &f, "dataPoints", s.DataPoints, appendSummaryDataPoint)
+			b = fieldList(b, &f, "dataPoints", s.DataPoints, func(b []byte, p *metricspb.SummaryDataPoint) []byte {
+				return appendSummaryDataPoint(b, p, c)
+			})
 		}
 		b = append(b, '}')
 	}
@@ -497,7 +561,7 @@ func appendMetric(b []byte, m *metricspb.Metric) []byte {
 	return append(b, '}')
 }
 
-func appendNumberDataPoints(b []byte, ps []*metricspb.NumberDataPoint) []byte {
+func appendNumberDataPoints(b []byte, ps []*metricspb.NumberDataPoint, c *pipeline.AttrCache) []byte {
 	b = append(b, '[')
 	for i, p := range ps {
 		if i > 0 {
@@ -506,7 +570,7 @@ func appendNumberDataPoints(b []byte, ps []*metricspb.NumberDataPoint) []byte {
 		b = append(b, '{')
 		if p != nil {
 			first := true
-			b = fieldAttrs(b, &first, "attributes", p.Attributes, nil)
+			b = fieldPointAttrs(b, &first, p.Attributes, c)
 			b = fieldUint64(b, &first, "startTimeUnixNano", p.StartTimeUnixNano)
 			b = fieldUint64(b, &first, "timeUnixNano", p.TimeUnixNano)
 			switch v := p.Value.(type) {
@@ -592,13 +656,13 @@ func appendDoubles(b []byte, first *bool, name string, vs []float64) []byte {
 	return append(b, ']')
 }
 
-func appendHistogramDataPoint(b []byte, p *metricspb.HistogramDataPoint) []byte {
+func appendHistogramDataPoint(b []byte, p *metricspb.HistogramDataPoint, c *pipeline.AttrCache) []byte {
 	b = append(b, '{')
 	if p == nil {
 		return append(b, '}')
 	}
 	first := true
-	b = fieldAttrs(b, &first, "attributes", p.Attributes, nil)
+	b = fieldPointAttrs(b, &first, p.Attributes, c)
 	b = fieldUint64(b, &first, "startTimeUnixNano", p.StartTimeUnixNano)
 	b = fieldUint64(b, &first, "timeUnixNano", p.TimeUnixNano)
 	b = fieldUint64(b, &first, "count", p.Count)
@@ -624,13 +688,13 @@ func appendBuckets(b []byte, first *bool, name string, bk *metricspb.Exponential
 	return append(b, '}')
 }
 
-func appendExpHistogramDataPoint(b []byte, p *metricspb.ExponentialHistogramDataPoint) []byte {
+func appendExpHistogramDataPoint(b []byte, p *metricspb.ExponentialHistogramDataPoint, c *pipeline.AttrCache) []byte {
 	b = append(b, '{')
 	if p == nil {
 		return append(b, '}')
 	}
 	first := true
-	b = fieldAttrs(b, &first, "attributes", p.Attributes, nil)
+	b = fieldPointAttrs(b, &first, p.Attributes, c)
 	b = fieldUint64(b, &first, "startTimeUnixNano", p.StartTimeUnixNano)
 	b = fieldUint64(b, &first, "timeUnixNano", p.TimeUnixNano)
 	b = fieldUint64(b, &first, "count", p.Count)
@@ -647,13 +711,13 @@ func appendExpHistogramDataPoint(b []byte, p *metricspb.ExponentialHistogramData
 	return append(b, '}')
 }
 
-func appendSummaryDataPoint(b []byte, p *metricspb.SummaryDataPoint) []byte {
+func appendSummaryDataPoint(b []byte, p *metricspb.SummaryDataPoint, c *pipeline.AttrCache) []byte {
 	b = append(b, '{')
 	if p == nil {
 		return append(b, '}')
 	}
 	first := true
-	b = fieldAttrs(b, &first, "attributes", p.Attributes, nil)
+	b = fieldPointAttrs(b, &first, p.Attributes, c)
 	b = fieldUint64(b, &first, "startTimeUnixNano", p.StartTimeUnixNano)
 	b = fieldUint64(b, &first, "timeUnixNano", p.TimeUnixNano)
 	b = fieldUint64(b, &first, "count", p.Count)

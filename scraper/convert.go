@@ -16,6 +16,7 @@ import (
 	"time"
 	"unsafe"
 
+	"github.com/otelstep/otelstep/pipeline"
 	"github.com/prometheus/common/model"
 	"github.com/prometheus/prometheus/model/exemplar"
 	"github.com/prometheus/prometheus/model/labels"
@@ -883,7 +884,9 @@ func (c *Converter) newEntry(p textparse.Parser, b []byte) *seriesEntry {
 			f = c.newFam(outName, famName, typ)
 			c.fams[outName] = f
 		}
-		ps = &pointSeries{fam: f, attrs: attrs}
+		// Marked shared: the same slice serves every scrape of the series
+		// and is never changed, so the sinks may cache its encoding.
+		ps = &pointSeries{fam: f, attrs: pipeline.MarkShared(attrs)}
 		c.points[string(key)] = ps
 	}
 	se.ps = ps

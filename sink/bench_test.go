@@ -36,8 +36,14 @@ func bench1000() *pipeline.Batch {
 	return b
 }
 
-func BenchmarkFileSink(b *testing.B) {
-	batch := bench1000()
+func BenchmarkFileSink(b *testing.B) { benchFileSink(b, bench1000()) }
+
+// BenchmarkFileSinkShared is BenchmarkFileSink with the point attributes
+// marked shared, as the scraper sends them: the JSON attribute cache's
+// steady state.
+func BenchmarkFileSinkShared(b *testing.B) { benchFileSink(b, sharedBench1000()) }
+
+func benchFileSink(b *testing.B, batch *pipeline.Batch) {
 	if batch.Items() != 1000 {
 		b.Fatal(batch.Items())
 	}
@@ -106,7 +112,13 @@ func BenchmarkEncodeRequestGzip(b *testing.B) {
 // JSONL file and the OTLP/HTTP exporter posting to a loopback backend that
 // reads and discards. Each op is one 1000-point batch, through to both
 // sinks' bytes (Shutdown waits for the last).
-func BenchmarkFanout(b *testing.B) {
+func BenchmarkFanout(b *testing.B) { benchFanout(b, bench1000()) }
+
+// BenchmarkFanoutShared is BenchmarkFanout with the point attributes marked
+// shared, as the scraper sends them (both sinks' caches in steady state).
+func BenchmarkFanoutShared(b *testing.B) { benchFanout(b, sharedBench1000()) }
+
+func benchFanout(b *testing.B, batch *pipeline.Batch) {
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		_, _ = io.Copy(io.Discard, r.Body)
 	}))
@@ -124,7 +136,6 @@ func BenchmarkFanout(b *testing.B) {
 	_ = file.Start(ctx)
 	_ = web.Start(ctx)
 	fan := NewFanout(file, web)
-	batch := bench1000()
 	b.ReportAllocs()
 	b.ResetTimer()
 	for range b.N {

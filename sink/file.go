@@ -59,6 +59,9 @@ type File struct {
 	line      []byte
 	buf       []byte
 	lostLines int
+	// metricsEnc caches the JSON of shared point attributes; only the
+	// writer goroutine uses it.
+	metricsEnc otlpjson.MetricsEncoder
 }
 
 // NewFile opens (creating) the file and returns the sink. Call Start to begin
@@ -267,7 +270,7 @@ func (s *File) appendLine(dst []byte, b *pipeline.Batch) []byte {
 	keys := s.o.RedactResourceKeys
 	switch b.Signal {
 	case pipeline.Metrics:
-		dst = otlpjson.AppendMetrics(dst, b.Metrics, keys...)
+		dst = s.metricsEnc.AppendMetrics(dst, b.Metrics, keys...)
 	case pipeline.Traces:
 		dst = otlpjson.AppendTraces(dst, b.Traces, keys...)
 	case pipeline.Logs:

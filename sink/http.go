@@ -266,14 +266,18 @@ func (h *HTTP) pop() (*pipeline.Batch, bool) {
 	return b, true
 }
 
+// worker sends batches until stopped. Each worker owns a metrics encoder
+// for its lifetime, so the encoded attributes of shared series stay cached
+// from batch to batch (with two workers each caches the series it sees).
 func (h *HTTP) worker() {
 	defer h.wg.Done()
+	enc := new(MetricsProtoEncoder)
 	for {
 		if h.runCtx.Err() != nil {
 			return
 		}
 		if b, ok := h.pop(); ok {
-			h.export(b)
+			h.export(b, enc)
 			continue
 		}
 		select {
@@ -285,7 +289,7 @@ func (h *HTTP) worker() {
 				if !ok {
 					return
 				}
-				h.export(b)
+				h.export(b, enc)
 			}
 			return
 		}
@@ -337,7 +341,9 @@ func (h *HTTP) Shutdown(ctx context.Context) error {
 	return err
 }
 
-func (h *HTTP) export(b *pipeline.Batch) {
+// export encodes b with enc (the worker's) and posts it, retrying as
+// configured.
+func (h *HTTP) export(b *pipeline.Batch, enc *MetricsProtoEncoder) {
 	if b.Signal > pipeline.Logs {
 		h.failed.Add(1)
 		h.log.Error("otlp/http exporter: unknown signal, batch dropped", "signal", int(b.Signal))
@@ -345,7 +351,7 @@ func (h *HTTP) export(b *pipeline.Batch) {
 	}
 	buf := bufPool.Get().(*bytes.Buffer)
 	defer bufPool.Put(buf)
-	if err := EncodeRequest(b, h.gzip, buf); err != nil {
+	if err := encodeRequestWith(enc, b, h.gzip, buf); err != nil {
 		h.failed.Add(1)
 		h.log.Error("otlp/http exporter: encoding failed", "error", err)
 		return

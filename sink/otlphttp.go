@@ -26,11 +26,24 @@ import (
 
 // EncodeRequest marshals b's export request as protobuf into out (which it
 // resets), gzipped when gz is set. It is what the HTTP sink and replay send.
+// It keeps no attribute cache (replay's batches are not shared); the HTTP
+// sink's workers use their own encoders through encodeRequestWith.
 func EncodeRequest(b *pipeline.Batch, gz bool, out *bytes.Buffer) error {
+	if b.Signal == pipeline.Metrics {
+		enc := metricsEncPool.Get().(*MetricsProtoEncoder)
+		defer metricsEncPool.Put(enc)
+		return encodeMetrics(enc, b, gz, out)
+	}
+	return encodeRequestWith(nil, b, gz, out)
+}
+
+// encodeRequestWith is EncodeRequest with metrics encoded by enc, a
+// long-lived encoder whose attribute cache pays back across batches.
+func encodeRequestWith(enc *MetricsProtoEncoder, b *pipeline.Batch, gz bool, out *bytes.Buffer) error {
 	var msg proto.Message
 	switch b.Signal {
 	case pipeline.Metrics:
-		return encodeMetrics(b, gz, out)
+		return encodeMetrics(enc, b, gz, out)
 	case pipeline.Traces:
 		msg = &coltracepb.ExportTraceServiceRequest{ResourceSpans: b.Traces}
 	case pipeline.Logs:
@@ -48,14 +61,14 @@ var gzipPool = sync.Pool{New: func() any {
 	return w
 }}
 
-var metricsEncPool = sync.Pool{New: func() any { return new(MetricsProtoEncoder) }}
+// metricsEncPool's encoders keep no cache: a pool drops its objects every
+// GC, so a cache would be rebuilt (and paid for) over and over.
+var metricsEncPool = sync.Pool{New: func() any { return &MetricsProtoEncoder{nocache: true} }}
 
 // encodeMetrics is encodeProto with the reflection-free metrics encoder:
 // metrics are the bulk of a job's data (every scrape of every target).
-func encodeMetrics(b *pipeline.Batch, gz bool, out *bytes.Buffer) error {
+func encodeMetrics(enc *MetricsProtoEncoder, b *pipeline.Batch, gz bool, out *bytes.Buffer) error {
 	out.Reset()
-	enc := metricsEncPool.Get().(*MetricsProtoEncoder)
-	defer metricsEncPool.Put(enc)
 	if !gz {
 		out.Write(enc.AppendRequest(out.AvailableBuffer(), b.Metrics))
 		return nil

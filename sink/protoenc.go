@@ -3,6 +3,7 @@ package sink
 import (
 	"math"
 
+	"github.com/otelstep/otelstep/pipeline"
 	commonpb "go.opentelemetry.io/proto/otlp/common/v1"
 	metricspb "go.opentelemetry.io/proto/otlp/metrics/v1"
 	resourcepb "go.opentelemetry.io/proto/otlp/resource/v1"
@@ -20,9 +21,31 @@ import (
 // array and kvlist values, entity refs) go through proto.Marshal, so the
 // output is always complete. The output decodes to a message proto.Equal
 // to the input (see protoenc_test.go).
+//
+// Data-point attribute slices the producer marked shared
+// (pipeline.MarkShared: the scraper reuses one per series across scrapes)
+// are encoded once and the bytes reused from a cache (~13% of the scrape
+// path's CPU was sizing and appending them). The cache lives as long as the
+// encoder, so keep one encoder per sending goroutine rather than pooling it
+// (a sync.Pool drops it every GC); its memory is bounded as
+// pipeline.AttrCache documents. The zero value is ready to use and creates
+// the cache on the first shared slice; unshared slices never touch it.
+//
+// A MetricsProtoEncoder is not safe for concurrent use.
 type MetricsProtoEncoder struct {
 	sizes []int
 	pos   int
+
+	nocache bool                // set for pooled, short-lived encoders
+	cache   *pipeline.AttrCache // nil until the first shared slice
+	// attrs holds, in pre-order like sizes, what the size pass decided for
+	// each shared attribute slice: its cached bytes, or nil for "encoded
+	// the usual way" (cache full). The append pass reads it back so both
+	// passes agree without a second lookup.
+	attrs   [][]byte
+	apos    int
+	sub     *MetricsProtoEncoder // encodes a slice for the cache
+	scratch []byte
 }
 
 func (e *MetricsProtoEncoder) mark() int { e.sizes = append(e.sizes, 0); return len(e.sizes) - 1 }
@@ -33,6 +56,11 @@ func (e *MetricsProtoEncoder) next() int { n := e.sizes[e.pos]; e.pos++; return 
 // holding rms to dst.
 func (e *MetricsProtoEncoder) AppendRequest(dst []byte, rms []*metricspb.ResourceMetrics) []byte {
 	e.sizes, e.pos = e.sizes[:0], 0
+	clear(e.attrs) // drop references to entries a sweep may evict
+	e.attrs, e.apos = e.attrs[:0], 0
+	if e.cache != nil {
+		e.cache.Tick()
+	}
 	for _, rm := range rms {
 		e.sizeResourceMetrics(rm)
 	}
@@ -171,6 +199,75 @@ func (e *MetricsProtoEncoder) appendKeyValues(dst []byte, num protowire.Number, 
 		}
 	}
 	return dst
+}
+
+// shareable reports whether kvs may be served from the cache: the encoder
+// caches and the producer marked the slice. It depends only on kvs, so the
+// size and append passes agree.
+func (e *MetricsProtoEncoder) shareable(kvs []*commonpb.KeyValue) bool {
+	return !e.nocache && pipeline.IsShared(kvs)
+}
+
+// sizePointAttrs is sizeKeyValues for a data point's attributes: a shared
+// slice is sized from its cached encoding; an unshared one pays one check
+// (and one call: this does not fit the inlining budget).
+func (e *MetricsProtoEncoder) sizePointAttrs(num protowire.Number, kvs []*commonpb.KeyValue) int {
+	if e.shareable(kvs) {
+		return e.sizeSharedAttrs(num, kvs)
+	}
+	return e.sizeKeyValues(num, kvs)
+}
+
+// sizeSharedAttrs looks shared kvs up (filling the cache on a miss) and
+// records the outcome for appendSharedAttrs.
+func (e *MetricsProtoEncoder) sizeSharedAttrs(num protowire.Number, kvs []*commonpb.KeyValue) int {
+	b := e.cachedKeyValues(num, kvs)
+	e.attrs = append(e.attrs, b)
+	if b == nil {
+		return e.sizeKeyValues(num, kvs)
+	}
+	return len(b)
+}
+
+// appendPointAttrs is appendKeyValues for a data point's attributes,
+// following the decision the size pass recorded.
+func (e *MetricsProtoEncoder) appendPointAttrs(dst []byte, num protowire.Number, kvs []*commonpb.KeyValue) []byte {
+	if e.shareable(kvs) {
+		return e.appendSharedAttrs(dst, num, kvs)
+	}
+	return e.appendKeyValues(dst, num, kvs)
+}
+
+// appendSharedAttrs writes what sizeSharedAttrs recorded for kvs: the
+// cached bytes, or the usual encoding when it found the cache full.
+func (e *MetricsProtoEncoder) appendSharedAttrs(dst []byte, num protowire.Number, kvs []*commonpb.KeyValue) []byte {
+	b := e.attrs[e.apos]
+	e.apos++
+	if b == nil {
+		return e.appendKeyValues(dst, num, kvs)
+	}
+	return append(dst, b...)
+}
+
+// cachedKeyValues returns the field-num-tagged KeyValue messages of shared
+// kvs from the cache, encoding and storing them on a miss; nil when the
+// cache is full.
+func (e *MetricsProtoEncoder) cachedKeyValues(num protowire.Number, kvs []*commonpb.KeyValue) []byte {
+	if e.cache == nil {
+		e.cache = pipeline.NewAttrCache(0, 0)
+	}
+	if b, ok := e.cache.Get(kvs, int32(num)); ok {
+		return b
+	}
+	// A separate encoder, because e is in the middle of its size pass.
+	if e.sub == nil {
+		e.sub = &MetricsProtoEncoder{nocache: true}
+	}
+	s := e.sub
+	s.sizes, s.pos = s.sizes[:0], 0
+	s.sizeKeyValues(num, kvs)
+	e.scratch = s.appendKeyValues(e.scratch[:0], num, kvs)
+	return e.cache.Put(kvs, int32(num), e.scratch)
 }
 
 // AnyValue's oneof members are written even when zero: presence is the
@@ -333,7 +430,7 @@ func (e *MetricsProtoEncoder) sizeNumberPoints(pts []*metricspb.NumberDataPoint)
 			s += protowire.SizeTag(6) + 8
 		}
 		s += e.sizeExemplars(5, p.Exemplars)
-		s += e.sizeKeyValues(7, p.Attributes)
+		s += e.sizePointAttrs(7, p.Attributes)
 		s += varintSize(8, uint64(p.Flags))
 		e.sizes[idx] = s
 		n += lenField(1, s)
@@ -355,7 +452,7 @@ func (e *MetricsProtoEncoder) appendNumberPoints(dst []byte, pts []*metricspb.Nu
 			dst = protowire.AppendFixed64(dst, uint64(v.AsInt))
 		}
 		dst = e.appendExemplars(dst, 5, p.Exemplars)
-		dst = e.appendKeyValues(dst, 7, p.Attributes)
+		dst = e.appendPointAttrs(dst, 7, p.Attributes)
 		dst = appendVarint(dst, 8, uint64(p.Flags))
 	}
 	return dst
@@ -438,7 +535,7 @@ func (e *MetricsProtoEncoder) sizeHistogramPoints(pts []*metricspb.HistogramData
 			s += lenField(7, 8*len(p.ExplicitBounds))
 		}
 		s += e.sizeExemplars(8, p.Exemplars)
-		s += e.sizeKeyValues(9, p.Attributes)
+		s += e.sizePointAttrs(9, p.Attributes)
 		s += varintSize(10, uint64(p.Flags))
 		s += optDoubleSize(11, p.Min) + optDoubleSize(12, p.Max)
 		e.sizes[idx] = s
@@ -469,7 +566,7 @@ func (e *MetricsProtoEncoder) appendHistogramPoints(dst []byte, pts []*metricspb
 			}
 		}
 		dst = e.appendExemplars(dst, 8, p.Exemplars)
-		dst = e.appendKeyValues(dst, 9, p.Attributes)
+		dst = e.appendPointAttrs(dst, 9, p.Attributes)
 		dst = appendVarint(dst, 10, uint64(p.Flags))
 		dst = appendOptDouble(dst, 11, p.Min)
 		dst = appendOptDouble(dst, 12, p.Max)
@@ -501,7 +598,7 @@ func (e *MetricsProtoEncoder) sizeSummaryPoints(pts []*metricspb.SummaryDataPoin
 			qs := doubleSize(1, q.Quantile) + doubleSize(2, q.Value)
 			s += lenField(6, qs)
 		}
-		s += e.sizeKeyValues(7, p.Attributes)
+		s += e.sizePointAttrs(7, p.Attributes)
 		s += varintSize(8, uint64(p.Flags))
 		e.sizes[idx] = s
 		n += lenField(1, s)
@@ -522,7 +619,7 @@ func (e *MetricsProtoEncoder) appendSummaryPoints(dst []byte, pts []*metricspb.S
 			dst = appendDouble(dst, 1, q.Quantile)
 			dst = appendDouble(dst, 2, q.Value)
 		}
-		dst = e.appendKeyValues(dst, 7, p.Attributes)
+		dst = e.appendPointAttrs(dst, 7, p.Attributes)
 		dst = appendVarint(dst, 8, uint64(p.Flags))
 	}
 	return dst

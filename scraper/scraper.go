@@ -9,7 +9,6 @@ import (
 	"hash/fnv"
 	"io"
 	"log/slog"
-	"math/rand/v2"
 	"net"
 	"net/http"
 	"net/url"
@@ -81,6 +80,9 @@ type Manager struct {
 
 // freeBodies bounds the page buffers kept between scrapes.
 const freeBodies = 8
+
+// startSpread is the window the targets' first scrapes are spread over.
+const startSpread = 250 * time.Millisecond
 
 type loop struct {
 	t    Target
@@ -187,19 +189,21 @@ func (m *Manager) ScrapeAll(ctx context.Context) {
 }
 
 func (l *loop) run(ctx context.Context) {
+	// The first scrape is within startSpread of the start (a job wants its
+	// targets' state from the start, but a hundred targets scraped in the
+	// same instant would hold up the health endpoint and the receivers);
+	// then the loop moves to its phase, so that targets stay spread.
+	ph := phase(l.t.JobName, l.url, l.t.Interval)
 	select {
 	case <-ctx.Done():
 		return
-	case <-time.After(time.Duration(rand.Int64N(int64(5 * time.Millisecond)))):
+	case <-time.After(ph % min(l.t.Interval, startSpread)):
 	}
-	// The first scrape is at once (a job wants its targets' state from the
-	// start); then the loop moves to its phase, so that many targets are
-	// not all scraped in the same instant.
 	l.scrapeAndSend(ctx)
 	select {
 	case <-ctx.Done():
 		return
-	case <-time.After(untilPhase(time.Now(), l.t.Interval, phase(l.t.JobName, l.url, l.t.Interval))):
+	case <-time.After(untilPhase(time.Now(), l.t.Interval, ph)):
 	}
 	tick := time.NewTicker(l.t.Interval)
 	defer tick.Stop()

@@ -332,6 +332,23 @@ func TestEndToEnd(t *testing.T) {
 		t.Fatalf("log export: %v", err)
 	}
 
+	// The first scrapes are spread over the first 250ms and batched for
+	// 200ms: wait until every target's first scrape reached the backend, so
+	// that a second up point can only be the final scrape at SIGTERM.
+	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(10 * time.Millisecond) {
+		be.mu.Lock()
+		jobs := map[string]bool{}
+		for _, rm := range be.metrics {
+			jobs[jobOf(rm)] = true
+		}
+		be.mu.Unlock()
+		if jobs["vllm-policy"] && jobs["node"] && jobs["dcgm"] {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the first scrapes did not reach the backend in 10s (jobs seen: %v)", jobs)
+		}
+	}
 	stopAt := time.Now()
 	if err := cmd.Process.Signal(syscall.SIGTERM); err != nil {
 		t.Fatal(err)

@@ -305,20 +305,26 @@ func (c *Converter) ConvertScrape(page []byte, contentType string, ts time.Time,
 		switch e {
 		case textparse.EntryType:
 			n, t := p.Type()
+			last = n // a later parse error is on a line after this one
 			c.typName = append(c.typName[:0], n...)
 			c.typ = t
 			continue
 		case textparse.EntryHelp:
 			n, h := p.Help()
+			last = n
 			c.hlpName = append(c.hlpName[:0], n...)
 			c.hlp = append(c.hlp[:0], h...)
 			continue
 		case textparse.EntryUnit:
 			n, u := p.Unit()
+			last = n
 			c.untName = append(c.untName[:0], n...)
 			c.unt = append(c.unt[:0], u...)
 			continue
 		case textparse.EntrySeries:
+		case textparse.EntryComment:
+			last = p.Comment()
+			continue
 		default:
 			continue
 		}

@@ -496,3 +496,19 @@ func TestPhaseSpreadsTargets(t *testing.T) {
 		}
 	}
 }
+
+// The line a parse error names is the failing one also when the entries
+// before it were TYPE/HELP/UNIT lines or comments, not samples.
+func TestParseErrorLineAfterMetadata(t *testing.T) {
+	for _, c := range []struct {
+		page, ct, want string
+	}{
+		{"# TYPE req counter\n# UNIT req requests\nreq_total 1\n# EOF\n", ctOM, "line 2"},
+		{"# HELP a x\n# TYPE a gauge\n# just a comment\na{b=\"c\" 1\n", ctText, "line 4"},
+	} {
+		_, err := NewConverter(fixtureTarget("t")).Convert([]byte(c.page), c.ct, time.Now())
+		if err == nil || !strings.Contains(err.Error(), c.want) {
+			t.Errorf("%q: error %v, want it to name %s", c.page, err, c.want)
+		}
+	}
+}

@@ -29,12 +29,9 @@ import (
 // It keeps no attribute cache (replay's batches are not shared); the HTTP
 // sink's workers use their own encoders through encodeRequestWith.
 func EncodeRequest(b *pipeline.Batch, gz bool, out *bytes.Buffer) error {
-	if b.Signal == pipeline.Metrics {
-		enc := metricsEncPool.Get().(*MetricsProtoEncoder)
-		defer metricsEncPool.Put(enc)
-		return encodeMetrics(enc, b, gz, out)
-	}
-	return encodeRequestWith(nil, b, gz, out)
+	enc := metricsEncPool.Get().(*MetricsProtoEncoder)
+	defer metricsEncPool.Put(enc)
+	return encodeRequestWith(enc, b, gz, out)
 }
 
 // encodeRequestWith is EncodeRequest with metrics encoded by enc, a
@@ -45,7 +42,7 @@ func encodeRequestWith(enc *MetricsProtoEncoder, b *pipeline.Batch, gz bool, out
 	case pipeline.Metrics:
 		return encodeMetrics(enc, b, gz, out)
 	case pipeline.Traces:
-		msg = &coltracepb.ExportTraceServiceRequest{ResourceSpans: b.Traces}
+		return encodeTraces(enc, b, gz, out)
 	case pipeline.Logs:
 		msg = &collogspb.ExportLogsServiceRequest{ResourceLogs: b.Logs}
 	default:
@@ -76,10 +73,28 @@ func encodeMetrics(enc *MetricsProtoEncoder, b *pipeline.Batch, gz bool, out *by
 	bp := marshalPool.Get().(*[]byte)
 	defer marshalPool.Put(bp)
 	*bp = enc.AppendRequest((*bp)[:0], b.Metrics)
+	return gzipTo(out, *bp)
+}
+
+// encodeTraces is encodeMetrics for spans (AppendTracesRequest).
+func encodeTraces(enc *MetricsProtoEncoder, b *pipeline.Batch, gz bool, out *bytes.Buffer) error {
+	out.Reset()
+	if !gz {
+		out.Write(enc.AppendTracesRequest(out.AvailableBuffer(), b.Traces))
+		return nil
+	}
+	bp := marshalPool.Get().(*[]byte)
+	defer marshalPool.Put(bp)
+	*bp = enc.AppendTracesRequest((*bp)[:0], b.Traces)
+	return gzipTo(out, *bp)
+}
+
+// gzipTo writes raw gzipped (level 1) to out.
+func gzipTo(out *bytes.Buffer, raw []byte) error {
 	zw := gzipPool.Get().(*gzip.Writer)
 	defer gzipPool.Put(zw)
 	zw.Reset(out)
-	if _, err := zw.Write(*bp); err != nil {
+	if _, err := zw.Write(raw); err != nil {
 		return err
 	}
 	return zw.Close()
@@ -104,13 +119,7 @@ func encodeProto(msg proto.Message, gz bool, out *bytes.Buffer) error {
 		return err
 	}
 	*bp = raw
-	zw := gzipPool.Get().(*gzip.Writer)
-	defer gzipPool.Put(zw)
-	zw.Reset(out)
-	if _, err := zw.Write(raw); err != nil {
-		return err
-	}
-	return zw.Close()
+	return gzipTo(out, raw)
 }
 
 // Export is one encoded export request and where it goes.

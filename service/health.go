@@ -46,7 +46,7 @@ type counter struct {
 }
 
 // metricsHandler exposes otelstep's own telemetry in the Prometheus text
-// format, so a job (or examples/local.yaml) can scrape it.
+// format, so a job (or the embedded default config) can scrape it.
 func (s *Service) metricsHandler(w http.ResponseWriter, r *http.Request) {
 	w.Header().Set("Content-Type", "text/plain; version=0.0.4; charset=utf-8")
 	var b strings.Builder

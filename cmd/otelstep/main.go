@@ -3,7 +3,7 @@
 // targets, receives OTLP, stamps resource attributes and double-writes to an
 // OTLP/HTTP backend and JSONL files.
 //
-//	otelstep --config FILE             run (the collector's command line)
+//	otelstep [--config FILE]           run (the collector's command line; without --config, the embedded default)
 //	otelstep validate --config FILE    check a config and print what would run
 //	otelstep replay --endpoint URL PATH...  resend JSONL files to a backend
 //	otelstep bench scrape|otlp [--peer CMD]  throughput against a peer
@@ -11,6 +11,7 @@ package main
 
 import (
 	"context"
+	_ "embed"
 	"errors"
 	"flag"
 	"fmt"
@@ -24,6 +25,11 @@ import (
 	"github.com/otelstep/otelstep/config"
 	"github.com/otelstep/otelstep/service"
 )
+
+// defaultConfig is what otelstep runs without --config.
+//
+//go:embed default.yaml
+var defaultConfig []byte
 
 // Exit statuses.
 const (
@@ -67,11 +73,15 @@ func run(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "otelstep: unexpected argument %q\n", fs.Arg(0))
 		return exitUsage
 	}
+	var cfg *config.Config
+	var err error
 	if *cfgPath == "" {
-		fmt.Fprintln(stderr, "otelstep: --config FILE is required")
-		return exitUsage
+		// No config: the embedded default, for a first run on a laptop.
+		fmt.Fprintln(stderr, "otelstep: no --config given: running the embedded default (cmd/otelstep/default.yaml; JSONL under ./otel)")
+		cfg, err = config.Parse("(embedded default)", defaultConfig, os.LookupEnv)
+	} else {
+		cfg, err = config.Load(*cfgPath, os.LookupEnv)
 	}
-	cfg, err := config.Load(*cfgPath, os.LookupEnv)
 	if err != nil {
 		fmt.Fprintf(stderr, "otelstep: invalid config: %v\n", err)
 		return exitUsage
@@ -138,7 +148,7 @@ func serve(cfg *config.Config, stderr io.Writer) int {
 
 func usage(w io.Writer) {
 	fmt.Fprint(w, `usage:
-  otelstep --config FILE             run the collector config FILE
+  otelstep [--config FILE]           run the collector config FILE (without it: the embedded default)
   otelstep validate --config FILE    check FILE and print what would run (secrets redacted)
   otelstep replay --endpoint URL [--token-env OTEL_TOKEN] [--header K=V]... PATH...
                                      resend a job's JSONL files to a backend (see replay -h)

@@ -2,11 +2,14 @@ package main
 
 import (
 	"bytes"
+	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
+	"time"
 )
 
 // runBinary runs the built otelstep with args and env, returning its exit
@@ -94,10 +97,65 @@ func TestValidateRedacts(t *testing.T) {
 }
 
 func TestUsageErrors(t *testing.T) {
-	if code, out := runBinary(t, nil); code != 2 || !strings.Contains(out, "--config") {
-		t.Errorf("no flags: exit %d, %s", code, out)
+	if code, out := runBinary(t, nil, "run", "extra"); code != 2 || !strings.Contains(out, "unexpected argument") {
+		t.Errorf("extra argument: exit %d, %s", code, out)
 	}
 	if code, out := runBinary(t, nil, "--config", "/nonexistent/c.yaml"); code != 2 || !strings.Contains(out, "/nonexistent/c.yaml") {
 		t.Errorf("missing file: exit %d, %s", code, out)
+	}
+}
+
+// TestEmbeddedDefault runs the README's first command as a user would: no
+// --config, in an empty folder. It must get healthy, take OTLP, scrape its
+// own metrics and write both to ./otel, then stop cleanly on SIGTERM.
+func TestEmbeddedDefault(t *testing.T) {
+	dir := t.TempDir()
+	health, grpcAddr, httpAddr := freePort(t), freePort(t), freePort(t)
+	cmd := exec.Command(buildBinary(t))
+	cmd.Dir = dir
+	cmd.Env = append(os.Environ(), "OTELSTEP_HEALTH="+health, "OTELSTEP_GRPC="+grpcAddr, "OTELSTEP_HTTP="+httpAddr)
+	var out bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &out
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = cmd.Process.Kill() }()
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		resp, err := http.Get("http://" + health + "/")
+		if err == nil {
+			resp.Body.Close()
+			if resp.StatusCode == 200 {
+				break
+			}
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("not healthy in 10s:\n%s", out.String())
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	span := `{"resourceSpans":[{"scopeSpans":[{"spans":[{"traceId":"0102030405060708090a0b0c0d0e0f10","spanId":"0102030405060708","name":"readme-span"}]}]}]}`
+	resp, err := http.Post("http://"+httpAddr+"/v1/traces", "application/json", strings.NewReader(span))
+	if err != nil || resp.StatusCode != 200 {
+		t.Fatalf("OTLP/HTTP JSON: %v %v", err, resp)
+	}
+	resp.Body.Close()
+	time.Sleep(300 * time.Millisecond) // the first self-scrape is within 250ms
+	if err := cmd.Process.Signal(syscall.SIGTERM); err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Wait(); err != nil {
+		t.Fatalf("exit: %v\n%s", err, out.String())
+	}
+	if !strings.Contains(out.String(), "embedded default") {
+		t.Errorf("the log does not say the embedded default runs:\n%s", out.String())
+	}
+	traces, _ := os.ReadFile(filepath.Join(dir, "otel", "traces.jsonl"))
+	metrics, _ := os.ReadFile(filepath.Join(dir, "otel", "metrics.jsonl"))
+	if !bytes.Contains(traces, []byte("readme-span")) {
+		t.Errorf("the span is not in ./otel/traces.jsonl: %q", traces)
+	}
+	if !bytes.Contains(metrics, []byte(`"name":"up"`)) || !bytes.Contains(metrics, []byte("otelstep_uptime_seconds")) {
+		t.Errorf("./otel/metrics.jsonl lacks the self-scrape (%d bytes)", len(metrics))
 	}
 }

@@ -40,6 +40,10 @@ const flagNoValue = uint32(metricspb.DataPointFlags_DATA_POINT_FLAGS_NO_RECORDED
 
 // famState is cached per output metric name across scrapes.
 type famState struct {
+	// res is "" for the target's resource, else the job and instance a
+	// page named itself under honor_labels (job + "\xff" + instance): the
+	// collector makes a resource of each.
+	res              string
 	name, help, unit string
 	typ              model.MetricType
 	metadata         []*commonpb.KeyValue // shared, immutable
@@ -168,20 +172,7 @@ type Converter struct {
 // NewConverter returns a Converter for target t.
 func NewConverter(t Target) *Converter {
 	instance := t.instance()
-	_, port, err := net.SplitHostPort(instance)
-	if err != nil {
-		port = ""
-	}
-	scheme := t.Scheme
-	if scheme == "" {
-		scheme = "http"
-	}
-	res := &resourcepb.Resource{Attributes: []*commonpb.KeyValue{
-		strKV("service.name", t.JobName),
-		strKV("service.instance.id", instance),
-		strKV("server.port", port),
-		strKV("url.scheme", scheme),
-	}}
+	res := &resourcepb.Resource{Attributes: resourceAttrs(t.JobName, instance, t.Scheme)}
 	c := &Converter{
 		t:        t,
 		resource: res,
@@ -207,6 +198,32 @@ func NewConverter(t Target) *Converter {
 	}
 	c.tlbls = labels.FromMap(tl)
 	return c
+}
+
+// resourceAttrs are the collector's resource attributes for a job and
+// instance: service.name, server.address (only for a host worth naming:
+// not loopback, unspecified or localhost), service.instance.id,
+// server.port and url.scheme, in its order.
+func resourceAttrs(job, instance, scheme string) []*commonpb.KeyValue {
+	host, port, err := net.SplitHostPort(instance)
+	if err != nil {
+		host, port = instance, ""
+	}
+	if scheme == "" {
+		scheme = "http"
+	}
+	attrs := []*commonpb.KeyValue{strKV("service.name", job)}
+	if discernibleHost(host) {
+		attrs = append(attrs, strKV("server.address", host))
+	}
+	return append(attrs, strKV("service.instance.id", instance), strKV("server.port", port), strKV("url.scheme", scheme))
+}
+
+func discernibleHost(host string) bool {
+	if ip := net.ParseIP(host); ip != nil {
+		return !ip.IsLoopback() && !ip.IsUnspecified()
+	}
+	return host != "" && host != "localhost"
 }
 
 // kv returns the interned KeyValue for name=value (copies of both: the
@@ -266,8 +283,21 @@ type scrapeCounts struct {
 	added   int // scrape_series_added: series new to the cache
 }
 
-// ConvertScrape is Convert with the scrape duration for scrape_duration_seconds.
+// ConvertScrape is Convert with the scrape duration for
+// scrape_duration_seconds. It returns the target's resource only; see
+// ConvertAll.
 func (c *Converter) ConvertScrape(page []byte, contentType string, ts time.Time, dur time.Duration) (*metricspb.ResourceMetrics, error) {
+	rms, err := c.ConvertAll(page, contentType, ts, dur)
+	if err != nil {
+		return nil, err
+	}
+	return rms[0], nil
+}
+
+// ConvertAll is ConvertScrape with every resource of the scrape: the
+// target's first (with the synthetic series), then, under honor_labels, one
+// per job and instance the page itself named, as the collector makes them.
+func (c *Converter) ConvertAll(page []byte, contentType string, ts time.Time, dur time.Duration) ([]*metricspb.ResourceMetrics, error) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	// _created series are handled here (roleCreated) rather than through
@@ -365,7 +395,7 @@ func (c *Converter) ConvertScrape(page []byte, contentType string, ts time.Time,
 	c.startsFromCreatedGauges(gen)
 	c.finish(tsNs)
 	c.staleAndEvict(gen, tsNs)
-	return c.wrap(c.collect(gen, tsNs, 1, dur, n)), nil
+	return c.collect(gen, tsNs, 1, dur, n), nil
 }
 
 // sample adds one sample of a known series to this scrape's points.
@@ -746,16 +776,35 @@ func (c *Converter) markStale(se *seriesEntry, gen, now uint64) {
 // collect lists this scrape's metrics (page order, staleness markers, then
 // the synthetic series); a family whose points were all dropped is left out,
 // as the collector does.
-func (c *Converter) collect(gen, ts uint64, up float64, dur time.Duration, n scrapeCounts) []*metricspb.Metric {
+func (c *Converter) collect(gen, ts uint64, up float64, dur time.Duration, n scrapeCounts) []*metricspb.ResourceMetrics {
 	metrics := make([]*metricspb.Metric, 0, len(c.order)+len(synthDefs))
+	var others []*metricspb.ResourceMetrics // honor_labels resources, in page order
+	var otherIdx map[string]int
 	for _, f := range c.order {
 		if pointCount(f.out) > 0 {
-			metrics = append(metrics, f.out)
+			if f.res == "" {
+				metrics = append(metrics, f.out)
+			} else {
+				i, ok := otherIdx[f.res]
+				if !ok {
+					if otherIdx == nil {
+						otherIdx = map[string]int{}
+					}
+					i = len(others)
+					otherIdx[f.res] = i
+					job, inst, _ := strings.Cut(f.res, "\xff")
+					others = append(others, wrapAttrs(resourceAttrs(job, inst, c.t.Scheme), nil))
+				}
+				sm := others[i].ScopeMetrics[0]
+				sm.Metrics = append(sm.Metrics, f.out)
+			}
 		}
 		f.out = nil
 	}
 	c.order = c.order[:0]
-	return c.synthetic(metrics, ts, up, dur, n)
+	// The synthetic series are the target's: one scrape, one up.
+	rms := []*metricspb.ResourceMetrics{c.wrap(c.synthetic(metrics, ts, up, dur, n))}
+	return append(rms, others...)
 }
 
 func pointCount(m *metricspb.Metric) int {
@@ -855,12 +904,8 @@ func (c *Converter) newEntry(p textparse.Parser, b []byte) *seriesEntry {
 	lset.Range(func(l labels.Label) {
 		switch l.Name {
 		case model.JobLabel, model.InstanceLabel:
-			// The target's job/instance are the resource. A page's own
-			// (honor_labels) would make another resource in the
-			// collector; we keep them as attributes rather than lose them.
-			if l.Value == c.tlbls.Get(l.Name) {
-				return
-			}
+			// The resource's: the target's, or (honor_labels) the page's.
+			return
 		case model.MetricNameLabel, model.SchemeLabel, model.MetricsPathLabel, drop:
 			return
 		}
@@ -869,8 +914,16 @@ func (c *Converter) newEntry(p textparse.Parser, b []byte) *seriesEntry {
 		}
 		attrs = append(attrs, c.kv(l.Name, l.Value))
 	})
+	res := ""
+	if j, i := lset.Get(model.JobLabel), lset.Get(model.InstanceLabel); j != c.t.JobName || i != c.t.instance() {
+		res = j + "\xff" + i // only honor_labels lets a page's job/instance through
+	}
+	famKey := outName
+	if res != "" {
+		famKey = res + "\xfe" + outName
+	}
 	key := c.keyBuf[:0]
-	key = append(key, outName...)
+	key = append(key, famKey...)
 	for _, a := range attrs {
 		key = append(key, 0xff)
 		key = append(key, a.Key...)
@@ -880,15 +933,17 @@ func (c *Converter) newEntry(p textparse.Parser, b []byte) *seriesEntry {
 	c.keyBuf = key
 	if !c.om && typ == model.MetricTypeGauge && strings.HasSuffix(outName, "_created") {
 		base := strings.TrimSuffix(outName, "_created")
-		attrKey := key[len(outName):]
-		se.startsKeys = []string{base + "_total" + string(attrKey), base + string(attrKey)}
+		attrKey := key[len(famKey):]
+		prefix := famKey[:len(famKey)-len(outName)]
+		se.startsKeys = []string{prefix + base + "_total" + string(attrKey), prefix + base + string(attrKey)}
 	}
 	ps := c.points[string(key)]
 	if ps == nil {
-		f := c.fams[outName]
+		f := c.fams[famKey]
 		if f == nil || f.typ != typ {
 			f = c.newFam(outName, famName, typ)
-			c.fams[outName] = f
+			f.res = res
+			c.fams[famKey] = f
 		}
 		// Marked shared: the same slice serves every scrape of the series
 		// and is never changed, so the sinks may cache its encoding.
@@ -1079,8 +1134,14 @@ func (c *Converter) synthetic(ms []*metricspb.Metric, ts uint64, up float64, dur
 // replace them, never mutate them); the spare capacity holds the stamped
 // attributes without a second allocation.
 func (c *Converter) wrap(ms []*metricspb.Metric) *metricspb.ResourceMetrics {
-	attrs := make([]*commonpb.KeyValue, len(c.resource.Attributes), len(c.resource.Attributes)+12)
-	copy(attrs, c.resource.Attributes)
+	return wrapAttrs(c.resource.Attributes, ms)
+}
+
+// wrapAttrs makes a ResourceMetrics of its own (processors stamp resources
+// in place) with a copy of attrs, room to stamp, and the scope.
+func wrapAttrs(base []*commonpb.KeyValue, ms []*metricspb.Metric) *metricspb.ResourceMetrics {
+	attrs := make([]*commonpb.KeyValue, len(base), len(base)+12)
+	copy(attrs, base)
 	return &metricspb.ResourceMetrics{
 		Resource: &resourcepb.Resource{Attributes: attrs},
 		ScopeMetrics: []*metricspb.ScopeMetrics{{
@@ -1095,6 +1156,12 @@ func (c *Converter) wrap(ms []*metricspb.Metric) *metricspb.ResourceMetrics {
 // empty scrape), then up=0 and the other synthetic series. The series are
 // forgotten: when the target comes back they start afresh.
 func (c *Converter) Down(ts time.Time, dur time.Duration) *metricspb.ResourceMetrics {
+	return c.DownAll(ts, dur)[0]
+}
+
+// DownAll is Down with every resource: the target's first, then those of
+// series a page named under honor_labels (their staleness markers).
+func (c *Converter) DownAll(ts time.Time, dur time.Duration) []*metricspb.ResourceMetrics {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	c.gen++
@@ -1103,9 +1170,9 @@ func (c *Converter) Down(ts time.Time, dur time.Duration) *metricspb.ResourceMet
 	for _, se := range c.raw {
 		c.markStale(se, gen, now)
 	}
-	ms := c.collect(gen, now, 0, dur, scrapeCounts{})
+	rms := c.collect(gen, now, 0, dur, scrapeCounts{})
 	clear(c.raw)
 	clear(c.points)
 	clear(c.fams)
-	return c.wrap(ms)
+	return rms
 }

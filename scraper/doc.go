@@ -42,12 +42,11 @@
 // wall-clock measurement), point and metric order (the collector's metric
 // order is a map's), and timestamps equal to the scrape time (normalised).
 //
-// Known gaps, not exercised by the fixtures: with honor_labels, a page's
-// own job/instance labels stay point attributes (the collector makes a
-// separate resource of them); otel_scope_name/otel_scope_version labels
-// stay attributes (the collector makes a separate scope); native
-// histograms are not negotiated (the Accept header asks for text formats
-// only).
+// Known gaps, not exercised by the fixtures: otel_scope_name/
+// otel_scope_version labels stay attributes (the collector makes a separate
+// scope); native histograms are not negotiated (the Accept header asks for
+// text formats only). Under honor_labels a page's own job and instance make
+// a resource of their own, as in the collector (Converter.ConvertAll).
 //
 // Point attribute slices are cached and shared between scrapes: downstream
 // must not mutate point attributes in place.

@@ -250,14 +250,14 @@ func untilPhase(now time.Time, interval, ph time.Duration) time.Duration {
 }
 
 func (l *loop) scrapeAndSend(ctx context.Context) {
-	rm := l.scrape(ctx)
-	if err := l.m.opts.Next.Consume(ctx, &pipeline.Batch{Signal: pipeline.Metrics, Metrics: []*metricspb.ResourceMetrics{rm}}); err != nil && ctx.Err() == nil {
+	rms := l.scrape(ctx)
+	if err := l.m.opts.Next.Consume(ctx, &pipeline.Batch{Signal: pipeline.Metrics, Metrics: rms}); err != nil && ctx.Err() == nil {
 		l.m.opts.Logger.Warn("scrape: delivering failed", "job", l.t.JobName, "target", l.url, "error", err)
 	}
 }
 
-// scrape does one scrape and returns its ResourceMetrics (Down on failure).
-func (l *loop) scrape(ctx context.Context) *metricspb.ResourceMetrics {
+// scrape does one scrape and returns its resources (DownAll on failure).
+func (l *loop) scrape(ctx context.Context) []*metricspb.ResourceMetrics {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	buf := l.m.getBody()
@@ -269,14 +269,14 @@ func (l *loop) scrape(ctx context.Context) *metricspb.ResourceMetrics {
 	start := time.Now()
 	ct, err := l.fetch(ctx, buf)
 	if err == nil {
-		var rm *metricspb.ResourceMetrics
-		rm, err = l.conv.ConvertScrape(buf.Bytes(), ct, start, time.Since(start))
+		var rms []*metricspb.ResourceMetrics
+		rms, err = l.conv.ConvertAll(buf.Bytes(), ct, start, time.Since(start))
 		if err == nil {
-			return rm
+			return rms
 		}
 	}
 	l.m.opts.Logger.Warn("scrape failed", "job", l.t.JobName, "target", l.url, "error", err)
-	return l.conv.Down(start, time.Since(start))
+	return l.conv.DownAll(start, time.Since(start))
 }
 
 // putBody returns a page buffer to the pool, unless one huge page grew it:

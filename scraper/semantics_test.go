@@ -453,10 +453,28 @@ func TestSemanticsJobInstanceLabels(t *testing.T) {
 	if got := attrs(p.Attributes); !mapsEqual(got, want) {
 		t.Errorf("exported_: %v, want %v", got, want)
 	}
-	p = metric(t, conv(t, page, ctText, func(tg *Target) { tg.HonorLabels = true }), "g").GetGauge().DataPoints[0]
-	want = map[string]string{"job": "inner", "instance": "in:1", "gym_service": "page", "a": "1"}
+	// honor_labels: the page's job and instance win and, as in the
+	// collector, make a resource of their own; the target's resource keeps
+	// the synthetic series (and any series without its own job/instance).
+	tg := fixtureTarget("sem")
+	tg.HonorLabels = true
+	rms, err := NewConverter(tg).ConvertAll([]byte(page+"h 2\n"), ctText, t0, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(rms) != 2 {
+		t.Fatalf("honor_labels: %d resources, want 2", len(rms))
+	}
+	if got := kvs(rms[1].Resource.Attributes); got != `service.name={"stringValue":"inner"},server.address={"stringValue":"in"},service.instance.id={"stringValue":"in:1"},server.port={"stringValue":"1"},url.scheme={"stringValue":"http"}` {
+		t.Errorf("honor_labels resource: %s", got)
+	}
+	p = metric(t, rms[1], "g").GetGauge().DataPoints[0]
+	want = map[string]string{"gym_service": "page", "a": "1"}
 	if got := attrs(p.Attributes); !mapsEqual(got, want) {
 		t.Errorf("honor_labels: %v, want %v", got, want)
+	}
+	if findPoints(rms[0], "g") != nil || findPoints(rms[0], "h") == nil || findPoints(rms[0], "up") == nil || findPoints(rms[1], "up") != nil {
+		t.Errorf("honor_labels: the target's resource has %v, the page's %v", names(rms[0]), names(rms[1]))
 	}
 	// exported_job already on the page: the conflict moves one prefix further
 	p = metric(t, conv(t, "g{job=\"x\",exported_job=\"y\"} 1\n", ctText), "g").GetGauge().DataPoints[0]
@@ -575,6 +593,35 @@ other_created 1700000002
 	for _, p := range metric(t, rm, "req_total").GetSum().DataPoints {
 		if attrs(p.Attributes)["code"] == "200" && p.StartTimeUnixNano != 1700000500e9 {
 			t.Errorf("after a restart: start %d, want the new gauge value", p.StartTimeUnixNano)
+		}
+	}
+}
+
+// The resource names the target's host in server.address when it is worth
+// naming (not loopback, unspecified or localhost), as the collector does.
+func TestSemanticsServerAddress(t *testing.T) {
+	for _, c := range []struct{ addr, want string }{
+		{"node01:9100", "node01"},
+		{"10.1.2.3:9400", "10.1.2.3"},
+		{"[2001:db8::1]:8000", "2001:db8::1"},
+		{"127.0.0.1:8000", ""},
+		{"localhost:8000", ""},
+		{"[::1]:8000", ""},
+	} {
+		tg := fixtureTarget("sem")
+		tg.Address = c.addr
+		rm, err := NewConverter(tg).Convert([]byte("g 1\n"), ctText, t0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		got := ""
+		for _, kv := range rm.Resource.Attributes {
+			if kv.Key == "server.address" {
+				got = kv.Value.GetStringValue()
+			}
+		}
+		if got != c.want {
+			t.Errorf("%s: server.address %q, want %q", c.addr, got, c.want)
 		}
 	}
 }

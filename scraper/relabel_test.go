@@ -160,3 +160,25 @@ func TestTargetRelabel(t *testing.T) {
 }
 
 type modelName = model.LabelName
+
+// A metric_relabel_configs rule that rewrites job moves the series to a
+// resource of that job, as the collector builds resources from the labels
+// after relabeling.
+func TestMetricRelabelJobMakesAResource(t *testing.T) {
+	tg := fixtureTarget("sem")
+	tg.MetricRelabelConfigs = []*relabel.Config{rc(t, relabel.Replace, "go_.*", func(c *relabel.Config) {
+		c.SourceLabels = model.LabelNames{"__name__"}
+		c.TargetLabel = "job"
+		c.Replacement = "runtime"
+	})}
+	rms, err := NewConverter(tg).ConvertAll([]byte(relabelPage), ctText, t0, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(rms) != 2 || findPoints(rms[1], "go_gc") == nil || findPoints(rms[0], "go_gc") != nil || findPoints(rms[0], "req_total") == nil {
+		t.Fatalf("want go_gc alone under job runtime: %d resources", len(rms))
+	}
+	if got := rms[1].Resource.Attributes[0].Value.GetStringValue(); got != "runtime" {
+		t.Errorf("service.name %q, want runtime", got)
+	}
+}

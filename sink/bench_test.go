@@ -157,3 +157,25 @@ func benchFanout(b *testing.B, batch *pipeline.Batch) {
 	}
 	b.ReportMetric(float64(batch.Items())*float64(b.N)/b.Elapsed().Seconds(), "points/s")
 }
+
+// encodeProto is the generic path (proto.Marshal, then gzip) the
+// reflection-free encoders replaced: BenchmarkHTTPEncode's baseline.
+func encodeProto(msg proto.Message, gz bool, out *bytes.Buffer) error {
+	out.Reset()
+	if !gz {
+		raw, err := proto.MarshalOptions{}.MarshalAppend(out.AvailableBuffer(), msg)
+		if err != nil {
+			return err
+		}
+		out.Write(raw)
+		return nil
+	}
+	bp := marshalPool.Get().(*[]byte)
+	defer marshalPool.Put(bp)
+	raw, err := proto.MarshalOptions{}.MarshalAppend((*bp)[:0], msg)
+	if err != nil {
+		return err
+	}
+	*bp = raw
+	return gzipTo(out, raw)
+}

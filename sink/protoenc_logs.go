@@ -1,0 +1,108 @@
+package sink
+
+import (
+	logspb "go.opentelemetry.io/proto/otlp/logs/v1"
+)
+
+// AppendLogsRequest appends the encoding of an ExportLogsServiceRequest
+// holding rls to dst: AppendTracesRequest for log records.
+func (e *MetricsProtoEncoder) AppendLogsRequest(dst []byte, rls []*logspb.ResourceLogs) []byte {
+	e.sizes, e.pos = e.sizes[:0], 0
+	clear(e.attrs)
+	e.attrs, e.apos = e.attrs[:0], 0
+	for _, rl := range rls {
+		e.sizeResourceLogs(rl)
+	}
+	for _, rl := range rls {
+		dst = e.msg(dst, 1)
+		dst = e.appendResourceLogs(dst, rl)
+	}
+	return dst
+}
+
+func (e *MetricsProtoEncoder) sizeResourceLogs(rl *logspb.ResourceLogs) int {
+	idx := e.mark()
+	n := 0
+	if rl.Resource != nil {
+		n += lenField(1, e.sizeResource(rl.Resource))
+	}
+	for _, sl := range rl.ScopeLogs {
+		n += lenField(2, e.sizeScopeLogs(sl))
+	}
+	n += strSize(3, rl.SchemaUrl)
+	e.sizes[idx] = n
+	return n
+}
+
+func (e *MetricsProtoEncoder) appendResourceLogs(dst []byte, rl *logspb.ResourceLogs) []byte {
+	if rl.Resource != nil {
+		dst = e.msg(dst, 1)
+		dst = e.appendResource(dst, rl.Resource)
+	}
+	for _, sl := range rl.ScopeLogs {
+		dst = e.msg(dst, 2)
+		dst = e.appendScopeLogs(dst, sl)
+	}
+	return appendStr(dst, 3, rl.SchemaUrl)
+}
+
+func (e *MetricsProtoEncoder) sizeScopeLogs(sl *logspb.ScopeLogs) int {
+	idx := e.mark()
+	n := 0
+	if s := sl.Scope; s != nil {
+		sidx := e.mark()
+		m := strSize(1, s.Name) + strSize(2, s.Version) + e.sizeKeyValues(3, s.Attributes) + varintSize(4, uint64(s.DroppedAttributesCount))
+		e.sizes[sidx] = m
+		n += lenField(1, m)
+	}
+	for _, r := range sl.LogRecords {
+		n += lenField(2, e.sizeLogRecord(r))
+	}
+	n += strSize(3, sl.SchemaUrl)
+	e.sizes[idx] = n
+	return n
+}
+
+func (e *MetricsProtoEncoder) appendScopeLogs(dst []byte, sl *logspb.ScopeLogs) []byte {
+	if s := sl.Scope; s != nil {
+		dst = e.msg(dst, 1)
+		dst = appendStr(dst, 1, s.Name)
+		dst = appendStr(dst, 2, s.Version)
+		dst = e.appendKeyValues(dst, 3, s.Attributes)
+		dst = appendVarint(dst, 4, uint64(s.DroppedAttributesCount))
+	}
+	for _, r := range sl.LogRecords {
+		dst = e.msg(dst, 2)
+		dst = e.appendLogRecord(dst, r)
+	}
+	return appendStr(dst, 3, sl.SchemaUrl)
+}
+
+func (e *MetricsProtoEncoder) sizeLogRecord(r *logspb.LogRecord) int {
+	idx := e.mark()
+	n := fixed64Size(1, r.TimeUnixNano) + enumSize(2, int32(r.SeverityNumber)) + strSize(3, r.SeverityText)
+	if r.Body != nil {
+		n += lenField(5, e.sizeAnyValue(r.Body))
+	}
+	n += e.sizeKeyValues(6, r.Attributes) + varintSize(7, uint64(r.DroppedAttributesCount)) + fixed32Size(8, r.Flags) +
+		bytesSize(9, r.TraceId) + bytesSize(10, r.SpanId) + fixed64Size(11, r.ObservedTimeUnixNano) + strSize(12, r.EventName)
+	e.sizes[idx] = n
+	return n
+}
+
+func (e *MetricsProtoEncoder) appendLogRecord(dst []byte, r *logspb.LogRecord) []byte {
+	dst = appendFixed64(dst, 1, r.TimeUnixNano)
+	dst = appendEnum(dst, 2, int32(r.SeverityNumber))
+	dst = appendStr(dst, 3, r.SeverityText)
+	if r.Body != nil {
+		dst = e.msg(dst, 5)
+		dst = e.appendAnyValue(dst, r.Body)
+	}
+	dst = e.appendKeyValues(dst, 6, r.Attributes)
+	dst = appendVarint(dst, 7, uint64(r.DroppedAttributesCount))
+	dst = appendFixed32(dst, 8, r.Flags)
+	dst = appendBytes(dst, 9, r.TraceId)
+	dst = appendBytes(dst, 10, r.SpanId)
+	dst = appendFixed64(dst, 11, r.ObservedTimeUnixNano)
+	return appendStr(dst, 12, r.EventName)
+}

@@ -5,6 +5,7 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
+	"os"
 	"sync"
 	"testing"
 	"time"
@@ -123,4 +124,16 @@ func ctxT(d time.Duration) context.Context {
 
 func rm2(rm *metricspb.ResourceMetrics) []*metricspb.ResourceMetrics {
 	return []*metricspb.ResourceMetrics{rm}
+}
+
+// forLines calls fn with every line of a JSONL fixture.
+func forLines(t testing.TB, path string, fn func(line []byte)) {
+	t.Helper()
+	data, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, l := range bytes.Split(bytes.TrimSpace(data), []byte("\n")) {
+		fn(l)
+	}
 }

@@ -1,9 +1,7 @@
 package sink
 
 import (
-	"bufio"
 	"bytes"
-	"os"
 	"testing"
 
 	"github.com/otelstep/otelstep/otlpjson"
@@ -16,20 +14,13 @@ import (
 
 func TestLogsEncoderMatchesProtoMarshal(t *testing.T) {
 	var cases [][]*logspb.ResourceLogs
-	f, err := os.Open("testdata/logs.peer.jsonl")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer f.Close()
-	sc := bufio.NewScanner(f)
-	sc.Buffer(nil, 1<<20)
-	for sc.Scan() {
-		req, err := otlpjson.DecodeLogs(sc.Bytes())
+	forLines(t, "testdata/logs.peer.jsonl", func(l []byte) {
+		req, err := otlpjson.DecodeLogs(l)
 		if err != nil {
 			t.Fatal(err)
 		}
 		cases = append(cases, req.ResourceLogs)
-	}
+	})
 	kv := func(k string, v *commonpb.AnyValue) *commonpb.KeyValue { return &commonpb.KeyValue{Key: k, Value: v} }
 	full := &logspb.LogRecord{
 		TimeUnixNano: 1, ObservedTimeUnixNano: 1<<63 + 1, SeverityNumber: logspb.SeverityNumber_SEVERITY_NUMBER_FATAL4, SeverityText: "FATAL",

@@ -1,9 +1,7 @@
 package sink
 
 import (
-	"bufio"
 	"bytes"
-	"os"
 	"testing"
 
 	"github.com/otelstep/otelstep/otlpjson"
@@ -20,20 +18,13 @@ import (
 func traceFixtures(t testing.TB) [][]*tracepb.ResourceSpans {
 	t.Helper()
 	var out [][]*tracepb.ResourceSpans
-	f, err := os.Open("testdata/traces.peer.jsonl")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer f.Close()
-	sc := bufio.NewScanner(f)
-	sc.Buffer(nil, 1<<20)
-	for sc.Scan() {
-		req, err := otlpjson.DecodeTraces(sc.Bytes())
+	forLines(t, "testdata/traces.peer.jsonl", func(l []byte) {
+		req, err := otlpjson.DecodeTraces(l)
 		if err != nil {
 			t.Fatal(err)
 		}
 		out = append(out, req.ResourceSpans)
-	}
+	})
 	str := func(k, v string) *commonpb.KeyValue {
 		return &commonpb.KeyValue{Key: k, Value: &commonpb.AnyValue{Value: &commonpb.AnyValue_StringValue{StringValue: v}}}
 	}

@@ -55,9 +55,7 @@ func (e *MetricsProtoEncoder) next() int { n := e.sizes[e.pos]; e.pos++; return 
 // AppendRequest appends the encoding of an ExportMetricsServiceRequest
 // holding rms to dst.
 func (e *MetricsProtoEncoder) AppendRequest(dst []byte, rms []*metricspb.ResourceMetrics) []byte {
-	e.sizes, e.pos = e.sizes[:0], 0
-	clear(e.attrs) // drop references to entries a sweep may evict
-	e.attrs, e.apos = e.attrs[:0], 0
+	e.reset()
 	if e.cache != nil {
 		e.cache.Tick()
 	}
@@ -69,6 +67,30 @@ func (e *MetricsProtoEncoder) AppendRequest(dst []byte, rms []*metricspb.Resourc
 		dst = e.appendResourceMetrics(dst, rm)
 	}
 	return dst
+}
+
+// reset readies the encoder for a request: both passes start afresh, and
+// no reference to a cache entry a sweep may evict is kept.
+func (e *MetricsProtoEncoder) reset() {
+	e.sizes, e.pos = e.sizes[:0], 0
+	clear(e.attrs)
+	e.attrs, e.apos = e.attrs[:0], 0
+}
+
+// sizeScope records and returns the size of an InstrumentationScope (one
+// mark: its attributes' marks follow), shared by the three signals.
+func (e *MetricsProtoEncoder) sizeScope(s *commonpb.InstrumentationScope) int {
+	idx := e.mark()
+	m := strSize(1, s.Name) + strSize(2, s.Version) + e.sizeKeyValues(3, s.Attributes) + varintSize(4, uint64(s.DroppedAttributesCount))
+	e.sizes[idx] = m
+	return m
+}
+
+func (e *MetricsProtoEncoder) appendScope(dst []byte, s *commonpb.InstrumentationScope) []byte {
+	dst = appendStr(dst, 1, s.Name)
+	dst = appendStr(dst, 2, s.Version)
+	dst = e.appendKeyValues(dst, 3, s.Attributes)
+	return appendVarint(dst, 4, uint64(s.DroppedAttributesCount))
 }
 
 // msg writes the tag and the length (the next recorded size) of a nested
@@ -321,11 +343,8 @@ func (e *MetricsProtoEncoder) appendAnyValue(dst []byte, v *commonpb.AnyValue) [
 func (e *MetricsProtoEncoder) sizeScopeMetrics(sm *metricspb.ScopeMetrics) int {
 	idx := e.mark()
 	n := 0
-	if s := sm.Scope; s != nil {
-		sidx := e.mark()
-		m := strSize(1, s.Name) + strSize(2, s.Version) + e.sizeKeyValues(3, s.Attributes) + varintSize(4, uint64(s.DroppedAttributesCount))
-		e.sizes[sidx] = m
-		n += lenField(1, m)
+	if sm.Scope != nil {
+		n += lenField(1, e.sizeScope(sm.Scope))
 	}
 	for _, m := range sm.Metrics {
 		n += lenField(2, e.sizeMetric(m))
@@ -336,12 +355,9 @@ func (e *MetricsProtoEncoder) sizeScopeMetrics(sm *metricspb.ScopeMetrics) int {
 }
 
 func (e *MetricsProtoEncoder) appendScopeMetrics(dst []byte, sm *metricspb.ScopeMetrics) []byte {
-	if s := sm.Scope; s != nil {
+	if sm.Scope != nil {
 		dst = e.msg(dst, 1)
-		dst = appendStr(dst, 1, s.Name)
-		dst = appendStr(dst, 2, s.Version)
-		dst = e.appendKeyValues(dst, 3, s.Attributes)
-		dst = appendVarint(dst, 4, uint64(s.DroppedAttributesCount))
+		dst = e.appendScope(dst, sm.Scope)
 	}
 	for _, m := range sm.Metrics {
 		dst = e.msg(dst, 2)

@@ -7,9 +7,7 @@ import (
 // AppendLogsRequest appends the encoding of an ExportLogsServiceRequest
 // holding rls to dst: AppendTracesRequest for log records.
 func (e *MetricsProtoEncoder) AppendLogsRequest(dst []byte, rls []*logspb.ResourceLogs) []byte {
-	e.sizes, e.pos = e.sizes[:0], 0
-	clear(e.attrs)
-	e.attrs, e.apos = e.attrs[:0], 0
+	e.reset()
 	for _, rl := range rls {
 		e.sizeResourceLogs(rl)
 	}
@@ -49,11 +47,8 @@ func (e *MetricsProtoEncoder) appendResourceLogs(dst []byte, rl *logspb.Resource
 func (e *MetricsProtoEncoder) sizeScopeLogs(sl *logspb.ScopeLogs) int {
 	idx := e.mark()
 	n := 0
-	if s := sl.Scope; s != nil {
-		sidx := e.mark()
-		m := strSize(1, s.Name) + strSize(2, s.Version) + e.sizeKeyValues(3, s.Attributes) + varintSize(4, uint64(s.DroppedAttributesCount))
-		e.sizes[sidx] = m
-		n += lenField(1, m)
+	if sl.Scope != nil {
+		n += lenField(1, e.sizeScope(sl.Scope))
 	}
 	for _, r := range sl.LogRecords {
 		n += lenField(2, e.sizeLogRecord(r))
@@ -64,12 +59,9 @@ func (e *MetricsProtoEncoder) sizeScopeLogs(sl *logspb.ScopeLogs) int {
 }
 
 func (e *MetricsProtoEncoder) appendScopeLogs(dst []byte, sl *logspb.ScopeLogs) []byte {
-	if s := sl.Scope; s != nil {
+	if sl.Scope != nil {
 		dst = e.msg(dst, 1)
-		dst = appendStr(dst, 1, s.Name)
-		dst = appendStr(dst, 2, s.Version)
-		dst = e.appendKeyValues(dst, 3, s.Attributes)
-		dst = appendVarint(dst, 4, uint64(s.DroppedAttributesCount))
+		dst = e.appendScope(dst, sl.Scope)
 	}
 	for _, r := range sl.LogRecords {
 		dst = e.msg(dst, 2)

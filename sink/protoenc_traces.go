@@ -12,9 +12,7 @@ import (
 // fields of the input messages are not written, as for metrics. The output
 // decodes to a message proto.Equal to the input (protoenc_traces_test.go).
 func (e *MetricsProtoEncoder) AppendTracesRequest(dst []byte, rss []*tracepb.ResourceSpans) []byte {
-	e.sizes, e.pos = e.sizes[:0], 0
-	clear(e.attrs)
-	e.attrs, e.apos = e.attrs[:0], 0
+	e.reset()
 	for _, rs := range rss {
 		e.sizeResourceSpans(rs)
 	}
@@ -92,11 +90,8 @@ func (e *MetricsProtoEncoder) appendResourceSpans(dst []byte, rs *tracepb.Resour
 func (e *MetricsProtoEncoder) sizeScopeSpans(ss *tracepb.ScopeSpans) int {
 	idx := e.mark()
 	n := 0
-	if s := ss.Scope; s != nil {
-		sidx := e.mark()
-		m := strSize(1, s.Name) + strSize(2, s.Version) + e.sizeKeyValues(3, s.Attributes) + varintSize(4, uint64(s.DroppedAttributesCount))
-		e.sizes[sidx] = m
-		n += lenField(1, m)
+	if ss.Scope != nil {
+		n += lenField(1, e.sizeScope(ss.Scope))
 	}
 	for _, sp := range ss.Spans {
 		n += lenField(2, e.sizeSpan(sp))
@@ -107,12 +102,9 @@ func (e *MetricsProtoEncoder) sizeScopeSpans(ss *tracepb.ScopeSpans) int {
 }
 
 func (e *MetricsProtoEncoder) appendScopeSpans(dst []byte, ss *tracepb.ScopeSpans) []byte {
-	if s := ss.Scope; s != nil {
+	if ss.Scope != nil {
 		dst = e.msg(dst, 1)
-		dst = appendStr(dst, 1, s.Name)
-		dst = appendStr(dst, 2, s.Version)
-		dst = e.appendKeyValues(dst, 3, s.Attributes)
-		dst = appendVarint(dst, 4, uint64(s.DroppedAttributesCount))
+		dst = e.appendScope(dst, ss.Scope)
 	}
 	for _, sp := range ss.Spans {
 		dst = e.msg(dst, 2)

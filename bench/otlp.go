@@ -233,11 +233,11 @@ func otlpOne(ctx context.Context, o OTLPOptions, im Impl, reqs []request) (*OTLP
 	}
 	stop := func() { stopping.Store(true); stopLoad(); wg.Wait(); closeSender() }
 	defer stop()
-	if err := sleep(ctx, o.Warmup); err != nil {
+	if err := ratelimit.Sleep(ctx, o.Warmup); err != nil {
 		return nil, err
 	}
 	t0, cpu0, n0 := time.Now(), mustCPU(p), accepted.Load()
-	if err := sleep(ctx, o.Duration); err != nil {
+	if err := ratelimit.Sleep(ctx, o.Duration); err != nil {
 		return nil, err
 	}
 	t1, cpu1, n1 := time.Now(), mustCPU(p), accepted.Load()

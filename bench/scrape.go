@@ -145,7 +145,7 @@ func scrapeOne(ctx context.Context, o ScrapeOptions, im Impl, tg *Targets) (*Scr
 	}
 	defer u.close()
 	be, dir, sc, p := u.be, u.dir, u.sc, u.p
-	if err := sleep(ctx, o.Warmup); err != nil {
+	if err := ratelimit.Sleep(ctx, o.Warmup); err != nil {
 		return nil, err
 	}
 	metricsURL := "http://" + sc.Health + "/metrics"
@@ -177,7 +177,7 @@ func scrapeOne(ctx context.Context, o ScrapeOptions, im Impl, tg *Targets) (*Scr
 	if err != nil {
 		return nil, err
 	}
-	if err := sleep(ctx, o.Duration); err != nil {
+	if err := ratelimit.Sleep(ctx, o.Duration); err != nil {
 		return nil, err
 	}
 	m1, err := take()
@@ -277,9 +277,6 @@ func newScenario(interval time.Duration, addrs map[string][]string, backend, dir
 	}
 	return s, nil
 }
-
-// sleep is ratelimit.Sleep: the measured windows end early on a signal.
-func sleep(ctx context.Context, d time.Duration) error { return ratelimit.Sleep(ctx, d) }
 
 // jsonlPoints counts the data points in a metrics JSONL file.
 func jsonlPoints(path string) (int64, error) {

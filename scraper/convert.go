@@ -108,6 +108,7 @@ const (
 // so each scrape resolves a known series with one map lookup: family, role,
 // attributes and the metric_relabel_configs verdict are all decided once.
 type seriesEntry struct {
+	key   string // the raw series bytes, shared with the map key
 	ps    *pointSeries
 	role  uint8
 	track bool // staleness tracked: no honoured explicit timestamp (as Prometheus)
@@ -167,6 +168,7 @@ type Converter struct {
 	order   []*famState
 	om      bool         // this scrape's page is OpenMetrics
 	created []createdRef // this scrape's B_created gauge samples
+	lc      lineCache    // the previous text page's lines
 }
 
 // NewConverter returns a Converter for target t.
@@ -300,102 +302,133 @@ func (c *Converter) ConvertScrape(page []byte, contentType string, ts time.Time,
 func (c *Converter) ConvertAll(page []byte, contentType string, ts time.Time, dur time.Duration) ([]*metricspb.ResourceMetrics, error) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	// _created series are handled here (roleCreated) rather than through
-	// Parser.StartTimestamp: the collector counts them as samples, and
-	// peeking ahead for every series costs a parser copy.
-	p, err := textparse.New(page, contentType, nil, textparse.ParserOptions{
-		FallbackContentType: "text/plain",
-	})
-	if p == nil {
-		return nil, fmt.Errorf("content type %q: %w", contentType, err)
-	}
 	om := strings.HasPrefix(strings.TrimSpace(contentType), "application/openmetrics-text")
 	c.om = om
 	c.created = c.created[:0]
 	c.gen++
-	gen := c.gen
-	tsNs := uint64(ts.UnixNano())
+	st := scrapeState{gen: c.gen, tsNs: uint64(ts.UnixNano()), om: om}
 	c.touched = c.touched[:0]
 	c.order = c.order[:0]
 	c.seenN = 0
 	c.typName, c.hlpName, c.untName = c.typName[:0], c.hlpName[:0], c.untName[:0]
-	var sl slab
-	var n scrapeCounts
-	var last []byte
+
+	// The lines that are byte for byte those of the previous page are
+	// taken from the line cache; textparse parses the rest (linecache.go).
+	pos := c.replay(page, contentType, &st)
+	if pos < len(page) {
+		if err := c.parse(page, pos, contentType, &st); err != nil {
+			c.abort()
+			return nil, err
+		}
+	}
+	c.startsFromCreatedGauges(st.gen)
+	c.finish(st.tsNs)
+	c.staleAndEvict(st.gen, st.tsNs)
+	return c.collect(st.gen, st.tsNs, 1, dur, st.n), nil
+}
+
+// scrapeState is what one ConvertAll call carries between its lines.
+type scrapeState struct {
+	gen, tsNs uint64
+	om        bool
+	n         scrapeCounts
+	sl        slab
+	last      []byte // bytes of the last entry read: a parse error is on a later line
+}
+
+// parse reads page[pos:] with textparse, recording its lines in the line
+// cache for the next scrape.
+func (c *Converter) parse(page []byte, pos int, contentType string, st *scrapeState) error {
+	// _created series are handled here (roleCreated) rather than through
+	// Parser.StartTimestamp: the collector counts them as samples, and
+	// peeking ahead for every series costs a parser copy.
+	p, err := textparse.New(page[pos:], contentType, nil, textparse.ParserOptions{
+		FallbackContentType: "text/plain",
+	})
+	if p == nil {
+		return fmt.Errorf("content type %q: %w", contentType, err)
+	}
+	c.lc.startRecording(page, pos, contentType, p)
 	for {
 		e, err := p.Next()
 		if err != nil {
 			if errors.Is(err, io.EOF) {
-				break
+				return nil
 			}
-			ln, txt := lineOf(page, last)
-			c.abort()
-			return nil, fmt.Errorf("parse page: line %d %q: %w", ln, txt, err)
+			ln, txt := lineOf(page, st.last)
+			return fmt.Errorf("parse page: line %d %q: %w", ln, txt, err)
 		}
 		switch e {
 		case textparse.EntryType:
 			n, t := p.Type()
-			last = n // a later parse error is on a line after this one
+			st.last = n
 			c.typName = append(c.typName[:0], n...)
 			c.typ = t
-			continue
+			c.lc.recordMeta(page, n, e, t, nil)
 		case textparse.EntryHelp:
 			n, h := p.Help()
-			last = n
+			st.last = n
 			c.hlpName = append(c.hlpName[:0], n...)
 			c.hlp = append(c.hlp[:0], h...)
-			continue
+			c.lc.recordMeta(page, n, e, "", h)
 		case textparse.EntryUnit:
 			n, u := p.Unit()
-			last = n
+			st.last = n
 			c.untName = append(c.untName[:0], n...)
 			c.unt = append(c.unt[:0], u...)
-			continue
+			c.lc.stopRecording() // not in the text format
 		case textparse.EntrySeries:
+			b, tsp, v := p.Series()
+			st.last = b
+			se := c.series(p, b, nil, tsp, v, st)
+			c.lc.recordSeries(page, b, se)
 		case textparse.EntryComment:
-			last = p.Comment()
-			continue
+			cm := p.Comment()
+			st.last = cm
+			c.lc.recordMeta(page, cm, e, "", nil)
 		default:
-			continue
-		}
-		n.samples++
-		b, tsp, v := p.Series()
-		last = b
-		se := c.raw[string(b)]
-		if se == nil {
-			se = c.newEntry(p, b)
-			if se.role != roleDrop {
-				n.added++
-			}
-		} else if se.gen == gen {
-			// The same raw series twice on one page: Prometheus rejects
-			// the repeat as a duplicate sample, so the first one wins.
-			if se.role != roleDrop {
-				n.kept++
-			}
-			continue
-		}
-		se.gen = gen
-		c.seenN++
-		if se.role == roleDrop {
-			continue
-		}
-		n.kept++
-		ptTs := tsNs
-		se.track = true
-		if tsp != nil && c.t.HonorTimestamps {
-			ptTs = uint64(*tsp) * uint64(time.Millisecond)
-			se.track = false // Prometheus keeps no staleness for explicit timestamps
-		}
-		c.sample(p, se, v, ptTs, om, gen, &sl)
-		if se.startsKeys != nil && !math.IsNaN(v) && v > 0 {
-			c.created = append(c.created, createdRef{se, secondsToNs(v)})
+			c.lc.stopRecording()
 		}
 	}
-	c.startsFromCreatedGauges(gen)
-	c.finish(tsNs)
-	c.staleAndEvict(gen, tsNs)
-	return c.collect(gen, tsNs, 1, dur, n), nil
+}
+
+// series handles one sample of raw series b; se is its cached entry, or nil
+// to look it up. It returns the entry.
+func (c *Converter) series(p textparse.Parser, b []byte, se *seriesEntry, tsp *int64, v float64, st *scrapeState) *seriesEntry {
+	st.n.samples++
+	if se == nil {
+		se = c.raw[string(b)]
+	}
+	if se == nil {
+		se = c.newEntry(p, b)
+		if se.role != roleDrop {
+			st.n.added++
+		}
+	} else if se.gen == st.gen {
+		// The same raw series twice on one page: Prometheus rejects
+		// the repeat as a duplicate sample, so the first one wins.
+		if se.role != roleDrop {
+			st.n.kept++
+		}
+		return se
+	}
+	se.gen = st.gen
+	c.seenN++
+	if se.role == roleDrop {
+		return se
+	}
+	st.n.kept++
+	ptTs := st.tsNs
+	se.track = true
+	if tsp != nil && c.t.HonorTimestamps {
+		ptTs = uint64(*tsp) * uint64(time.Millisecond)
+		se.track = false // Prometheus keeps no staleness for explicit timestamps
+	}
+	c.sample(p, se, v, ptTs, st.om, st.gen, &st.sl)
+	if se.startsKeys != nil && !math.IsNaN(v) && v > 0 {
+		c.created = append(c.created, createdRef{se, secondsToNs(v)})
+	}
+	return se
 }
 
 // sample adds one sample of a known series to this scrape's points.
@@ -506,6 +539,7 @@ func (c *Converter) abort() {
 		f.out, f.gen = nil, 0
 	}
 	c.touched, c.order = c.touched[:0], c.order[:0]
+	c.lc.reset()
 }
 
 // finish completes this scrape's cumulative points (start times, histogram
@@ -885,8 +919,9 @@ func (c *Converter) famFor(name string) (famName, outName string, typ model.Metr
 // metric_relabel_configs, then the collector's label-to-attribute rules.
 func (c *Converter) newEntry(p textparse.Parser, b []byte) *seriesEntry {
 	p.Labels(&c.lbls)
-	se := &seriesEntry{}
-	c.raw[string(b)] = se
+	rawKey := string(b)
+	se := &seriesEntry{key: rawKey}
+	c.raw[rawKey] = se
 	lset := c.mutate(c.lbls)
 	if lset.IsEmpty() {
 		se.role = roleDrop
@@ -1174,5 +1209,6 @@ func (c *Converter) DownAll(ts time.Time, dur time.Duration) []*metricspb.Resour
 	clear(c.raw)
 	clear(c.points)
 	clear(c.fams)
+	c.lc.reset() // its entries were in raw
 	return rms
 }

@@ -1,0 +1,286 @@
+package scraper
+
+import (
+	"bytes"
+	"math"
+	"strconv"
+	"unsafe"
+
+	"github.com/prometheus/common/model"
+	"github.com/prometheus/prometheus/model/textparse"
+	"github.com/prometheus/prometheus/model/value"
+)
+
+// The line cache lets a scrape skip textparse for the lines of a text-format
+// page that are byte for byte the previous page's, which between two scrapes
+// of one target is nearly all of them: only the values change. Lexing the
+// label sets is most of textparse's cost, and textparse was about 40% of the
+// whole scrape path (parse, convert, both encoders) on node and DCGM pages.
+//
+// It holds, in page order, the entries textparse returned for the previous
+// page: for a sample line its series entry (whose key is the line's series
+// bytes), for a HELP, TYPE or comment line the whole line. A scrape walks
+// the new page and the cache side by side. A sample line is taken when it
+// starts with the cached series bytes followed by a blank, and what follows
+// is one of the common shapes "VALUE[ TIMESTAMP]\n", parsed here exactly as
+// PromParser parses them. A metadata line is taken when the whole line is
+// equal. At the first line that is not taken, textparse parses the rest of
+// the page from that line, and the cache is re-recorded from there.
+//
+// Why this reads the page as textparse would: in the text format every
+// entry starts at a line start with the lexer in its initial state, and
+// PromParser keeps nothing from one entry to the next that changes how the
+// next one parses. So equal bytes from an entry start give the same entry,
+// and the bytes that can differ (value, timestamp) are parsed here with
+// PromParser's own rules, anything unusual being left to textparse.
+//
+// Why the cached entries are live: every entry in the cache was seen by the
+// last successful scrape, so it is still in Converter.raw under the same
+// key (eviction only removes entries a scrape did not see); a failed scrape
+// and DownAll, which forget series, reset the cache.
+//
+// Only PromParser pages are cached. OpenMetrics is not: its parser tracks
+// the family across lines, and exemplars follow the value.
+type lineCache struct {
+	ct    string // content type of the page the lines are of; "" when none
+	lines []cachedLine
+
+	off   bool // never used (tests compare against plain textparse)
+	taken int  // lines the last scrape took from the cache
+
+	// recording the current scrape's lines
+	rec    bool
+	recPos int // offset just past the last recorded line
+}
+
+// cachedLine is one entry: a sample line (se) or a metadata line (meta).
+type cachedLine struct {
+	se   *seriesEntry // se.key is the line's series bytes
+	meta *metaLine
+}
+
+// metaLine is a HELP, TYPE or comment line.
+type metaLine struct {
+	kind textparse.Entry
+	// span is the line with its newline, and any whitespace-only lines
+	// textparse skipped before it.
+	span string
+	name string           // HELP and TYPE: the metric name
+	text string           // HELP: the help text as PromParser.Help returned it
+	typ  model.MetricType // TYPE
+}
+
+// reset empties the cache.
+func (lc *lineCache) reset() {
+	lc.ct = ""
+	lc.truncate(0)
+	lc.rec = false
+}
+
+// truncate keeps the first n lines, dropping the references of the rest.
+func (lc *lineCache) truncate(n int) {
+	clear(lc.lines[n:])
+	lc.lines = lc.lines[:n]
+}
+
+// replay converts the leading lines of page that the cache holds and
+// returns the offset of the first line it did not take (len(page) when it
+// took them all). The cache keeps the lines taken.
+func (c *Converter) replay(page []byte, contentType string, st *scrapeState) int {
+	lc := &c.lc
+	lc.taken = 0
+	if lc.off || lc.ct == "" || contentType != lc.ct || len(page) == 0 || page[len(page)-1] != '\n' {
+		lc.truncate(0)
+		return 0
+	}
+	pos, i := 0, 0
+	for ; i < len(lc.lines); i++ {
+		pos = skipNewlines(page, pos)
+		l := lc.lines[i]
+		if se := l.se; se != nil {
+			end := pos + len(se.key)
+			if end >= len(page) || string(page[pos:end]) != se.key {
+				break
+			}
+			v, ts, hasTS, next, ok := sampleTail(page, end)
+			if !ok {
+				break
+			}
+			var tsp *int64
+			if hasTS {
+				tsp = &ts
+			}
+			st.last = page[pos:end]
+			c.series(nil, st.last, se, tsp, v, st)
+			pos = next
+			continue
+		}
+		m := l.meta
+		end := pos + len(m.span)
+		if end > len(page) || string(page[pos:end]) != m.span {
+			break
+		}
+		switch m.kind {
+		case textparse.EntryType:
+			c.typName = append(c.typName[:0], m.name...)
+			c.typ = m.typ
+		case textparse.EntryHelp:
+			c.hlpName = append(c.hlpName[:0], m.name...)
+			c.hlp = append(c.hlp[:0], m.text...)
+		}
+		st.last = page[end-1 : end]
+		pos = end
+	}
+	lc.truncate(i)
+	lc.taken = i
+	return skipNewlines(page, pos)
+}
+
+func skipNewlines(page []byte, pos int) int {
+	for pos < len(page) && page[pos] == '\n' {
+		pos++
+	}
+	return pos
+}
+
+// sampleTail reads what follows a sample line's series bytes, page[i:], the
+// way PromParser does, for the shapes "[ \t]+VALUE([ \t]+TIMESTAMP)?[ \t]*\n"
+// with VALUE made of letters, digits, '.', '+' and '-'. It returns the
+// value (NaN made canonical, as PromParser does), the timestamp and the
+// offset just past the newline. ok is false for anything else, which is
+// left to textparse so that its reading, or its error, stands.
+func sampleTail(page []byte, i int) (v float64, ts int64, hasTS bool, next int, ok bool) {
+	j := skipBlanks(page, i)
+	if j == i {
+		return 0, 0, false, 0, false
+	}
+	vs := j
+	for j < len(page) && valueByte(page[j]) {
+		j++
+	}
+	if j == vs || j == len(page) || (page[j] != ' ' && page[j] != '\t' && page[j] != '\n') {
+		return 0, 0, false, 0, false
+	}
+	tok := page[vs:j]
+	if bytes.ContainsAny(tok, "pP") { // PromParser refuses hex floats
+		return 0, 0, false, 0, false
+	}
+	v, err := strconv.ParseFloat(unsafe.String(unsafe.SliceData(tok), len(tok)), 64)
+	if err != nil {
+		return 0, 0, false, 0, false
+	}
+	if math.IsNaN(v) {
+		v = math.Float64frombits(value.NormalNaN)
+	}
+	j = skipBlanks(page, j)
+	if j < len(page) && page[j] >= '0' && page[j] <= '9' {
+		s := j
+		for j < len(page) && page[j] >= '0' && page[j] <= '9' {
+			j++
+		}
+		ts, err = strconv.ParseInt(unsafe.String(&page[s], j-s), 10, 64)
+		if err != nil {
+			return 0, 0, false, 0, false
+		}
+		hasTS = true
+		j = skipBlanks(page, j)
+	}
+	if j == len(page) || page[j] != '\n' {
+		return 0, 0, false, 0, false
+	}
+	return v, ts, hasTS, j + 1, true
+}
+
+func skipBlanks(b []byte, i int) int {
+	for i < len(b) && (b[i] == ' ' || b[i] == '\t') {
+		i++
+	}
+	return i
+}
+
+func valueByte(c byte) bool {
+	return '0' <= c && c <= '9' || 'a' <= c && c <= 'z' || 'A' <= c && c <= 'Z' || c == '.' || c == '+' || c == '-'
+}
+
+// startRecording begins recording the lines textparse parser p returns for
+// page[pos:]; the cache already holds the lines before pos.
+func (lc *lineCache) startRecording(page []byte, pos int, contentType string, p textparse.Parser) {
+	_, prom := p.(*textparse.PromParser)
+	// A page without a final newline is parsed from a copy, whose
+	// offsets are not the page's.
+	if lc.off || !prom || len(page) == 0 || page[len(page)-1] != '\n' {
+		lc.reset()
+		return
+	}
+	lc.ct = contentType
+	lc.rec = true
+	lc.recPos = pos
+}
+
+// stopRecording keeps the lines recorded so far: the next scrape parses
+// from the line after them.
+func (lc *lineCache) stopRecording() { lc.rec = false }
+
+// entryStart is where the entry after the last recorded line starts.
+func (lc *lineCache) entryStart(page []byte) int { return skipNewlines(page, lc.recPos) }
+
+// recordSeries records the sample line whose series bytes, b, textparse
+// returned; se is its entry.
+func (lc *lineCache) recordSeries(page, b []byte, se *seriesEntry) {
+	if !lc.rec {
+		return
+	}
+	off, ok := offsetIn(page, b)
+	if !ok || len(b) == 0 || off != lc.entryStart(page) {
+		lc.rec = false
+		return
+	}
+	e := bytes.IndexByte(page[off+len(b):], '\n')
+	if e < 0 {
+		lc.rec = false
+		return
+	}
+	lc.lines = append(lc.lines, cachedLine{se: se})
+	lc.recPos = off + len(b) + e + 1
+}
+
+// recordMeta records the HELP, TYPE or comment line of which textparse
+// returned sub (its name, or a comment's text).
+func (lc *lineCache) recordMeta(page, sub []byte, kind textparse.Entry, typ model.MetricType, help []byte) {
+	if !lc.rec {
+		return
+	}
+	start := lc.entryStart(page)
+	off, ok := offsetIn(page, sub)
+	if !ok || len(sub) == 0 || off < start {
+		lc.rec = false
+		return
+	}
+	e := bytes.IndexByte(page[off+len(sub):], '\n')
+	if e < 0 {
+		lc.rec = false
+		return
+	}
+	end := off + len(sub) + e + 1
+	m := &metaLine{kind: kind, typ: typ, span: string(page[start:end])}
+	if kind != textparse.EntryComment { // sub is the name: share the span's bytes
+		m.name = m.span[off-start : off-start+len(sub)]
+	}
+	if kind == textparse.EntryHelp {
+		m.text = string(help)
+	}
+	lc.lines = append(lc.lines, cachedLine{meta: m})
+	lc.recPos = end
+}
+
+// offsetIn is the offset of sub in page, if sub is a non-empty slice of it.
+func offsetIn(page, sub []byte) (int, bool) {
+	if len(sub) == 0 || len(page) == 0 {
+		return 0, false
+	}
+	d := uintptr(unsafe.Pointer(unsafe.SliceData(sub))) - uintptr(unsafe.Pointer(unsafe.SliceData(page)))
+	if d >= uintptr(len(page)) || int(d)+len(sub) > len(page) {
+		return 0, false
+	}
+	return int(d), true
+}

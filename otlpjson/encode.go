@@ -26,37 +26,28 @@ import (
 // AppendMetrics appends the OTLP/JSON encoding of an ExportMetricsServiceRequest holding rms to dst (no trailing newline).
 // Resource attributes whose key equals any of skipResourceKeys are left out (used to keep the Authorization token off disk).
 func AppendMetrics(dst []byte, rms []*metricspb.ResourceMetrics, skipResourceKeys ...string) []byte {
-	return appendMetricsRequest(dst, rms, skipResourceKeys, nil)
+	return appendMetricsRequest(dst, rms, skipResourceKeys, false)
 }
 
-// MetricsEncoder is AppendMetrics with a cache of the encoded data-point
-// attributes of slices the producer marked shared (pipeline.MarkShared): the
-// scraper re-sends every series with the same attribute slice each scrape,
-// and encoding them was ~8% of the scrape path's CPU. The output is
-// byte-identical to AppendMetrics'. Unshared slices take the uncached path
-// without touching the cache.
+// MetricsEncoder is AppendMetrics reusing the encoded data-point attributes
+// of slices the producer marked shared (pipeline.MarkShared), kept with the
+// slice itself (pipeline.Encoded): the scraper re-sends every series with
+// the same attribute slice each scrape, and encoding them was ~8% of the
+// scrape path's CPU. The output is byte-identical to AppendMetrics'.
+// Unshared slices are encoded as usual.
 //
-// The zero value is ready to use; the cache is created on the first shared
-// slice. A MetricsEncoder is not safe for concurrent use: keep one per
-// writing goroutine, for as long as it writes (that is what the cache pays
-// back on). Its memory is bounded as pipeline.AttrCache documents.
-type MetricsEncoder struct {
-	cache *pipeline.AttrCache
-}
+// The zero value is ready to use, and it is safe for concurrent use.
+type MetricsEncoder struct{}
 
 // AppendMetrics appends the OTLP/JSON encoding of an
 // ExportMetricsServiceRequest holding rms to dst, as the package-level
 // AppendMetrics does.
 func (e *MetricsEncoder) AppendMetrics(dst []byte, rms []*metricspb.ResourceMetrics, skipResourceKeys ...string) []byte {
-	if e.cache == nil {
-		e.cache = pipeline.NewAttrCache(0, 0)
-	}
-	e.cache.Tick()
-	return appendMetricsRequest(dst, rms, skipResourceKeys, e.cache)
+	return appendMetricsRequest(dst, rms, skipResourceKeys, true)
 }
 
-// appendMetricsRequest is AppendMetrics with an optional cache (nil: none).
-func appendMetricsRequest(dst []byte, rms []*metricspb.ResourceMetrics, skip []string, c *pipeline.AttrCache) []byte {
+// appendMetricsRequest is AppendMetrics, reusing stored encodings when c.
+func appendMetricsRequest(dst []byte, rms []*metricspb.ResourceMetrics, skip []string, c bool) []byte {
 	first := true
 	dst = append(dst, '{')
 	dst = fieldList(dst, &first, "resourceMetrics", rms, func(b []byte, r *metricspb.ResourceMetrics) []byte {
@@ -176,20 +167,20 @@ func fieldAttrs(b []byte, first *bool, name string, kvs []*commonpb.KeyValue, sk
 // fieldPointAttrs writes a data point's "attributes" field, from c when the
 // slice is shared (see MetricsEncoder). It caches the array text only, not
 // the key, since the separator before it depends on the position.
-func fieldPointAttrs(b []byte, first *bool, kvs []*commonpb.KeyValue, c *pipeline.AttrCache) []byte {
+func fieldPointAttrs(b []byte, first *bool, kvs []*commonpb.KeyValue, c bool) []byte {
 	if len(kvs) == 0 {
 		return b
 	}
 	b = key(b, first, "attributes")
-	if c == nil || !pipeline.IsShared(kvs) {
+	if !c || !pipeline.IsShared(kvs) {
 		return appendKeyValues(b, kvs, nil)
 	}
-	if enc, ok := c.Get(kvs, 0); ok {
+	if enc := pipeline.Encoded(kvs, pipeline.EncodingJSON); enc != nil {
 		return append(b, enc...)
 	}
 	start := len(b)
 	b = appendKeyValues(b, kvs, nil)
-	c.Put(kvs, 0, b[start:]) // refused when full: the next use encodes again
+	pipeline.SetEncoded(kvs, pipeline.EncodingJSON, b[start:])
 	return b
 }
 
@@ -457,7 +448,7 @@ func appendScope(b []byte, s *commonpb.InstrumentationScope) []byte {
 
 // ---- metrics ----
 
-func appendResourceMetrics(b []byte, rm *metricspb.ResourceMetrics, skip []string, c *pipeline.AttrCache) []byte {
+func appendResourceMetrics(b []byte, rm *metricspb.ResourceMetrics, skip []string, c bool) []byte {
 	b = append(b, '{')
 	if rm == nil {
 		return append(b, '}')
@@ -474,7 +465,7 @@ func appendResourceMetrics(b []byte, rm *metricspb.ResourceMetrics, skip []strin
 	return append(b, '}')
 }
 
-func appendScopeMetrics(b []byte, sm *metricspb.ScopeMetrics, c *pipeline.AttrCache) []byte {
+func appendScopeMetrics(b []byte, sm *metricspb.ScopeMetrics, c bool) []byte {
 	b = append(b, '{')
 	if sm == nil {
 		return append(b, '}')
@@ -493,7 +484,7 @@ func appendScopeMetrics(b []byte, sm *metricspb.ScopeMetrics, c *pipeline.AttrCa
 
 // appendMetric writes one metric; c (nil for none) caches shared point
 // attributes.
-func appendMetric(b []byte, m *metricspb.Metric, c *pipeline.AttrCache) []byte {
+func appendMetric(b []byte, m *metricspb.Metric, c bool) []byte {
 	b = append(b, '{')
 	if m == nil {
 		return append(b, '}')
@@ -561,7 +552,7 @@ func appendMetric(b []byte, m *metricspb.Metric, c *pipeline.AttrCache) []byte {
 	return append(b, '}')
 }
 
-func appendNumberDataPoints(b []byte, ps []*metricspb.NumberDataPoint, c *pipeline.AttrCache) []byte {
+func appendNumberDataPoints(b []byte, ps []*metricspb.NumberDataPoint, c bool) []byte {
 	b = append(b, '[')
 	for i, p := range ps {
 		if i > 0 {
@@ -656,7 +647,7 @@ func appendDoubles(b []byte, first *bool, name string, vs []float64) []byte {
 	return append(b, ']')
 }
 
-func appendHistogramDataPoint(b []byte, p *metricspb.HistogramDataPoint, c *pipeline.AttrCache) []byte {
+func appendHistogramDataPoint(b []byte, p *metricspb.HistogramDataPoint, c bool) []byte {
 	b = append(b, '{')
 	if p == nil {
 		return append(b, '}')
@@ -688,7 +679,7 @@ func appendBuckets(b []byte, first *bool, name string, bk *metricspb.Exponential
 	return append(b, '}')
 }
 
-func appendExpHistogramDataPoint(b []byte, p *metricspb.ExponentialHistogramDataPoint, c *pipeline.AttrCache) []byte {
+func appendExpHistogramDataPoint(b []byte, p *metricspb.ExponentialHistogramDataPoint, c bool) []byte {
 	b = append(b, '{')
 	if p == nil {
 		return append(b, '}')
@@ -711,7 +702,7 @@ func appendExpHistogramDataPoint(b []byte, p *metricspb.ExponentialHistogramData
 	return append(b, '}')
 }
 
-func appendSummaryDataPoint(b []byte, p *metricspb.SummaryDataPoint, c *pipeline.AttrCache) []byte {
+func appendSummaryDataPoint(b []byte, p *metricspb.SummaryDataPoint, c bool) []byte {
 	b = append(b, '{')
 	if p == nil {
 		return append(b, '}')

@@ -46,7 +46,8 @@ func newScrapeSim(series int) *scrapeSim {
 		s.summ = append(s.summ, pipeline.MarkShared([]*commonpb.KeyValue{sv("q", fmt.Sprint(i))}))
 		s.exp = append(s.exp, pipeline.MarkShared([]*commonpb.KeyValue{sv("e", fmt.Sprint(i))}))
 	}
-	// A suffix of a marked slice is itself shared (and a distinct key).
+	// A suffix of a marked slice is not shared: it must not use the
+	// whole slice's encoding.
 	s.summ = append(s.summ, s.gauge[1][1:])
 	// The same slice under two point kinds: protobuf field numbers differ.
 	s.hist = append(s.hist, s.gauge[2])
@@ -129,11 +130,18 @@ func TestMetricsEncoderMatchesAppendMetrics(t *testing.T) {
 			t.Fatal("Authorization written")
 		}
 	}
-	// Point attributes only: gauge (shared by gauge and sum), hist, summ,
-	// exp slices, plus the one that died (not swept yet). Not the resource,
-	// scope, metadata or exemplar slices, which are marked too.
-	if want := len(sim.gauge) + 1 + len(sim.hist) - 1 + len(sim.summ) + len(sim.exp); e.cache.Len() != want {
-		t.Fatalf("cache holds %d entries, want %d", e.cache.Len(), want)
+	// Point attributes only keep their JSON: gauge (shared by gauge and
+	// sum), hist, summ and exp slices. Not the resource, scope, metadata or
+	// exemplar slices, which are marked too.
+	for _, group := range [][][]*commonpb.KeyValue{sim.gauge, sim.hist, sim.summ[:len(sim.summ)-1], sim.exp} {
+		for i, a := range group {
+			if pipeline.Encoded(a, pipeline.EncodingJSON) == nil {
+				t.Fatalf("point slice %d has no stored JSON", i)
+			}
+		}
+	}
+	if pipeline.Encoded(sim.exemplarAttrs, pipeline.EncodingJSON) != nil {
+		t.Fatal("exemplar attributes stored")
 	}
 }
 
@@ -146,9 +154,9 @@ func TestMetricsEncoderServesFromCache(t *testing.T) {
 		Data: &metricspb.Metric_Gauge{Gauge: &metricspb.Gauge{DataPoints: []*metricspb.NumberDataPoint{{Attributes: attrs}}}}}}}}}}
 	var e MetricsEncoder
 	first := string(e.AppendMetrics(nil, rms))
-	cached, ok := e.cache.Get(attrs, 0)
-	if !ok || string(cached) != `[{"key":"k","value":{"stringValue":"v"}}]` {
-		t.Fatalf("cache entry %q, %v", cached, ok)
+	cached := pipeline.Encoded(attrs, pipeline.EncodingJSON)
+	if string(cached) != `[{"key":"k","value":{"stringValue":"v"}}]` {
+		t.Fatalf("stored encoding %q", cached)
 	}
 	cached[bytes.LastIndexByte(cached, 'v')] = 'X' // the value "v"
 	if second := string(e.AppendMetrics(nil, rms)); second == first || !strings.Contains(second, `"stringValue":"X"`) {
@@ -194,21 +202,6 @@ func TestMetricsEncoderUnsharedMutatedInPlace(t *testing.T) {
 		attrs[0] = sv("k", v)
 		if got, want := e.AppendMetrics(nil, rms), AppendMetrics(nil, rms); !bytes.Equal(got, want) {
 			t.Fatalf("got %s\nwant %s", got, want)
-		}
-	}
-	if e.cache.Len() != 0 {
-		t.Fatal("an unshared slice was cached")
-	}
-}
-
-// Series that stop appearing leave the file sink's cache.
-func TestMetricsEncoderEvicts(t *testing.T) {
-	e := MetricsEncoder{cache: pipeline.NewAttrCache(4, 0)}
-	for n := range 40 {
-		sim := newScrapeSim(10) // all new slices every call: nothing repeats
-		e.AppendMetrics(nil, sim.batch(n))
-		if e.cache.Len() > 2*4*(10+10+11+10+1) {
-			t.Fatalf("call %d: %d entries", n, e.cache.Len())
 		}
 	}
 }

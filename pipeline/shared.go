@@ -1,6 +1,9 @@
 package pipeline
 
 import (
+	"sync/atomic"
+	"unsafe"
+
 	commonpb "go.opentelemetry.io/proto/otlp/common/v1"
 )
 
@@ -23,173 +26,117 @@ import (
 //
 // Appending to a marked slice is safe: the result either has a new backing
 // array, or (after re-slicing within the spare slot) overwrites the
-// sentinel, and in both cases reads as unmarked. Shortening it (kvs[:k])
-// reads as unmarked too; a suffix (kvs[i:]) stays marked and is a distinct,
-// equally immutable slice to the caches.
+// header, and in both cases reads as unmarked. Shortening it (kvs[:k]) or
+// taking a suffix (kvs[i:]) reads as unmarked too: the header names the one
+// slice it was made for.
+//
+// The sinks keep the encodings of a shared slice in its header
+// (Encoded/SetEncoded), so every sink and goroutine shares one copy, and it
+// lives exactly as long as the series' slice: no side table to look up,
+// bound or sweep.
 
-// sharedSentinel marks a shared slice: it sits in the slot just past len.
-// It is compared by address only and never mutated (like io.EOF); the
-// encoders never see it, as it is outside every slice's length.
-var sharedSentinel = &commonpb.KeyValue{Key: "otelstep.pipeline.shared"}
+// header sits in the slot just past a shared slice's length. The slot
+// holds &h.kv, which is how a header is recognised (its Value is the
+// package's marker, compared by address, which only MarkShared puts there)
+// and converted back to the header (kv is the first field). It is outside
+// every slice's length, so encoders never see it as an attribute.
+type header struct {
+	kv    commonpb.KeyValue // first: the slot points here
+	first **commonpb.KeyValue
+	n     int
+	enc   [2]atomic.Pointer[encoded] // [0] JSON, [1] protobuf
+}
+
+// encoded is one stored encoding: kind says which (the protobuf one
+// depends on the field number it was written under).
+type encoded struct {
+	kind Encoding
+	b    []byte
+}
+
+// marker identifies a header's KeyValue by address.
+var marker = &commonpb.AnyValue{}
+
+// Encoding names an encoding of a shared slice the sinks store:
+// EncodingJSON, or ProtoField(n) for the KeyValue messages under protobuf
+// field number n.
+type Encoding int32
+
+// EncodingJSON is the OTLP/JSON array text of the KeyValues.
+const EncodingJSON Encoding = 0
+
+// ProtoField is the protobuf encoding of the KeyValues as repeated field
+// number n (n > 0).
+func ProtoField(n int32) Encoding { return Encoding(n) }
+
+func (k Encoding) slot() int {
+	if k == EncodingJSON {
+		return 0
+	}
+	return 1
+}
 
 // MarkShared returns a copy of kvs whose backing array holds one extra slot
-// past len with the sentinel that IsShared checks (cap is exactly len+1, so
-// a plain append reallocates and drops the mark). The caller promises what
+// past len with the header IsShared checks (cap is exactly len+1, so a
+// plain append reallocates and drops the mark). The caller promises what
 // the contract above says. An empty slice is returned as is, never marked:
-// it has no encoding worth caching and no element to identify it by.
+// it has no encoding worth keeping and no element to identify it by.
 func MarkShared(kvs []*commonpb.KeyValue) []*commonpb.KeyValue {
 	if len(kvs) == 0 || IsShared(kvs) {
 		return kvs
 	}
 	out := make([]*commonpb.KeyValue, len(kvs), len(kvs)+1)
 	copy(out, kvs)
-	out[:len(kvs)+1][len(kvs)] = sharedSentinel
+	h := &header{first: &out[0], n: len(out)}
+	h.kv.Value = marker
+	out[:len(kvs)+1][len(kvs)] = &h.kv
 	return out
 }
 
-// IsShared reports whether kvs was returned by MarkShared (or is a suffix of
-// such a slice) and has not been appended to since.
-func IsShared(kvs []*commonpb.KeyValue) bool {
-	return len(kvs) > 0 && cap(kvs) > len(kvs) && kvs[:len(kvs)+1][len(kvs)] == sharedSentinel
-}
-
-// Attribute-encoding cache.
-
-const (
-	// DefaultAttrCacheSweepEvery is how many encode calls (requests, file
-	// lines) pass between sweeps. An entry survives a sweep if it was used
-	// since the previous one, so a live series must appear at least once per
-	// 1024 calls of one encoder: a scrape cycle of up to ~1000 targets (one
-	// batch each per scrape) keeps every series cached. A dead series' entry
-	// goes away within two periods.
-	DefaultAttrCacheSweepEvery = 1024
-	// DefaultAttrCacheMaxBytes bounds one cache's accounted memory (encoded
-	// bytes plus attrEntryOverhead per entry). A series with 4-6 labels
-	// costs ~165-260 B on the heap in protobuf and ~270-440 B in JSON, so
-	// this holds ~30-45k series for protobuf and ~18-28k for JSON: a job's
-	// targets with room to spare. Beyond it new slices are encoded uncached
-	// until a sweep makes room. Three caches run per metrics pipeline (the
-	// file sink and the HTTP sink's two workers): 24 MiB in the worst case,
-	// so the bound is kept low; memory matters beside a benchmark job.
-	DefaultAttrCacheMaxBytes = 8 << 20
-)
-
-// attrEntryOverhead is what one entry costs besides its encoded bytes: the
-// map slot (key 24 B + value 32 B, at the swiss table's load factor, plus
-// control bytes) and the copy's size-class rounding. TestAttrCacheEntryCost
-// measures ~85 B; 112 leaves room for the map's growth steps.
-const attrEntryOverhead = 112
-
-// attrKey identifies a shared slice: its first element's address and its
-// length, plus the caller's tag (the protobuf field number, since the same
-// slice encodes differently under another field). Since the sentinel sits
-// at one fixed index of an array only MarkShared creates, the address alone
-// already implies the length (a suffix has another address); the length is
-// kept as a cheap second check. Holding the address in the map keeps the backing array alive, so
-// it cannot be freed and reused by a different slice while the entry
-// exists: a hit always means the very same, immutable, elements.
-type attrKey struct {
-	first **commonpb.KeyValue
-	n     int
-	tag   int32
-}
-
-type attrEntry struct {
-	b   []byte
-	gen uint32 // the sweep generation it was last used in
-}
-
-// AttrCache maps shared attribute slices (see MarkShared) to bytes an
-// encoder produced from them. It is not safe for concurrent use: give each
-// encoding goroutine its own.
-//
-// Bound: Tick sweeps every sweepEvery calls, dropping the entries not used
-// since the previous sweep, and Put refuses entries that would take the
-// accounted size past maxBytes. So the map never holds more than
-// maxBytes/attrEntryOverhead entries, nor more than maxBytes of encodings
-// and overhead; the dead series it still references (and so keeps alive)
-// are gone after at most 2*sweepEvery calls.
-type AttrCache struct {
-	m          map[attrKey]attrEntry
-	gen        uint32
-	calls      int
-	bytes      int
-	sweepEvery int
-	maxBytes   int
-}
-
-// NewAttrCache returns an empty cache; values <= 0 take the defaults.
-func NewAttrCache(sweepEvery, maxBytes int) *AttrCache {
-	if sweepEvery <= 0 {
-		sweepEvery = DefaultAttrCacheSweepEvery
-	}
-	if maxBytes <= 0 {
-		maxBytes = DefaultAttrCacheMaxBytes
-	}
-	return &AttrCache{sweepEvery: sweepEvery, maxBytes: maxBytes}
-}
-
-// Tick counts one encode call; call it once per request encoded, before
-// any Get, so a sweep never drops an entry between a Get and its use within
-// one request.
-func (c *AttrCache) Tick() {
-	c.calls++
-	if c.calls < c.sweepEvery {
-		return
-	}
-	c.calls = 0
-	for k, e := range c.m {
-		if e.gen != c.gen {
-			c.bytes -= entryCost(e.b)
-			delete(c.m, k)
-		}
-	}
-	c.gen++
-}
-
-// Get returns the bytes cached for kvs under tag. kvs must be shared
-// (IsShared); callers check that first, so unshared slices never touch the
-// map. The returned bytes must not be modified.
-func (c *AttrCache) Get(kvs []*commonpb.KeyValue, tag int32) ([]byte, bool) {
-	k := attrKey{first: &kvs[0], n: len(kvs), tag: tag}
-	e, ok := c.m[k]
-	if !ok {
-		return nil, false
-	}
-	if e.gen != c.gen {
-		// Write back only once per sweep period: the common hit is a
-		// single lookup.
-		e.gen = c.gen
-		c.m[k] = e
-	}
-	return e.b, true
-}
-
-// Put stores a copy of b as the encoding of shared kvs under tag and
-// returns the copy, or nil (storing nothing) when the cache is full or b is
-// empty. The caller keeps ownership of b.
-func (c *AttrCache) Put(kvs []*commonpb.KeyValue, tag int32, b []byte) []byte {
-	if len(b) == 0 || c.bytes+entryCost(b) > c.maxBytes {
+// headerOf returns the header of shared kvs, or nil.
+func headerOf(kvs []*commonpb.KeyValue) *header {
+	if len(kvs) == 0 || cap(kvs) == len(kvs) {
 		return nil
 	}
-	if c.m == nil {
-		c.m = make(map[attrKey]attrEntry)
+	kv := kvs[:len(kvs)+1][len(kvs)]
+	if kv == nil || kv.Value != marker {
+		return nil
 	}
-	k := attrKey{first: &kvs[0], n: len(kvs), tag: tag}
-	if old, ok := c.m[k]; ok {
-		c.bytes -= entryCost(old.b)
+	h := (*header)(unsafe.Pointer(kv)) // only MarkShared makes such a KeyValue, as a header's first field
+	if h.first != &kvs[0] || h.n != len(kvs) {
+		return nil // a suffix of the slice it was made for
 	}
-	own := append([]byte(nil), b...)
-	c.m[k] = attrEntry{b: own, gen: c.gen}
-	c.bytes += entryCost(own)
-	return own
+	return h
 }
 
-// Len returns the number of entries.
-func (c *AttrCache) Len() int { return len(c.m) }
+// IsShared reports whether kvs was returned by MarkShared and has not been
+// appended to since.
+func IsShared(kvs []*commonpb.KeyValue) bool { return headerOf(kvs) != nil }
 
-// Bytes returns the accounted size: encoded bytes plus a fixed overhead per
-// entry.
-func (c *AttrCache) Bytes() int { return c.bytes }
+// Encoded returns the encoding of kind stored for shared kvs, or nil. The
+// bytes must not be modified.
+func Encoded(kvs []*commonpb.KeyValue, kind Encoding) []byte {
+	h := headerOf(kvs)
+	if h == nil {
+		return nil
+	}
+	if e := h.enc[kind.slot()].Load(); e != nil && e.kind == kind {
+		return e.b
+	}
+	return nil
+}
 
-func entryCost(b []byte) int { return cap(b) + attrEntryOverhead }
+// SetEncoded stores a copy of b as the encoding of kind of shared kvs and
+// returns the copy, or nil (storing nothing) if kvs is not shared or b is
+// empty. Safe for concurrent use: encoders racing on one slice store equal
+// bytes. A slice keeps one protobuf encoding: a later one under another
+// field number replaces it.
+func SetEncoded(kvs []*commonpb.KeyValue, kind Encoding, b []byte) []byte {
+	h := headerOf(kvs)
+	if h == nil || len(b) == 0 {
+		return nil
+	}
+	own := append([]byte(nil), b...)
+	h.enc[kind.slot()].Store(&encoded{kind: kind, b: own})
+	return own
+}

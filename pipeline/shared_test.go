@@ -31,8 +31,8 @@ func TestMarkShared(t *testing.T) {
 	if again := MarkShared(s); &again[0] != &s[0] {
 		t.Fatal("re-marking copied")
 	}
-	if !IsShared(s[1:]) {
-		t.Fatal("suffix of a shared slice should stay shared")
+	if IsShared(s[1:]) {
+		t.Fatal("suffix reads as shared: it would use the whole slice's encodings")
 	}
 	if IsShared(s[:1]) {
 		t.Fatal("prefix reads as shared")
@@ -57,117 +57,103 @@ func TestMarkShared(t *testing.T) {
 	}
 }
 
-func TestAttrCacheGetPut(t *testing.T) {
-	c := NewAttrCache(0, 0)
+func TestEncodedStoredWithTheSlice(t *testing.T) {
 	s := MarkShared([]*commonpb.KeyValue{kv("a", "1"), kv("b", "2")})
-	if _, ok := c.Get(s, 7); ok {
-		t.Fatal("hit on an empty cache")
+	if Encoded(s, EncodingJSON) != nil || Encoded(s, ProtoField(7)) != nil {
+		t.Fatal("encoding on a fresh slice")
 	}
-	src := []byte("enc")
-	got := c.Put(s, 7, src)
-	src[0] = 'X' // the cache keeps its own copy
-	if b, ok := c.Get(s, 7); !ok || string(b) != "enc" || string(got) != "enc" {
-		t.Fatalf("Get = %q, %v", b, ok)
+	src := []byte("json")
+	got := SetEncoded(s, EncodingJSON, src)
+	src[0] = 'X' // the slice keeps its own copy
+	if b := Encoded(s, EncodingJSON); string(b) != "json" || string(got) != "json" {
+		t.Fatalf("Encoded = %q", b)
 	}
-	if _, ok := c.Get(s, 9); ok {
-		t.Fatal("hit under another tag")
+	SetEncoded(s, ProtoField(7), []byte("pb7"))
+	if b := Encoded(s, ProtoField(7)); string(b) != "pb7" {
+		t.Fatalf("protobuf encoding %q", b)
 	}
-	if _, ok := c.Get(s[1:], 7); ok {
-		t.Fatal("suffix hit the whole slice's entry")
+	if Encoded(s, ProtoField(9)) != nil {
+		t.Fatal("an encoding under another field number")
 	}
-	if c.Put(s, 9, nil) != nil || c.Len() != 1 {
+	SetEncoded(s, ProtoField(9), []byte("pb9")) // replaces field 7's
+	if Encoded(s, ProtoField(7)) != nil || string(Encoded(s, ProtoField(9))) != "pb9" || string(Encoded(s, EncodingJSON)) != "json" {
+		t.Fatal("second protobuf encoding")
+	}
+	if Encoded(s[1:], EncodingJSON) != nil || SetEncoded(s[1:], EncodingJSON, []byte("x")) != nil {
+		t.Fatal("a suffix used the whole slice's header")
+	}
+	if SetEncoded(s, EncodingJSON, nil) != nil || string(Encoded(s, EncodingJSON)) != "json" {
 		t.Fatal("empty encoding stored")
 	}
-	c.Put(s, 7, []byte("enc2"))
-	if b, _ := c.Get(s, 7); string(b) != "enc2" || c.Len() != 1 || c.Bytes() != entryCost(b) {
-		t.Fatalf("replace: %q len %d bytes %d", b, c.Len(), c.Bytes())
+	plain := []*commonpb.KeyValue{kv("a", "1")}
+	if SetEncoded(plain, EncodingJSON, []byte("x")) != nil || Encoded(plain, EncodingJSON) != nil {
+		t.Fatal("encoding stored for an unshared slice")
+	}
+	other := MarkShared([]*commonpb.KeyValue{kv("a", "1"), kv("b", "2")})
+	if Encoded(other, EncodingJSON) != nil {
+		t.Fatal("an equal slice shares another's header")
 	}
 }
 
-// A series that stops appearing is dropped within two sweep periods; one
-// used once per period is never dropped.
-func TestAttrCacheSweepEvicts(t *testing.T) {
-	const every = 4
-	c := NewAttrCache(every, 0)
-	live := MarkShared([]*commonpb.KeyValue{kv("s", "live")})
-	dead := MarkShared([]*commonpb.KeyValue{kv("s", "dead")})
-	deadKey := attrKey{first: &dead[0], n: 1}
-	c.Tick()
-	c.Put(live, 0, []byte("L"))
-	c.Put(dead, 0, []byte("D")) // used in the first period only
-	for call := 2; call <= 5*every; call++ {
-		c.Tick()
-		if call%every == 3 { // once per period
-			if _, ok := c.Get(live, 0); !ok {
-				t.Fatalf("call %d: live series evicted", call)
-			}
-		}
-		if _, ok := c.m[deadKey]; ok && call > 2*every {
-			t.Fatalf("call %d: dead series still cached", call)
-		}
-	}
-	b, ok := c.Get(live, 0)
-	if !ok || c.Len() != 1 || c.Bytes() != entryCost(b) {
-		t.Fatalf("after eviction: live %v, Len %d, Bytes %d", ok, c.Len(), c.Bytes())
-	}
-}
-
-// A stream of slices that never repeat (every scrape a new series) keeps
-// the map bounded by the sweep period, and by maxBytes in any case.
-func TestAttrCacheBoundedUnderChurn(t *testing.T) {
-	const every, perCall = 16, 100
-	c := NewAttrCache(every, 0)
-	maxLen := 0
-	for call := range 50 * every {
-		c.Tick()
-		for i := range perCall {
-			s := MarkShared([]*commonpb.KeyValue{kv("id", fmt.Sprint(call, "/", i))})
-			if _, ok := c.Get(s, 0); ok {
-				t.Fatal("hit on a never-seen slice")
-			}
-			c.Put(s, 0, []byte("0123456789"))
-		}
-		maxLen = max(maxLen, c.Len())
-	}
-	if limit := 2 * every * perCall; maxLen > limit {
-		t.Fatalf("map reached %d entries, bound %d", maxLen, limit)
-	}
-
-	small := NewAttrCache(1<<30, 100*attrEntryOverhead) // never sweeps: only maxBytes bounds it
-	for i := range 10000 {
-		s := MarkShared([]*commonpb.KeyValue{kv("id", fmt.Sprint(i))})
-		small.Put(s, 0, []byte("0123456789"))
-	}
-	if small.Bytes() > 100*attrEntryOverhead || small.Len() >= 100 {
-		t.Fatalf("maxBytes not honoured: %d entries, %d bytes", small.Len(), small.Bytes())
-	}
-}
-
-// TestAttrCacheEntryCost measures what an entry really costs on the heap,
-// so attrEntryOverhead (and the documented bound) is not a guess.
-func TestAttrCacheEntryCost(t *testing.T) {
-	if testing.Short() {
-		t.Skip("allocates")
-	}
-	const n = 50000
-	enc := make([]byte, 64) // a typical scraper point's attributes in protobuf
-	slices := make([][]*commonpb.KeyValue, n)
+// Sinks encode concurrently (the file writer and the HTTP workers): run
+// with -race.
+func TestEncodedConcurrent(t *testing.T) {
+	slices := make([][]*commonpb.KeyValue, 100)
 	for i := range slices {
 		slices[i] = MarkShared([]*commonpb.KeyValue{kv("id", fmt.Sprint(i))})
 	}
-	c := NewAttrCache(0, 1<<30)
+	done := make(chan bool)
+	for g := range 4 {
+		go func() {
+			ok := true
+			for range 50 {
+				for i, s := range slices {
+					want := fmt.Sprint(i)
+					if b := Encoded(s, ProtoField(7)); b != nil && string(b) != want {
+						ok = false
+					}
+					if g%2 == 0 {
+						SetEncoded(s, ProtoField(7), []byte(want))
+					}
+				}
+			}
+			done <- ok
+		}()
+	}
+	for range 4 {
+		if !<-done {
+			t.Fatal("read another slice's encoding")
+		}
+	}
+}
+
+// TestEncodedFreedWithTheSlice: the encodings are garbage once the series'
+// slice is, with no table holding them.
+func TestEncodedFreedWithTheSlice(t *testing.T) {
+	if testing.Short() {
+		t.Skip("allocates")
+	}
+	const n = 20000
+	enc := make([]byte, 256)
 	before := heapInUse()
-	for _, s := range slices {
-		c.Put(s, 0, enc)
+	slices := make([][]*commonpb.KeyValue, n)
+	for i := range slices {
+		slices[i] = MarkShared([]*commonpb.KeyValue{kv("id", fmt.Sprint(i))})
+		SetEncoded(slices[i], EncodingJSON, enc)
+		SetEncoded(slices[i], ProtoField(7), enc)
 	}
-	after := heapInUse()
-	per := float64(after-before) / n
-	t.Logf("%.0f B per entry on the heap for %d B encodings (accounted %d)", per, len(enc), c.Bytes()/n)
-	if over := per - float64(len(enc)); over > 2*attrEntryOverhead {
-		t.Errorf("entry overhead %.0f B, more than twice the accounted %d B", over, attrEntryOverhead)
-	}
+	held := heapInUse()
+	per := float64(held-before) / n
 	runtime.KeepAlive(slices)
-	runtime.KeepAlive(c)
+	slices = nil
+	after := heapInUse()
+	t.Logf("%.0f B per series with two %d B encodings; %d B left after dropping them", per, len(enc), int64(after)-int64(before))
+	if per < 2*float64(len(enc)) {
+		t.Fatalf("%.0f B per series: the encodings are not where this test measures", per)
+	}
+	if after > before+uint64(n*len(enc)/10) {
+		t.Fatalf("heap %d B above the start after dropping the slices", after-before)
+	}
 }
 
 func heapInUse() uint64 {

@@ -59,8 +59,7 @@ type File struct {
 	line      []byte
 	buf       []byte
 	lostLines int
-	// metricsEnc caches the JSON of shared point attributes; only the
-	// writer goroutine uses it.
+	// metricsEnc reuses the JSON of shared point attributes.
 	metricsEnc otlpjson.MetricsEncoder
 }
 

@@ -267,8 +267,8 @@ func (h *HTTP) pop() (*pipeline.Batch, bool) {
 }
 
 // worker sends batches until stopped. Each worker owns a metrics encoder
-// for its lifetime, so the encoded attributes of shared series stay cached
-// from batch to batch (with two workers each caches the series it sees).
+// for its lifetime, reusing its buffers; the encoded attributes of shared
+// series are kept with the series and serve both workers.
 func (h *HTTP) worker() {
 	defer h.wg.Done()
 	enc := new(MetricsProtoEncoder)

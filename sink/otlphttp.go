@@ -26,16 +26,17 @@ import (
 
 // EncodeRequest marshals b's export request as protobuf into out (which it
 // resets), gzipped when gz is set. It is what the HTTP sink and replay send.
-// It keeps no attribute cache (replay's batches are not shared); the HTTP
-// sink's workers use their own encoders through encodeRequestWith.
+// Shared point attributes are encoded once per series whichever encoder
+// meets them (pipeline.Encoded), so pooled encoders serve as well as the
+// HTTP sink workers' own, which go through encodeRequestWith.
 func EncodeRequest(b *pipeline.Batch, gz bool, out *bytes.Buffer) error {
 	enc := metricsEncPool.Get().(*MetricsProtoEncoder)
 	defer metricsEncPool.Put(enc)
 	return encodeRequestWith(enc, b, gz, out)
 }
 
-// encodeRequestWith is EncodeRequest with metrics encoded by enc, a
-// long-lived encoder whose attribute cache pays back across batches.
+// encodeRequestWith is EncodeRequest with metrics encoded by enc, whose
+// buffers are reused from batch to batch.
 func encodeRequestWith(enc *MetricsProtoEncoder, b *pipeline.Batch, gz bool, out *bytes.Buffer) error {
 	// Every signal through the reflection-free encoder: proto.Marshal was
 	// half of the scrape path's CPU and a quarter of the traces path's.
@@ -60,9 +61,7 @@ var gzipPool = sync.Pool{New: func() any {
 	return w
 }}
 
-// metricsEncPool's encoders keep no cache: a pool drops its objects every
-// GC, so a cache would be rebuilt (and paid for) over and over.
-var metricsEncPool = sync.Pool{New: func() any { return &MetricsProtoEncoder{nocache: true} }}
+var metricsEncPool = sync.Pool{New: func() any { return new(MetricsProtoEncoder) }}
 
 // encodeWith writes what appendReq appends into out (which it resets),
 // gzipped when gz is set.

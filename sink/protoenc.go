@@ -24,24 +24,21 @@ import (
 //
 // Data-point attribute slices the producer marked shared
 // (pipeline.MarkShared: the scraper reuses one per series across scrapes)
-// are encoded once and the bytes reused from a cache (~13% of the scrape
-// path's CPU was sizing and appending them). The cache lives as long as the
-// encoder, so keep one encoder per sending goroutine rather than pooling it
-// (a sync.Pool drops it every GC); its memory is bounded as
-// pipeline.AttrCache documents. The zero value is ready to use and creates
-// the cache on the first shared slice; unshared slices never touch it.
+// are encoded once and the bytes kept with the slice (pipeline.SetEncoded),
+// shared by every encoder and freed with the series (~13% of the scrape
+// path's CPU was sizing and appending them). The zero value is ready to
+// use.
 //
 // A MetricsProtoEncoder is not safe for concurrent use.
 type MetricsProtoEncoder struct {
 	sizes []int
 	pos   int
 
-	nocache bool                // set for pooled, short-lived encoders
-	cache   *pipeline.AttrCache // nil until the first shared slice
+	nocache bool // set for the encoder that encodes a slice to be stored
 	// attrs holds, in pre-order like sizes, what the size pass decided for
 	// each shared attribute slice: its cached bytes, or nil for "encoded
-	// the usual way" (cache full). The append pass reads it back so both
-	// passes agree without a second lookup.
+	// the usual way". The append pass reads it back so both passes agree
+	// without a second lookup.
 	attrs   [][]byte
 	apos    int
 	sub     *MetricsProtoEncoder // encodes a slice for the cache
@@ -56,9 +53,6 @@ func (e *MetricsProtoEncoder) next() int { n := e.sizes[e.pos]; e.pos++; return 
 // holding rms to dst.
 func (e *MetricsProtoEncoder) AppendRequest(dst []byte, rms []*metricspb.ResourceMetrics) []byte {
 	e.reset()
-	if e.cache != nil {
-		e.cache.Tick()
-	}
 	for _, rm := range rms {
 		e.sizeResourceMetrics(rm)
 	}
@@ -70,7 +64,7 @@ func (e *MetricsProtoEncoder) AppendRequest(dst []byte, rms []*metricspb.Resourc
 }
 
 // reset readies the encoder for a request: both passes start afresh, and
-// no reference to a cache entry a sweep may evict is kept.
+// no reference to a series' stored encoding outlives the request.
 func (e *MetricsProtoEncoder) reset() {
 	e.sizes, e.pos = e.sizes[:0], 0
 	clear(e.attrs)
@@ -223,8 +217,8 @@ func (e *MetricsProtoEncoder) appendKeyValues(dst []byte, num protowire.Number, 
 	return dst
 }
 
-// shareable reports whether kvs may be served from the cache: the encoder
-// caches and the producer marked the slice. It depends only on kvs, so the
+// shareable reports whether kvs may be served from its stored encoding: the
+// producer marked the slice (and e is not the encoder making one). It depends only on kvs, so the
 // size and append passes agree.
 func (e *MetricsProtoEncoder) shareable(kvs []*commonpb.KeyValue) bool {
 	return !e.nocache && pipeline.IsShared(kvs)
@@ -272,13 +266,10 @@ func (e *MetricsProtoEncoder) appendSharedAttrs(dst []byte, num protowire.Number
 }
 
 // cachedKeyValues returns the field-num-tagged KeyValue messages of shared
-// kvs from the cache, encoding and storing them on a miss; nil when the
-// cache is full.
+// kvs as stored with the slice, encoding and storing them on a miss.
 func (e *MetricsProtoEncoder) cachedKeyValues(num protowire.Number, kvs []*commonpb.KeyValue) []byte {
-	if e.cache == nil {
-		e.cache = pipeline.NewAttrCache(0, 0)
-	}
-	if b, ok := e.cache.Get(kvs, int32(num)); ok {
+	kind := pipeline.ProtoField(int32(num))
+	if b := pipeline.Encoded(kvs, kind); b != nil {
 		return b
 	}
 	// A separate encoder, because e is in the middle of its size pass.
@@ -289,7 +280,7 @@ func (e *MetricsProtoEncoder) cachedKeyValues(num protowire.Number, kvs []*commo
 	s.sizes, s.pos = s.sizes[:0], 0
 	s.sizeKeyValues(num, kvs)
 	e.scratch = s.appendKeyValues(e.scratch[:0], num, kvs)
-	return e.cache.Put(kvs, int32(num), e.scratch)
+	return pipeline.SetEncoded(kvs, kind, e.scratch)
 }
 
 // AnyValue's oneof members are written even when zero: presence is the

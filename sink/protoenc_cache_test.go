@@ -54,7 +54,7 @@ func newScrapeSim(series int) *scrapeSim {
 		s.summ = append(s.summ, pipeline.MarkShared([]*commonpb.KeyValue{strKV("q", fmt.Sprint(i))}))
 		s.exp = append(s.exp, pipeline.MarkShared([]*commonpb.KeyValue{strKV("e", fmt.Sprint(i))}))
 	}
-	s.summ = append(s.summ, s.gauge[1][1:]) // a suffix is shared, and another key
+	s.summ = append(s.summ, s.gauge[1][1:]) // a suffix: not shared
 	s.hist = append(s.hist, s.gauge[2])     // field 9 here, 7 in the gauge
 	return s
 }
@@ -147,26 +147,35 @@ func TestMetricsEncoderSharedScrapes(t *testing.T) {
 	for n := range 6 {
 		checkCached(t, &e, sim.batch(n))
 	}
-	// Number points (gauge and sum share one entry per slice, field 7),
-	// the dead series, histograms (field 9, including the slice the gauge
-	// uses), summaries. Exponential histograms go through proto.Marshal;
-	// resource, scope, metadata and exemplar slices are marked but are not
-	// point attributes.
-	if want := len(sim.gauge) + 1 + len(sim.hist) + len(sim.summ); e.cache.Len() != want {
-		t.Fatalf("cache holds %d entries, want %d", e.cache.Len(), want)
+	// Point attributes keep their encoding: field 7 for gauge, sum and
+	// summary points, 9 for histograms. gauge[2] is also a histogram's (so
+	// it holds one of the two), the summary's suffix of gauge[1] is not
+	// shared, exponential histograms go through proto.Marshal, and the
+	// resource, scope, metadata and exemplar slices are not point
+	// attributes.
+	has := func(kvs []*commonpb.KeyValue, n int32) bool { return pipeline.Encoded(kvs, pipeline.ProtoField(n)) != nil }
+	for i, a := range sim.gauge {
+		if i != 2 && !has(a, 7) {
+			t.Errorf("gauge series %d has no stored encoding", i)
+		}
 	}
-}
-
-// A full cache falls back to the usual encoding per slice, mixed with hits
-// in the same request.
-func TestMetricsEncoderCacheFull(t *testing.T) {
-	sim := newScrapeSim(60)
-	e := MetricsProtoEncoder{cache: pipeline.NewAttrCache(0, 20*200)}
-	for n := range 4 {
-		checkCached(t, &e, sim.batch(n))
+	if !has(sim.gauge[2], 7) && !has(sim.gauge[2], 9) {
+		t.Error("the slice used under fields 7 and 9 holds neither")
 	}
-	if l := e.cache.Len(); l == 0 || l >= len(sim.gauge) {
-		t.Fatalf("cache holds %d entries: the test wants it partly filled", l)
+	for i, a := range sim.hist[:len(sim.hist)-1] {
+		if !has(a, 9) {
+			t.Errorf("histogram series %d has no stored encoding", i)
+		}
+	}
+	for i, a := range sim.summ[:len(sim.summ)-1] {
+		if !has(a, 7) {
+			t.Errorf("summary series %d has no stored encoding", i)
+		}
+	}
+	for _, a := range append(sim.exp, sim.exemplarAttrs) {
+		if has(a, 1) || has(a, 7) || has(a, 9) {
+			t.Error("a slice that is not a number, histogram or summary point's has an encoding")
+		}
 	}
 }
 
@@ -178,9 +187,9 @@ func TestMetricsEncoderServesFromCache(t *testing.T) {
 		Data: &metricspb.Metric_Gauge{Gauge: &metricspb.Gauge{DataPoints: []*metricspb.NumberDataPoint{{Attributes: attrs}}}}}}}}})
 	var e MetricsProtoEncoder
 	first := e.AppendRequest(nil, rms)
-	cached, ok := e.cache.Get(attrs, 7)
-	if !ok {
-		t.Fatal("not cached")
+	cached := pipeline.Encoded(attrs, pipeline.ProtoField(7))
+	if cached == nil {
+		t.Fatal("not stored")
 	}
 	cached[len(cached)-1] = 'X' // the last byte of the value "v"
 	second := e.AppendRequest(nil, rms)
@@ -204,8 +213,8 @@ func TestMetricsEncoderAppendedSliceNotCached(t *testing.T) {
 	checkCached(t, &e, point(s)) // unmarked now: a=1 alone
 	realloc := append(pipeline.MarkShared([]*commonpb.KeyValue{strKV("a", "1")}), strKV("c", "3"))
 	checkCached(t, &e, point(realloc))
-	if e.cache.Len() != 1 {
-		t.Fatalf("%d entries: only the first slice, before the append, should be cached", e.cache.Len())
+	if pipeline.IsShared(grown) || pipeline.IsShared(realloc) || pipeline.IsShared(s) {
+		t.Fatal("appended slices read as shared")
 	}
 }
 
@@ -220,38 +229,6 @@ func TestMetricsEncoderUnsharedMutatedInPlace(t *testing.T) {
 	checkCached(t, &e, rms)
 	attrs[0] = strKV("k", "after")
 	checkCached(t, &e, rms)
-	if e.cache != nil {
-		t.Fatal("an unshared slice touched the cache")
-	}
-}
-
-// Series that stop appearing leave the cache; the map stays bounded when
-// nothing ever repeats.
-func TestMetricsEncoderEvicts(t *testing.T) {
-	const every = 4
-	e := MetricsProtoEncoder{cache: pipeline.NewAttrCache(every, 0)}
-	live := newScrapeSim(10)
-	perCall := 0
-	for n := range 40 {
-		e.AppendRequest(nil, live.batch(n))
-		churn := newScrapeSim(10) // new slices every call
-		e.AppendRequest(nil, churn.batch(n))
-		if perCall == 0 {
-			perCall = e.cache.Len() / 2
-		}
-		if e.cache.Len() > 2*every*2*perCall {
-			t.Fatalf("call %d: %d entries", n, e.cache.Len())
-		}
-	}
-	// After the churn stops only the live series remain (the one that died
-	// at scrape 2 is gone too).
-	for n := range 2 * every {
-		e.AppendRequest(nil, live.batch(40+n))
-	}
-	want := len(live.gauge) + len(live.hist) + len(live.summ)
-	if e.cache.Len() != want {
-		t.Fatalf("%d entries after churn stopped, want %d live", e.cache.Len(), want)
-	}
 }
 
 // Through the HTTP sink (two workers, each with its own cache) and the file

@@ -49,6 +49,7 @@ type famState struct {
 	metadata         []*commonpb.KeyValue // shared, immutable
 	gen              uint64
 	out              *metricspb.Metric // current scrape's metric
+	lastN            int               // points in the last scrape's: the next one's capacity
 }
 
 // pointSeries is one output data point identity (family + attributes).
@@ -815,7 +816,8 @@ func (c *Converter) collect(gen, ts uint64, up float64, dur time.Duration, n scr
 	var others []*metricspb.ResourceMetrics // honor_labels resources, in page order
 	var otherIdx map[string]int
 	for _, f := range c.order {
-		if pointCount(f.out) > 0 {
+		f.lastN = pointCount(f.out)
+		if f.lastN > 0 {
 			if f.res == "" {
 				metrics = append(metrics, f.out)
 			} else {
@@ -1040,24 +1042,56 @@ func (c *Converter) newFam(outName, famName string, typ model.MetricType) *famSt
 	if typ == "" || t == "untyped" {
 		t = "unknown"
 	}
-	f.metadata = []*commonpb.KeyValue{strKV("prometheus.type", t)}
+	f.metadata = typeMeta[t]
+	if f.metadata == nil {
+		f.metadata = []*commonpb.KeyValue{strKV("prometheus.type", t)}
+	}
 	return f
 }
 
 func newMetric(f *famState) *metricspb.Metric {
-	m := &metricspb.Metric{Name: f.name, Description: f.help, Unit: f.unit, Metadata: f.metadata}
+	// One allocation per family and scrape for the metric, its oneof
+	// wrapper and its data, and the points slice sized from the last
+	// scrape: node pages have hundreds of families of a few points.
+	const cum = metricspb.AggregationTemporality_AGGREGATION_TEMPORALITY_CUMULATIVE
+	var m *metricspb.Metric
 	switch f.typ {
-	case model.MetricTypeCounter:
-		m.Data = &metricspb.Metric_Sum{Sum: &metricspb.Sum{AggregationTemporality: metricspb.AggregationTemporality_AGGREGATION_TEMPORALITY_CUMULATIVE, IsMonotonic: true}}
-	case model.MetricTypeInfo, model.MetricTypeStateset:
-		m.Data = &metricspb.Metric_Sum{Sum: &metricspb.Sum{AggregationTemporality: metricspb.AggregationTemporality_AGGREGATION_TEMPORALITY_CUMULATIVE}}
+	case model.MetricTypeCounter, model.MetricTypeInfo, model.MetricTypeStateset:
+		x := &struct {
+			m metricspb.Metric
+			w metricspb.Metric_Sum
+			d metricspb.Sum
+		}{}
+		x.d.AggregationTemporality, x.d.IsMonotonic = cum, f.typ == model.MetricTypeCounter
+		x.d.DataPoints = make([]*metricspb.NumberDataPoint, 0, f.lastN)
+		x.w.Sum, x.m.Data, m = &x.d, &x.w, &x.m
 	case model.MetricTypeHistogram:
-		m.Data = &metricspb.Metric_Histogram{Histogram: &metricspb.Histogram{AggregationTemporality: metricspb.AggregationTemporality_AGGREGATION_TEMPORALITY_CUMULATIVE}}
+		x := &struct {
+			m metricspb.Metric
+			w metricspb.Metric_Histogram
+			d metricspb.Histogram
+		}{}
+		x.d.AggregationTemporality = cum
+		x.d.DataPoints = make([]*metricspb.HistogramDataPoint, 0, f.lastN)
+		x.w.Histogram, x.m.Data, m = &x.d, &x.w, &x.m
 	case model.MetricTypeSummary:
-		m.Data = &metricspb.Metric_Summary{Summary: &metricspb.Summary{}}
+		x := &struct {
+			m metricspb.Metric
+			w metricspb.Metric_Summary
+			d metricspb.Summary
+		}{}
+		x.d.DataPoints = make([]*metricspb.SummaryDataPoint, 0, f.lastN)
+		x.w.Summary, x.m.Data, m = &x.d, &x.w, &x.m
 	default:
-		m.Data = &metricspb.Metric_Gauge{Gauge: &metricspb.Gauge{}}
+		x := &struct {
+			m metricspb.Metric
+			w metricspb.Metric_Gauge
+			d metricspb.Gauge
+		}{}
+		x.d.DataPoints = make([]*metricspb.NumberDataPoint, 0, f.lastN)
+		x.w.Gauge, x.m.Data, m = &x.d, &x.w, &x.m
 	}
+	m.Name, m.Description, m.Unit, m.Metadata = f.name, f.help, f.unit, f.metadata
 	return m
 }
 
@@ -1150,7 +1184,18 @@ var synthDefs = []struct{ name, help, unit string }{
 	{"scrape_series_added", "The approximate number of new series in this scrape", ""},
 }
 
-var gaugeMeta = []*commonpb.KeyValue{strKV("prometheus.type", "gauge")}
+// typeMeta is the metric metadata per Prometheus type, one immutable slice
+// shared by every family of that type (downstream never mutates metadata).
+var typeMeta = func() map[string][]*commonpb.KeyValue {
+	m := map[string][]*commonpb.KeyValue{}
+	for _, t := range []model.MetricType{model.MetricTypeCounter, model.MetricTypeGauge, model.MetricTypeHistogram,
+		model.MetricTypeGaugeHistogram, model.MetricTypeSummary, model.MetricTypeInfo, model.MetricTypeStateset, "unknown"} {
+		m[string(t)] = []*commonpb.KeyValue{strKV("prometheus.type", string(t))}
+	}
+	return m
+}()
+
+var gaugeMeta = typeMeta["gauge"]
 
 func (c *Converter) synthetic(ms []*metricspb.Metric, ts uint64, up float64, dur time.Duration, n scrapeCounts) []*metricspb.Metric {
 	vals := []float64{up, dur.Seconds(), float64(n.samples), float64(n.kept), float64(n.added)}

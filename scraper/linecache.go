@@ -267,7 +267,11 @@ func (lc *lineCache) recordMeta(page, sub []byte, kind textparse.Entry, typ mode
 		m.name = m.span[off-start : off-start+len(sub)]
 	}
 	if kind == textparse.EntryHelp {
-		m.text = string(help)
+		if h, ok := offsetIn(page, help); ok && h >= start && h+len(help) <= end {
+			m.text = m.span[h-start : h-start+len(help)] // no escapes: the page's bytes
+		} else {
+			m.text = string(help)
+		}
 	}
 	lc.lines = append(lc.lines, cachedLine{meta: m})
 	lc.recPos = end

@@ -6,6 +6,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"runtime/debug"
 	"strings"
 	"syscall"
 	"testing"
@@ -157,5 +158,18 @@ func TestEmbeddedDefault(t *testing.T) {
 	}
 	if !bytes.Contains(metrics, []byte(`"name":"up"`)) || !bytes.Contains(metrics, []byte("otelstep_uptime_seconds")) {
 		t.Errorf("./otel/metrics.jsonl lacks the self-scrape (%d bytes)", len(metrics))
+	}
+}
+
+func TestGCPercentDefault(t *testing.T) {
+	orig := debug.SetGCPercent(100)
+	defer debug.SetGCPercent(orig)
+	setGCPercent(func(string) (string, bool) { return "200", true })
+	if got := debug.SetGCPercent(100); got != 100 {
+		t.Fatalf("GOGC set: GC percent changed to %d", got)
+	}
+	setGCPercent(func(string) (string, bool) { return "", false })
+	if got := debug.SetGCPercent(100); got != defaultGCPercent {
+		t.Fatalf("GOGC unset: GC percent %d, want %d", got, defaultGCPercent)
 	}
 }

@@ -56,7 +56,7 @@ func benchScrapePath(b *testing.B, file string) {
 	var pb, js []byte
 	var zbuf bytes.Buffer
 	zw, _ := gzip.NewWriterLevel(&zbuf, gzip.BestSpeed)
-	var enc sink.MetricsProtoEncoder // long-lived, as each sink's: their attribute caches persist
+	var enc sink.MetricsProtoEncoder // long-lived, as each sink's: its buffers are reused
 	var jenc otlpjson.MetricsEncoder
 	ts := time.Now()
 	b.ReportAllocs()

@@ -39,8 +39,8 @@ func bench1000() *pipeline.Batch {
 func BenchmarkFileSink(b *testing.B) { benchFileSink(b, bench1000()) }
 
 // BenchmarkFileSinkShared is BenchmarkFileSink with the point attributes
-// marked shared, as the scraper sends them: the JSON attribute cache's
-// steady state.
+// marked shared, as the scraper sends them: the steady state, with their
+// JSON encodings stored.
 func BenchmarkFileSinkShared(b *testing.B) { benchFileSink(b, sharedBench1000()) }
 
 func benchFileSink(b *testing.B, batch *pipeline.Batch) {

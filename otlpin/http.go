@@ -187,7 +187,7 @@ func decodeHTTP(sig pipeline.Signal, ct string, body []byte) (*pipeline.Batch, p
 		resp = &collogspb.ExportLogsServiceResponse{}
 	}
 	if ct != ctJSON {
-		b, err := pipeline.UnmarshalRequest(sig, body)
+		b, err := pipeline.UnmarshalOwnedRequest(sig, body) // body is this request's own buffer
 		return b, resp, err
 	}
 	b := &pipeline.Batch{Signal: sig}

@@ -1,34 +1,33 @@
 package pipeline
 
 import (
+	"bytes"
 	"fmt"
-
-	collogspb "go.opentelemetry.io/proto/otlp/collector/logs/v1"
-	colmetricspb "go.opentelemetry.io/proto/otlp/collector/metrics/v1"
-	coltracepb "go.opentelemetry.io/proto/otlp/collector/trace/v1"
-	"google.golang.org/protobuf/proto"
 )
 
 // UnmarshalRequest decodes a protobuf export request of signal s (an
 // ExportMetricsServiceRequest, ExportTraceServiceRequest or
 // ExportLogsServiceRequest) into a Batch: what an OTLP/HTTP receiver and a
-// test or benchmark backend all do with a request body.
+// test or benchmark backend all do with a request body. It uses the
+// reflection-free decoder (protodec.go); the batch does not alias data.
 func UnmarshalRequest(s Signal, data []byte) (*Batch, error) {
+	return UnmarshalOwnedRequest(s, bytes.Clone(data))
+}
+
+// UnmarshalOwnedRequest is UnmarshalRequest without the copy: the caller
+// hands buf over (as the OTLP/HTTP receiver does with a body it read into a
+// buffer of its own), and nobody may modify buf afterwards: the batch's
+// strings and ids point into it.
+func UnmarshalOwnedRequest(s Signal, buf []byte) (*Batch, error) {
 	b := &Batch{Signal: s}
 	var err error
 	switch s {
 	case Metrics:
-		var m colmetricspb.ExportMetricsServiceRequest
-		err = proto.Unmarshal(data, &m)
-		b.Metrics = m.ResourceMetrics
+		b.Metrics, err = DecodeMetricsOwned(buf)
 	case Traces:
-		var m coltracepb.ExportTraceServiceRequest
-		err = proto.Unmarshal(data, &m)
-		b.Traces = m.ResourceSpans
+		b.Traces, err = DecodeTracesOwned(buf)
 	case Logs:
-		var m collogspb.ExportLogsServiceRequest
-		err = proto.Unmarshal(data, &m)
-		b.Logs = m.ResourceLogs
+		b.Logs, err = DecodeLogsOwned(buf)
 	default:
 		return nil, fmt.Errorf("unknown signal %d", s)
 	}

@@ -153,7 +153,9 @@ func TestMetricsEncoderSharedScrapes(t *testing.T) {
 	// shared, exponential histograms go through proto.Marshal, and the
 	// resource, scope, metadata and exemplar slices are not point
 	// attributes.
-	has := func(kvs []*commonpb.KeyValue, n int32) bool { return pipeline.Encoded(kvs, pipeline.ProtoField(n)) != nil }
+	has := func(kvs []*commonpb.KeyValue, n int32) bool {
+		return pipeline.Encoded(kvs, pipeline.ProtoField(n)) != nil
+	}
 	for i, a := range sim.gauge {
 		if i != 2 && !has(a, 7) {
 			t.Errorf("gauge series %d has no stored encoding", i)

@@ -1,0 +1,38 @@
+package pipeline
+
+import "errors"
+
+// Internals for the external tests of the protobuf decoder (protodec_*_test.go).
+
+// DecodeLenient decodes like UnmarshalRequest but, as proto.Unmarshal does,
+// skips a known field with an unexpected wire type instead of failing, so
+// tests can compare the two on any input.
+func DecodeLenient(s Signal, data []byte) (*Batch, error) {
+	d := getDecoder(append([]byte(nil), data...))
+	defer putDecoder(d)
+	d.lenient = true
+	b := &Batch{Signal: s}
+	var e *DecodeError
+	switch s {
+	case Traces:
+		b.Traces, e = d.traces()
+	case Logs:
+		b.Logs, e = d.logs()
+	default:
+		b.Metrics, e = d.metrics()
+	}
+	if e != nil {
+		return nil, e.done()
+	}
+	return b, nil
+}
+
+// IsWireTypeError reports whether err is the decoder's error for a known
+// field with an unexpected wire type (which proto.Unmarshal accepts as an
+// unknown field).
+func IsWireTypeError(err error) bool {
+	var e *DecodeError
+	return errors.As(err, &e) && e.wireType
+}
+
+const MaxDepth = maxDepth

@@ -127,3 +127,36 @@ func TestScrapePathOutputs(t *testing.T) {
 		t.Fatal("OTLP/JSON round trip changed the converted metrics")
 	}
 }
+
+// ShiftValues changes every finite value and nothing else: the pages keep
+// their samples, series bytes and histogram consistency.
+func TestShiftValues(t *testing.T) {
+	for _, name := range []string{"vllm", "dcgm", "node"} {
+		p, err := LoadPage(name)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, n := range []int64{0, 1, 12345} {
+			got := ShiftValues(p.Body, n)
+			if n == 0 && !bytes.Equal(got, p.Body) {
+				t.Fatalf("%s: shift 0 changed the page", name)
+			}
+			if c, err := CountSamples(got); err != nil || c != p.Samples {
+				t.Fatalf("%s +%d: %d samples (%v), want %d", name, n, c, err, p.Samples)
+			}
+			a, b := bytes.Split(p.Body, []byte("\n")), bytes.Split(got, []byte("\n"))
+			changed := 0
+			for i := range a {
+				if !bytes.Equal(a[i], b[i]) {
+					changed++
+					if j := bytes.LastIndexByte(a[i], '}'); j > 0 && !bytes.HasPrefix(b[i], a[i][:j+1]) {
+						t.Fatalf("%s: series bytes changed: %q → %q", name, a[i], b[i])
+					}
+				}
+			}
+			if n > 0 && changed < p.Samples/2 {
+				t.Fatalf("%s +%d: only %d of %d lines changed", name, n, changed, p.Samples)
+			}
+		}
+	}
+}

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"math"
 	"net"
 	"net/http"
 	"strconv"
@@ -115,6 +116,55 @@ func GenPage(series, buckets int) Page {
 	return p
 }
 
+// ShiftValues returns a copy of text page body with n added to every finite
+// sample value: what a live target's next scrape looks like (counters grow,
+// gauges move). Adding the same amount to every value keeps each
+// histogram's cumulative buckets and count consistent, so the conversion
+// keeps every point. Timestamps and the series bytes are kept.
+func ShiftValues(body []byte, n int64) []byte {
+	out := make([]byte, 0, len(body)+len(body)/16)
+	for len(body) > 0 {
+		line := body
+		if i := bytes.IndexByte(body, '\n'); i >= 0 {
+			line = body[:i+1]
+		}
+		body = body[len(line):]
+		out = shiftLine(out, line, n)
+	}
+	return out
+}
+
+// shiftLine appends line to dst with n added to its value if it is a
+// sample line.
+func shiftLine(dst, line []byte, n int64) []byte {
+	t := bytes.TrimLeft(line, " \t")
+	if len(t) == 0 || t[0] == '#' || t[0] == '\n' {
+		return append(dst, line...)
+	}
+	end := bytes.IndexAny(line, " \t") // the series ends at the first blank after the labels
+	if i := bytes.LastIndexByte(line, '}'); i >= 0 {
+		end = i + 1
+	}
+	if end < 0 {
+		return append(dst, line...)
+	}
+	vs := end
+	for vs < len(line) && (line[vs] == ' ' || line[vs] == '\t') {
+		vs++
+	}
+	ve := vs
+	for ve < len(line) && line[ve] != ' ' && line[ve] != '\t' && line[ve] != '\n' {
+		ve++
+	}
+	v, err := strconv.ParseFloat(string(line[vs:ve]), 64)
+	if err != nil || math.IsNaN(v) || math.IsInf(v, 0) {
+		return append(dst, line...)
+	}
+	dst = append(dst, line[:vs]...)
+	dst = strconv.AppendFloat(dst, v+float64(n), 'g', -1, 64)
+	return append(dst, line[ve:]...)
+}
+
 // Targets are synthetic scrape targets on loopback: each serves one page
 // and counts what it served.
 type Targets struct {
@@ -139,12 +189,13 @@ func StartTargets(pages []Page, copies int) (*Targets, error) {
 				return nil, fmt.Errorf("target for %s: %w", p.Name, err)
 			}
 			served := new(atomic.Int64)
-			body := p.Body
+			page := p.Body
 			srv := &http.Server{Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+				// Every scrape sees new values, as from a live target.
+				body := ShiftValues(page, served.Add(1))
 				w.Header().Set("Content-Type", textContentType)
 				w.Header().Set("Content-Length", strconv.Itoa(len(body)))
 				_, _ = w.Write(body)
-				served.Add(1)
 			})}
 			go func() { _ = srv.Serve(ln) }()
 			t.servers = append(t.servers, srv)

@@ -190,12 +190,19 @@ func StartTargets(pages []Page, copies int) (*Targets, error) {
 			}
 			served := new(atomic.Int64)
 			page := p.Body
+			var next atomic.Pointer[[]byte]
+			first := ShiftValues(page, 1)
+			next.Store(&first)
 			srv := &http.Server{Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 				// Every scrape sees new values, as from a live target.
-				body := ShiftValues(page, served.Add(1))
+				// The next page is rendered after answering, so the
+				// rendering is not part of the scrape's duration.
+				body := *next.Load()
 				w.Header().Set("Content-Type", textContentType)
 				w.Header().Set("Content-Length", strconv.Itoa(len(body)))
 				_, _ = w.Write(body)
+				nb := ShiftValues(page, served.Add(1)+1)
+				next.Store(&nb)
 			})}
 			go func() { _ = srv.Serve(ln) }()
 			t.servers = append(t.servers, srv)

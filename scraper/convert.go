@@ -315,13 +315,14 @@ func (c *Converter) ConvertAll(page []byte, contentType string, ts time.Time, du
 
 	// The lines that are byte for byte those of the previous page are
 	// taken from the line cache; textparse parses the rest (linecache.go).
-	pos := c.replay(page, contentType, &st)
-	if pos < len(page) {
-		if err := c.parse(page, pos, contentType, &st); err != nil {
+	pos, from, done := c.replay(page, contentType, &st)
+	if !done {
+		if err := c.parse(page, pos, from, contentType, &st); err != nil {
 			c.abort()
 			return nil, err
 		}
 	}
+	c.lc.finish()
 	c.startsFromCreatedGauges(st.gen)
 	c.finish(st.tsNs)
 	c.staleAndEvict(st.gen, st.tsNs)
@@ -338,12 +339,14 @@ type scrapeState struct {
 }
 
 // parse reads page[pos:] with textparse, recording its lines in the line
-// cache for the next scrape.
-func (c *Converter) parse(page []byte, pos int, contentType string, st *scrapeState) error {
+// cache for the next scrape. textparse starts at from <= pos, where the
+// parser's state for the line at pos begins (see lineCache.replay); the
+// entries before pos were taken from the cache and are skipped.
+func (c *Converter) parse(page []byte, pos, from int, contentType string, st *scrapeState) error {
 	// _created series are handled here (roleCreated) rather than through
 	// Parser.StartTimestamp: the collector counts them as samples, and
 	// peeking ahead for every series costs a parser copy.
-	p, err := textparse.New(page[pos:], contentType, nil, textparse.ParserOptions{
+	p, err := textparse.New(page[from:], contentType, nil, textparse.ParserOptions{
 		FallbackContentType: "text/plain",
 	})
 	if p == nil {
@@ -358,6 +361,9 @@ func (c *Converter) parse(page []byte, pos int, contentType string, st *scrapeSt
 			}
 			ln, txt := lineOf(page, st.last)
 			return fmt.Errorf("parse page: line %d %q: %w", ln, txt, err)
+		}
+		if from < pos && c.lc.before(page, p, e, pos) {
+			continue // replayed already
 		}
 		switch e {
 		case textparse.EntryType:
@@ -377,7 +383,7 @@ func (c *Converter) parse(page []byte, pos int, contentType string, st *scrapeSt
 			st.last = n
 			c.untName = append(c.untName[:0], n...)
 			c.unt = append(c.unt[:0], u...)
-			c.lc.stopRecording() // not in the text format
+			c.lc.recordMeta(page, n, e, "", u)
 		case textparse.EntrySeries:
 			b, tsp, v := p.Series()
 			st.last = b
@@ -680,6 +686,9 @@ func (c *Converter) finishSummary(ps *pointSeries, s *summaryBuilder, now uint64
 // exactly 16/8 non-zero bytes of hex, else attributes; empty ones are
 // dropped; no timestamp means the sample's.
 func (c *Converter) exemplars(p textparse.Parser, dst *[]*metricspb.Exemplar, ptTs uint64) {
+	if p == nil { // a line from the line cache: it has none
+		return
+	}
 	for p.Exemplar(&c.ex) {
 		e := &metricspb.Exemplar{Value: &metricspb.Exemplar_AsDouble{AsDouble: c.ex.Value}, TimeUnixNano: ptTs}
 		if c.ex.HasTs {

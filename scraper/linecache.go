@@ -27,22 +27,24 @@ import (
 // equal. At the first line that is not taken, textparse parses the rest of
 // the page from that line, and the cache is re-recorded from there.
 //
-// Why this reads the page as textparse would: in the text format every
-// entry starts at a line start with the lexer in its initial state, and
-// PromParser keeps nothing from one entry to the next that changes how the
-// next one parses. So equal bytes from an entry start give the same entry,
-// and the bytes that can differ (value, timestamp) are parsed here with
-// PromParser's own rules, anything unusual being left to textparse.
+// Why this reads the page as textparse would: every entry starts at a line
+// start, and equal bytes from an entry start, in the same parser state,
+// give the same entry; the bytes that can differ (value, timestamp) are
+// parsed here with textparse's own rules, anything unusual being left to
+// textparse. In the text format PromParser keeps nothing from one entry to
+// the next, so textparse can take over at any line. The OpenMetrics parser
+// keeps the family's type from its TYPE line (it normalises le and
+// quantile values by it), so textparse takes over from that TYPE line and
+// the entries up to the line that differed are skipped. OpenMetrics lines
+// with a timestamp or an exemplar are always left to textparse.
 //
 // Why the cached entries are live: every entry in the cache was seen by the
 // last successful scrape, so it is still in Converter.raw under the same
 // key (eviction only removes entries a scrape did not see); a failed scrape
 // and DownAll, which forget series, reset the cache.
-//
-// Only PromParser pages are cached. OpenMetrics is not: its parser tracks
-// the family across lines, and exemplars follow the value.
 type lineCache struct {
 	ct    string // content type of the page the lines are of; "" when none
+	om    bool   // the page is OpenMetrics
 	lines []cachedLine
 
 	off   bool // never used (tests compare against plain textparse)
@@ -66,16 +68,21 @@ type metaLine struct {
 	// textparse skipped before it.
 	span string
 	name string           // HELP and TYPE: the metric name
-	text string           // HELP: the help text as PromParser.Help returned it
+	text string           // HELP, UNIT: the text as the parser's Help or Unit returned it
 	typ  model.MetricType // TYPE
 }
 
 // reset empties the cache.
 func (lc *lineCache) reset() {
 	lc.ct = ""
-	lc.truncate(0)
+	clear(lc.lines[:cap(lc.lines)])
+	lc.lines = lc.lines[:0]
 	lc.rec = false
 }
+
+// finish drops the references past the lines kept: call it when a scrape
+// is done.
+func (lc *lineCache) finish() { clear(lc.lines[len(lc.lines):cap(lc.lines)]) }
 
 // truncate keeps the first n lines, dropping the references of the rest.
 func (lc *lineCache) truncate(n int) {
@@ -85,24 +92,33 @@ func (lc *lineCache) truncate(n int) {
 
 // replay converts the leading lines of page that the cache holds and
 // returns the offset of the first line it did not take (len(page) when it
-// took them all). The cache keeps the lines taken.
-func (c *Converter) replay(page []byte, contentType string, st *scrapeState) int {
+// took them all), and where textparse must start to read that line as it
+// would have in the whole page: the same offset for the text format, whose
+// parser keeps nothing from line to line; for OpenMetrics the family's
+// TYPE line, since its parser normalises le and quantile label values by
+// the family's type. The cache keeps the lines taken.
+func (c *Converter) replay(page []byte, contentType string, st *scrapeState) (pos, from int, done bool) {
 	lc := &c.lc
 	lc.taken = 0
 	if lc.off || lc.ct == "" || contentType != lc.ct || len(page) == 0 || page[len(page)-1] != '\n' {
 		lc.truncate(0)
-		return 0
+		return 0, 0, false
 	}
-	pos, i := 0, 0
+	tail := sampleTail
+	if lc.om {
+		tail = sampleTailOM
+	}
+	lastType := -1
+	i := 0
 	for ; i < len(lc.lines); i++ {
-		pos = skipNewlines(page, pos)
+		pos = lc.skipBlank(page, pos)
 		l := lc.lines[i]
 		if se := l.se; se != nil {
 			end := pos + len(se.key)
 			if end >= len(page) || string(page[pos:end]) != se.key {
 				break
 			}
-			v, ts, hasTS, next, ok := sampleTail(page, end)
+			v, ts, hasTS, next, ok := tail(page, end)
 			if !ok {
 				break
 			}
@@ -124,16 +140,66 @@ func (c *Converter) replay(page []byte, contentType string, st *scrapeState) int
 		case textparse.EntryType:
 			c.typName = append(c.typName[:0], m.name...)
 			c.typ = m.typ
+			lastType = pos
 		case textparse.EntryHelp:
 			c.hlpName = append(c.hlpName[:0], m.name...)
 			c.hlp = append(c.hlp[:0], m.text...)
+		case textparse.EntryUnit:
+			c.untName = append(c.untName[:0], m.name...)
+			c.unt = append(c.unt[:0], m.text...)
 		}
 		st.last = page[end-1 : end]
 		pos = end
 	}
-	lc.truncate(i)
+	// The lines past i stay in the backing array until the scrape ends
+	// (finish): recording reuses those that come back unchanged.
+	lc.lines = lc.lines[:i]
 	lc.taken = i
+	pos = lc.skipBlank(page, pos)
+	if !lc.om {
+		return pos, pos, pos == len(page)
+	}
+	if rest := page[pos:]; string(rest) == "# EOF\n" {
+		return len(page), len(page), true // the end, whatever the family
+	}
+	// textparse takes over, even at the end of the page: it reports a
+	// missing # EOF.
+	if lastType >= 0 {
+		return pos, lastType, false
+	}
+	return pos, pos, false // no TYPE before: a fresh parser's state is the page's
+}
+
+// skipBlank skips the blank lines PromParser ignores; OpenMetrics has none
+// (textparse refuses them, so they are left to it).
+func (lc *lineCache) skipBlank(page []byte, pos int) int {
+	if lc.om {
+		return pos
+	}
 	return skipNewlines(page, pos)
+}
+
+// before reports whether entry e, just returned by p, starts before pos:
+// parse restarted at the family's TYPE line for OpenMetrics, and the
+// entries up to pos were replayed.
+func (lc *lineCache) before(page []byte, p textparse.Parser, e textparse.Entry, pos int) bool {
+	var sub []byte
+	switch e {
+	case textparse.EntrySeries:
+		sub, _, _ = p.Series()
+	case textparse.EntryType:
+		sub, _ = p.Type()
+	case textparse.EntryHelp:
+		sub, _ = p.Help()
+	case textparse.EntryUnit:
+		sub, _ = p.Unit()
+	case textparse.EntryComment:
+		sub = p.Comment()
+	default:
+		return false
+	}
+	off, ok := offsetIn(page, sub)
+	return ok && off < pos
 }
 
 func skipNewlines(page []byte, pos int) int {
@@ -191,6 +257,34 @@ func sampleTail(page []byte, i int) (v float64, ts int64, hasTS bool, next int, 
 	return v, ts, hasTS, j + 1, true
 }
 
+// sampleTailOM is sampleTail for OpenMetrics, whose lexer wants exactly
+// one space before the value: " VALUE\n" only. A timestamp or an exemplar
+// after the value is left to textparse.
+func sampleTailOM(page []byte, i int) (v float64, ts int64, hasTS bool, next int, ok bool) {
+	if i >= len(page) || page[i] != ' ' {
+		return 0, 0, false, 0, false
+	}
+	j := i + 1
+	for j < len(page) && valueByte(page[j]) {
+		j++
+	}
+	if j == i+1 || j == len(page) || page[j] != '\n' {
+		return 0, 0, false, 0, false
+	}
+	tok := page[i+1 : j]
+	if bytes.ContainsAny(tok, "pP") {
+		return 0, 0, false, 0, false
+	}
+	v, err := strconv.ParseFloat(unsafe.String(unsafe.SliceData(tok), len(tok)), 64)
+	if err != nil {
+		return 0, 0, false, 0, false
+	}
+	if math.IsNaN(v) {
+		v = math.Float64frombits(value.NormalNaN)
+	}
+	return v, 0, false, j + 1, true
+}
+
 func skipBlanks(b []byte, i int) int {
 	for i < len(b) && (b[i] == ' ' || b[i] == '\t') {
 		i++
@@ -206,13 +300,17 @@ func valueByte(c byte) bool {
 // page[pos:]; the cache already holds the lines before pos.
 func (lc *lineCache) startRecording(page []byte, pos int, contentType string, p textparse.Parser) {
 	_, prom := p.(*textparse.PromParser)
+	_, om := p.(*textparse.OpenMetricsParser)
 	// A page without a final newline is parsed from a copy, whose
 	// offsets are not the page's.
-	if lc.off || !prom || len(page) == 0 || page[len(page)-1] != '\n' {
+	if lc.off || !(prom || om) || len(page) == 0 || page[len(page)-1] != '\n' {
 		lc.reset()
 		return
 	}
-	lc.ct = contentType
+	if lc.ct != contentType || lc.om != om {
+		lc.truncate(0) // cached lines of another format
+	}
+	lc.ct, lc.om = contentType, om
 	lc.rec = true
 	lc.recPos = pos
 }
@@ -222,7 +320,7 @@ func (lc *lineCache) startRecording(page []byte, pos int, contentType string, p 
 func (lc *lineCache) stopRecording() { lc.rec = false }
 
 // entryStart is where the entry after the last recorded line starts.
-func (lc *lineCache) entryStart(page []byte) int { return skipNewlines(page, lc.recPos) }
+func (lc *lineCache) entryStart(page []byte) int { return lc.skipBlank(page, lc.recPos) }
 
 // recordSeries records the sample line whose series bytes, b, textparse
 // returned; se is its entry.
@@ -262,11 +360,21 @@ func (lc *lineCache) recordMeta(page, sub []byte, kind textparse.Entry, typ mode
 		return
 	}
 	end := off + len(sub) + e + 1
+	if k := len(lc.lines); k < cap(lc.lines) {
+		// The same line at the same index in the last page (a page that
+		// always leaves the cache at one line, for an exemplar, say):
+		// keep its entry rather than copy the line again.
+		if old := lc.lines[:k+1][k].meta; old != nil && old.kind == kind && old.span == string(page[start:end]) {
+			lc.lines = append(lc.lines, cachedLine{meta: old})
+			lc.recPos = end
+			return
+		}
+	}
 	m := &metaLine{kind: kind, typ: typ, span: string(page[start:end])}
 	if kind != textparse.EntryComment { // sub is the name: share the span's bytes
 		m.name = m.span[off-start : off-start+len(sub)]
 	}
-	if kind == textparse.EntryHelp {
+	if kind == textparse.EntryHelp || kind == textparse.EntryUnit {
 		if h, ok := offsetIn(page, help); ok && h >= start && h+len(help) <= end {
 			m.text = m.span[h-start : h-start+len(help)] // no escapes: the page's bytes
 		} else {

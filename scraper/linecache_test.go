@@ -3,6 +3,7 @@ package scraper
 import (
 	"bytes"
 	"fmt"
+	"regexp"
 	"sort"
 	"strconv"
 	"strings"
@@ -212,6 +213,7 @@ func TestLineCacheMatchesTextparse(t *testing.T) {
 			{"parse error", [][]byte{page, garbage, page, page}, []int{0, -1, 0, lines}},
 			{"target down", [][]byte{page, nil, page, page}, []int{0, 0, 0, lines}},
 			{"duplicate series", [][]byte{dup, dup}, []int{0, sampleLines(dup)}},
+			{"empty page", [][]byte{page, {}, page}, []int{0, 0, 0}},
 		}
 		for _, tc := range cases {
 			t.Run(file+"/"+tc.name, func(t *testing.T) {
@@ -226,27 +228,86 @@ func TestLineCacheMatchesTextparse(t *testing.T) {
 	}
 }
 
-func TestLineCacheNotForOpenMetrics(t *testing.T) {
-	page := read(t, "openmetrics.om")
-	if got := convertBoth(t, ctOM, page, page); got[1] != 0 {
-		t.Fatalf("an OpenMetrics page took %d lines from the cache", got[1])
+func TestLineCacheOpenMetrics(t *testing.T) {
+	withExemplars := read(t, "openmetrics.om")
+	// Lines with an exemplar are always left to textparse: without them the
+	// whole page can come from the cache.
+	page := regexp.MustCompile(` # \{[^\n]*`).ReplaceAll(withExemplars, nil)
+	if bytes.Equal(page, withExemplars) {
+		t.Fatal("the fixture has no exemplars to strip")
 	}
-	// A target that changes format between scrapes.
+	lines := sampleLines(page) - 1 // "# EOF" is no entry
+	body := page[:len(page)-len("# EOF\n")]
+	eof := func(b []byte) []byte { return append(append([]byte{}, b...), "# EOF\n"...) }
+	grown := mapLines(page, func(i int, l string) string {
+		head, val, tail := valueAt(l)
+		v, err := strconv.ParseFloat(val, 64)
+		if err != nil {
+			return l
+		}
+		return head + strconv.FormatFloat(v*2+1, 'g', -1, 64) + tail
+	})
+	// A new bucket series inside the histogram family: its le="1" must be
+	// normalised to "1.0" by the family's type, as in the whole page.
+	newBucket := bytes.Replace(page, []byte(`gym_step_seconds_bucket{env="math",le="+Inf"} 9`),
+		[]byte("gym_step_seconds_bucket{env=\"math\",le=\"+Inf\"} 9\ngym_step_seconds_bucket{env=\"new\",le=\"1\"} 1\ngym_step_seconds_bucket{env=\"new\",le=\"+Inf\"} 1\ngym_step_seconds_count{env=\"new\"} 1"), 1)
+	newQuantile := bytes.Replace(page, []byte("gym_latency_seconds_sum 120.5"), []byte("gym_latency_seconds{quantile=\"1\"} 2\ngym_latency_seconds_sum 120.5"), 1)
+	blank := bytes.Replace(page, []byte("# TYPE gym_queue_depth"), []byte("\n# TYPE gym_queue_depth"), 1)
+	tabbed := bytes.Replace(page, []byte(`{queue="judge"} 12.5`), []byte("{queue=\"judge\"}\t12.5"), 1)
+	twoSpaces := bytes.Replace(page, []byte(`{queue="judge"} 12.5`), []byte(`{queue="judge"}  12.5`), 1)
+	stamped := bytes.Replace(page, []byte(`{queue="judge"} 12.5`), []byte(`{queue="judge"} 12.5 1796200000.5`), 1)
+	retyped := bytes.Replace(page, []byte("# TYPE gym_queue_depth gauge"), []byte("# TYPE gym_queue_depth counter"), 1)
+	afterEOF := append(append([]byte{}, page...), "x 1\n"...)
+	noEOF := body
+	cases := []struct {
+		name  string
+		pages [][]byte
+		want  []int
+	}{
+		{"same", [][]byte{page, page, page}, []int{0, lines, lines}},
+		{"exemplars", [][]byte{withExemplars, withExemplars, page, withExemplars}, []int{0, 3, 43, 3}},
+		{"values", [][]byte{page, grown, page}, []int{0, lines, lines}},
+		{"new bucket mid-family", [][]byte{page, newBucket, newBucket, page}, []int{0, -1, -1, -1}},
+		{"new quantile mid-family", [][]byte{page, newQuantile, newQuantile, page}, []int{0, -1, -1, -1}},
+		{"blank line", [][]byte{page, blank, page}, []int{0, -1, 0}},
+		{"blanks around the value", [][]byte{page, tabbed, twoSpaces, stamped, page}, []int{0, -1, -1, -1, -1}},
+		{"type change", [][]byte{page, retyped, retyped, page}, []int{0, -1, -1, -1}},
+		{"data after EOF", [][]byte{page, afterEOF, page}, []int{0, lines, 0}},
+		{"no EOF", [][]byte{page, noEOF, page, eof(body)}, []int{0, lines, 0, lines}},
+		{"target down", [][]byte{page, nil, page, page}, []int{0, 0, 0, lines}},
+		{"empty page", [][]byte{page, {}, page}, []int{0, 0, 0}},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			got := convertBoth(t, ctOM, tc.pages...)
+			for i, w := range tc.want {
+				if w >= 0 && got[i] != w {
+					t.Errorf("scrape %d took %d lines from the cache, want %d (all: %v)", i+1, got[i], w, got)
+				}
+			}
+		})
+	}
+}
+
+// A target that changes format between scrapes starts the cache afresh.
+func TestLineCacheFormatChange(t *testing.T) {
+	om := regexp.MustCompile(` # \{[^\n]*`).ReplaceAll(read(t, "openmetrics.om"), nil)
 	text := read(t, "edge.txt")
-	convertBoth(t, ctText, text, text)
 	c := NewConverter(fixtureTarget("lc"))
 	ts := time.Unix(1_800_000_000, 0)
 	for i, p := range []struct {
 		page []byte
 		ct   string
-	}{{text, ctText}, {page, ctOM}, {text, ctText}, {text, ctText}} {
+		want int
+	}{{text, ctText, 0}, {om, ctOM, 0}, {text, ctText, 0}, {text, ctText, sampleLines(text)}, {om, ctOM, 0}, {om, ctOM, sampleLines(om) - 1}} {
 		if _, err := c.ConvertAll(p.page, p.ct, ts.Add(time.Duration(i)*time.Second), 0); err != nil {
 			t.Fatal(err)
 		}
-		if want := map[int]int{3: sampleLines(text)}[i]; c.lc.taken != want {
-			t.Fatalf("scrape %d took %d lines, want %d", i+1, c.lc.taken, want)
+		if c.lc.taken != p.want {
+			t.Fatalf("scrape %d took %d lines, want %d", i+1, c.lc.taken, p.want)
 		}
 	}
+	convertBoth(t, ctText, text, om, text) // an OpenMetrics body served as text
 }
 
 // FuzzLineCache scrapes a, b, a and b again with and without the line cache:
@@ -264,5 +325,16 @@ func FuzzLineCache(f *testing.F) {
 	f.Add([]byte("a 1\n\n b 2\n#c\n"), []byte("a 1\n\n b NaN 5\n#c\n"))
 	f.Fuzz(func(t *testing.T, a, b []byte) {
 		convertBoth(t, ctText, a, b, a, b, b)
+	})
+}
+
+// FuzzLineCacheOpenMetrics is FuzzLineCache for OpenMetrics pages.
+func FuzzLineCacheOpenMetrics(f *testing.F) {
+	page := read(f, "openmetrics.om")
+	f.Add(page, mapLines(page, func(i int, l string) string { return setValue(l, fmt.Sprint(i)) }))
+	f.Add([]byte("# TYPE h histogram\nh_bucket{le=\"1\"} 1\nh_bucket{le=\"+Inf\"} 2\nh_count 2\n# EOF\n"),
+		[]byte("# TYPE h histogram\nh_bucket{le=\"1\"} 1\nh_bucket{a=\"x\",le=\"2\"} 1\nh_bucket{le=\"+Inf\"} 2\nh_count 2\n# EOF\n"))
+	f.Fuzz(func(t *testing.T, a, b []byte) {
+		convertBoth(t, ctOM, a, b, a, b, b)
 	})
 }

@@ -1,6 +1,7 @@
 package scraper
 
 import (
+	"bytes"
 	"context"
 	"encoding/base64"
 	"encoding/hex"
@@ -12,6 +13,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"os"
+	"regexp"
 	"runtime"
 	"strings"
 	"sync"
@@ -399,8 +401,9 @@ func TestManagerRun(t *testing.T) {
 	}
 }
 
-func benchConvert(b *testing.B, file, ct string) {
-	page := read(b, file)
+func benchConvert(b *testing.B, file, ct string) { benchConvertPage(b, read(b, file), ct) }
+
+func benchConvertPage(b *testing.B, page []byte, ct string) {
 	c := NewConverter(fixtureTarget("bench"))
 	rm, err := c.Convert(page, ct, time.Now())
 	if err != nil {
@@ -429,6 +432,20 @@ func benchConvert(b *testing.B, file, ct string) {
 func BenchmarkConvertVLLM(b *testing.B) { benchConvert(b, "vllm.txt", ctText) }
 func BenchmarkConvertNode(b *testing.B) { benchConvert(b, "node.txt", ctText) }
 func BenchmarkConvertOM(b *testing.B)   { benchConvert(b, "openmetrics.om", ctOM) }
+
+// BenchmarkConvertOMLarge is an OpenMetrics page of 50 copies of the
+// fixture's families (renamed), without its exemplars: the shape of an
+// instrumented service that answers OpenMetrics, as prometheus_client does.
+func BenchmarkConvertOMLarge(b *testing.B) {
+	page := regexp.MustCompile(` # \{[^\n]*`).ReplaceAll(read(b, "openmetrics.om"), nil)
+	body := bytes.TrimSuffix(page, []byte("# EOF\n"))
+	var big []byte
+	for k := range 50 {
+		big = append(big, bytes.ReplaceAll(body, []byte("gym_"), fmt.Appendf(nil, "gym%d_", k))...)
+	}
+	big = append(big, "# EOF\n"...)
+	benchConvertPage(b, big, ctOM)
+}
 
 func BenchmarkParseOnly(b *testing.B) {
 	page := read(b, "vllm.txt")

@@ -52,10 +52,11 @@
 //
 // A target's page barely changes between scrapes, so the work that depends
 // only on a series is done when it first appears: its raw series bytes map
-// to a cached entry with family, role, attributes and relabel verdict. In
-// the text format the lines that are byte for byte the previous page's do
-// not even reach textparse: the line cache (linecache.go) reads their
-// values, and textparse parses from the first line that differs. A known
+// to a cached entry with family, role, attributes and relabel verdict. The
+// lines whose series bytes are the previous page's do not even reach
+// textparse: the line cache (linecache.go) reads their values, and
+// textparse parses from the first line that differs (in OpenMetrics, from
+// that family's TYPE line). A known
 // series then costs a compare, a float parse and a point.
 //
 // Point attribute slices are cached and shared between scrapes

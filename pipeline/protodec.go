@@ -152,31 +152,24 @@ func DecodeMetrics(data []byte) ([]*metricspb.ResourceMetrics, error) {
 // over, and neither it nor anyone else may modify buf afterwards (the
 // result's strings and ids point into it).
 func DecodeTracesOwned(buf []byte) ([]*tracepb.ResourceSpans, error) {
-	d := getDecoder(buf)
-	defer putDecoder(d)
-	out, e := d.traces()
-	if e != nil {
-		return nil, e.done()
-	}
-	return out, nil
+	return decodeOwned(buf, (*decoder).traces)
 }
 
 // DecodeLogsOwned is DecodeLogs without the copy; see DecodeTracesOwned.
 func DecodeLogsOwned(buf []byte) ([]*logspb.ResourceLogs, error) {
-	d := getDecoder(buf)
-	defer putDecoder(d)
-	out, e := d.logs()
-	if e != nil {
-		return nil, e.done()
-	}
-	return out, nil
+	return decodeOwned(buf, (*decoder).logs)
 }
 
 // DecodeMetricsOwned is DecodeMetrics without the copy; see DecodeTracesOwned.
 func DecodeMetricsOwned(buf []byte) ([]*metricspb.ResourceMetrics, error) {
+	return decodeOwned(buf, (*decoder).metrics)
+}
+
+// decodeOwned runs one request's decode with a pooled decoder.
+func decodeOwned[T any](buf []byte, decode func(*decoder) ([]T, *DecodeError)) ([]T, error) {
 	d := getDecoder(buf)
 	defer putDecoder(d)
-	out, e := d.metrics()
+	out, e := decode(d)
 	if e != nil {
 		return nil, e.done()
 	}

@@ -10,6 +10,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/prometheus/common/model"
+	"github.com/prometheus/prometheus/model/relabel"
 	metricspb "go.opentelemetry.io/proto/otlp/metrics/v1"
 	"google.golang.org/protobuf/proto"
 )
@@ -21,8 +23,14 @@ import (
 // Converter took from its cache.
 func convertBoth(t testing.TB, ct string, pages ...[]byte) []int {
 	t.Helper()
-	cached := NewConverter(fixtureTarget("lc"))
-	plain := NewConverter(fixtureTarget("lc"))
+	return convertBothAs(t, fixtureTarget("lc"), ct, pages...)
+}
+
+// convertBothAs is convertBoth for target tg.
+func convertBothAs(t testing.TB, tg Target, ct string, pages ...[]byte) []int {
+	t.Helper()
+	cached := NewConverter(tg)
+	plain := NewConverter(tg)
 	plain.lc.off = true
 	ts := time.Unix(1_800_000_000, 0)
 	var taken []int
@@ -283,6 +291,44 @@ func TestLineCacheOpenMetrics(t *testing.T) {
 			for i, w := range tc.want {
 				if w >= 0 && got[i] != w {
 					t.Errorf("scrape %d took %d lines from the cache, want %d (all: %v)", i+1, got[i], w, got)
+				}
+			}
+		})
+	}
+}
+
+// The target's settings act on cached lines as on parsed ones: dropped
+// series stay dropped, honor_labels resources and ignored timestamps hold.
+func TestLineCacheTargetSettings(t *testing.T) {
+	page := read(t, "edge.txt")
+	vllm := read(t, "vllm.txt")
+	shift := func(p []byte) []byte {
+		return mapLines(p, func(i int, l string) string {
+			head, val, tail := valueAt(l)
+			v, err := strconv.ParseFloat(val, 64)
+			if err != nil {
+				return l
+			}
+			return head + strconv.FormatFloat(v+1, 'g', -1, 64) + tail
+		})
+	}
+	relabeled := fixtureTarget("lc")
+	relabeled.MetricRelabelConfigs = []*relabel.Config{
+		rc(t, relabel.Drop, "edge_special|vllm:num_requests_running", src("__name__")),
+		rc(t, relabel.Replace, "(.*)", func(c *relabel.Config) {
+			c.SourceLabels, c.TargetLabel, c.Replacement = []model.LabelName{"kind"}, "instance", "moved-$1"
+		}),
+	}
+	honor := fixtureTarget("lc")
+	honor.HonorLabels = true
+	noTS := fixtureTarget("lc")
+	noTS.HonorTimestamps = false
+	for name, tg := range map[string]Target{"relabel": relabeled, "honor_labels": honor, "no honor_timestamps": noTS} {
+		t.Run(name, func(t *testing.T) {
+			for _, p := range [][]byte{page, vllm} {
+				got := convertBothAs(t, tg, ctText, p, shift(p), shift(shift(p)))
+				if got[2] != sampleLines(p) {
+					t.Fatalf("took %v lines from the cache, want all %d on the third scrape", got, sampleLines(p))
 				}
 			}
 		})

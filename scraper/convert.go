@@ -71,7 +71,8 @@ type pointSeries struct {
 	curLast  float64
 	created  uint64 // start time from a _created sample this scrape (ns)
 	num      *metricspb.NumberDataPoint
-	hist     *histBuilder
+	hist     *histBuilder // this scrape's: hb, or nil
+	hb       *histBuilder // a histogram's builder, kept across scrapes
 	sum      *summaryBuilder
 }
 
@@ -169,7 +170,10 @@ type Converter struct {
 	order   []*famState
 	om      bool         // this scrape's page is OpenMetrics
 	created []createdRef // this scrape's B_created gauge samples
-	lc      lineCache    // the previous text page's lines
+	lc      lineCache    // the previous page's lines
+	// lastNums is the number points of the last scrape: the slab's first
+	// chunk size.
+	lastNums int
 }
 
 // NewConverter returns a Converter for target t.
@@ -261,15 +265,22 @@ func (c *Converter) Convert(page []byte, contentType string, ts time.Time) (*met
 type slab struct {
 	nums []metricspb.NumberDataPoint
 	dbls []metricspb.NumberDataPoint_AsDouble
+	hint int // the first chunk's size: the last scrape's count
+	used int
 }
 
 const chunk = 256
 
 func (s *slab) num(v float64) *metricspb.NumberDataPoint {
 	if len(s.nums) == cap(s.nums) {
-		s.nums = make([]metricspb.NumberDataPoint, 0, chunk)
-		s.dbls = make([]metricspb.NumberDataPoint_AsDouble, 0, chunk)
+		n := chunk
+		if s.used == 0 && s.hint > 0 {
+			n = min(s.hint, chunk)
+		}
+		s.nums = make([]metricspb.NumberDataPoint, 0, n)
+		s.dbls = make([]metricspb.NumberDataPoint_AsDouble, 0, n)
 	}
+	s.used++
 	s.nums = s.nums[:len(s.nums)+1]
 	s.dbls = s.dbls[:len(s.dbls)+1]
 	d := &s.dbls[len(s.dbls)-1]
@@ -308,6 +319,7 @@ func (c *Converter) ConvertAll(page []byte, contentType string, ts time.Time, du
 	c.created = c.created[:0]
 	c.gen++
 	st := scrapeState{gen: c.gen, tsNs: uint64(ts.UnixNano()), om: om}
+	st.sl.hint = c.lastNums
 	c.touched = c.touched[:0]
 	c.order = c.order[:0]
 	c.seenN = 0
@@ -323,6 +335,7 @@ func (c *Converter) ConvertAll(page []byte, contentType string, ts time.Time, du
 		}
 	}
 	c.lc.finish()
+	c.lastNums = st.sl.used
 	c.startsFromCreatedGauges(st.gen)
 	c.finish(st.tsNs)
 	c.staleAndEvict(st.gen, st.tsNs)
@@ -461,7 +474,14 @@ func (c *Converter) sample(p textparse.Parser, se *seriesEntry, v float64, ptTs 
 	case model.MetricTypeHistogram:
 		h := ps.hist
 		if h == nil {
-			h = &histBuilder{pt: &metricspb.HistogramDataPoint{Attributes: ps.attrs, TimeUnixNano: ptTs}}
+			// The builder and its buckets are the series' own, reused
+			// from scrape to scrape; the point is new every scrape.
+			h = ps.hb
+			if h == nil {
+				h = new(histBuilder)
+				ps.hb = h
+			}
+			*h = histBuilder{pt: &metricspb.HistogramDataPoint{Attributes: ps.attrs, TimeUnixNano: ptTs}, buckets: h.buckets[:0]}
 			ps.hist = h
 		}
 		switch se.role {
@@ -630,11 +650,28 @@ func (c *Converter) finishHist(ps *pointSeries, h *histBuilder, now uint64) {
 	} else {
 		pt.Flags = flagNoValue
 	}
-	bounds := make([]float64, len(bs))
+	// The bounds rarely change: the last point's (immutable downstream,
+	// like the attributes) serve again when they are the same.
+	var bounds []float64
+	if l := ps.lastHist; l != nil && len(l.ExplicitBounds) == len(bs) {
+		bounds = l.ExplicitBounds
+		for i, b := range bs {
+			if math.Float64bits(bounds[i]) != math.Float64bits(b.le) {
+				bounds = nil
+				break
+			}
+		}
+	}
+	fresh := bounds == nil
+	if fresh {
+		bounds = make([]float64, len(bs))
+	}
 	counts := make([]uint64, len(bs)+1)
 	prev := 0.0
 	for i, b := range bs {
-		bounds[i] = b.le
+		if fresh {
+			bounds[i] = b.le
+		}
 		if !stale {
 			counts[i] = uint64(b.cum - prev)
 			prev = b.cum

@@ -171,7 +171,7 @@ type Converter struct {
 	om      bool         // this scrape's page is OpenMetrics
 	created []createdRef // this scrape's B_created gauge samples
 	lc      lineCache    // the previous page's lines
-	// lastNums is the number points of the last scrape: the slab's first
+	// lastNums is how many number points the last scrape made: the slab's first
 	// chunk size.
 	lastNums int
 }

@@ -7,6 +7,7 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"math/rand/v2"
 	"net"
 	"net/http"
 	"net/http/httptest"
@@ -70,8 +71,29 @@ func buildBinary(t *testing.T) string {
 	return binPath
 }
 
+// freePort returns a loopback address the binary under test may listen
+// on. A port from :0 is an ephemeral one: between closing it here and the
+// binary binding it, an outgoing connection of any test running beside
+// this one may take it as its local port. So the port comes from below
+// Linux's ephemeral range (32768 up), at random, checked free, and never
+// handed out twice in one test binary.
 func freePort(t *testing.T) string {
 	t.Helper()
+	portsMu.Lock()
+	defer portsMu.Unlock()
+	for range 200 {
+		p := 20000 + rand.IntN(12000)
+		if portsGiven[p] {
+			continue
+		}
+		ln, err := net.Listen("tcp", fmt.Sprintf("127.0.0.1:%d", p))
+		if err != nil {
+			continue
+		}
+		ln.Close()
+		portsGiven[p] = true
+		return ln.Addr().String()
+	}
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
@@ -79,6 +101,11 @@ func freePort(t *testing.T) string {
 	defer ln.Close()
 	return ln.Addr().String()
 }
+
+var (
+	portsMu    sync.Mutex
+	portsGiven = map[int]bool{}
+)
 
 // backend is a fake OTLP/HTTP backend behind a routing proxy: it answers 200
 // to everything but counts a resource without the Authorization attribute as

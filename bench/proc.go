@@ -6,6 +6,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math/rand/v2"
 	"net"
 	"net/http"
 	"os"
@@ -186,14 +187,31 @@ func (l *limitedBuffer) Write(p []byte) (int, error) {
 	return len(p), nil
 }
 
-// freePort returns a loopback host:port nothing listens on.
-func freePort() (string, error) {
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		return "", err
+// freePorts returns n distinct loopback host:ports nothing listens on, for
+// the collector under test to bind. They come from below Linux's ephemeral
+// range (32768 up), at random, checked free: a port from :0 is ephemeral,
+// and between closing it here and the child binding it an outgoing
+// connection (the scrapes, the load) may take it as its local port.
+func freePorts(n int) ([]string, error) {
+	var out []string
+	seen := map[int]bool{}
+	for try := 0; len(out) < n && try < 500; try++ {
+		p := 20000 + rand.IntN(12000)
+		if seen[p] {
+			continue
+		}
+		seen[p] = true
+		ln, err := net.Listen("tcp", fmt.Sprintf("127.0.0.1:%d", p))
+		if err != nil {
+			continue
+		}
+		out = append(out, ln.Addr().String())
+		ln.Close()
 	}
-	defer ln.Close()
-	return ln.Addr().String(), nil
+	if len(out) < n {
+		return nil, fmt.Errorf("no %d free loopback ports between 20000 and 32000", n)
+	}
+	return out, nil
 }
 
 // scrapeCounter reads one un-labelled sample from a Prometheus text page

@@ -269,12 +269,11 @@ func (u *underTest) close() {
 
 func newScenario(interval time.Duration, addrs map[string][]string, backend, dir string, peer bool) (Scenario, error) {
 	s := Scenario{Interval: interval, Jobs: addrs, Backend: backend, Dir: dir, Peer: peer}
-	var err error
-	for _, a := range []*string{&s.Health, &s.GRPC, &s.HTTP} {
-		if *a, err = freePort(); err != nil {
-			return s, err
-		}
+	ports, err := freePorts(3)
+	if err != nil {
+		return s, err
 	}
+	s.Health, s.GRPC, s.HTTP = ports[0], ports[1], ports[2]
 	return s, nil
 }
 

@@ -31,7 +31,15 @@ func WriteScrape(w io.Writer, r *ScrapeReport) {
 	tw.Flush()
 	fmt.Fprintf(w, "ceiling: model/textparse alone parses %.0f samples/s on one core; otelstep end to end is %.0f%% of it\n",
 		r.TextparseSamplesPerSecond, 100*r.FractionOfTextparse)
+	scraped := map[string]int64{}
+	for _, x := range r.Results {
+		scraped[x.Name] = x.Samples
+	}
 	for _, q := range r.Ratios {
+		if scraped[q.Peer] == 0 {
+			fmt.Fprintf(w, "otelstep vs %s: no ratio: %s scraped nothing in the window (a longer --warmup or --duration?)\n", q.Peer, q.Peer)
+			continue
+		}
 		fmt.Fprintf(w, "otelstep vs %s: %.2fx the samples per CPU-second, %.2fx the peak RSS\n", q.Peer, q.SamplesPerCPUSecond, q.PeakRSS)
 	}
 }

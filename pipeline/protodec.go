@@ -1,7 +1,6 @@
 package pipeline
 
 import (
-	"bytes"
 	"encoding/binary"
 	"fmt"
 	"math"
@@ -130,37 +129,21 @@ func (e *DecodeError) done() *DecodeError {
 	return e
 }
 
-// DecodeTraces decodes a protobuf ExportTraceServiceRequest. The result
-// does not alias data.
-func DecodeTraces(data []byte) ([]*tracepb.ResourceSpans, error) {
-	return DecodeTracesOwned(bytes.Clone(data))
-}
-
-// DecodeLogs decodes a protobuf ExportLogsServiceRequest. The result does
-// not alias data.
-func DecodeLogs(data []byte) ([]*logspb.ResourceLogs, error) {
-	return DecodeLogsOwned(bytes.Clone(data))
-}
-
-// DecodeMetrics decodes a protobuf ExportMetricsServiceRequest. The result
-// does not alias data.
-func DecodeMetrics(data []byte) ([]*metricspb.ResourceMetrics, error) {
-	return DecodeMetricsOwned(bytes.Clone(data))
-}
-
-// DecodeTracesOwned is DecodeTraces without the copy: the caller hands buf
-// over, and neither it nor anyone else may modify buf afterwards (the
-// result's strings and ids point into it).
+// DecodeTracesOwned decodes a protobuf ExportTraceServiceRequest without
+// copying it: the caller hands buf over, and neither it nor anyone else may
+// modify buf afterwards (the result's strings and ids point into it).
+// UnmarshalRequest is the copying form.
 func DecodeTracesOwned(buf []byte) ([]*tracepb.ResourceSpans, error) {
 	return decodeOwned(buf, (*decoder).traces)
 }
 
-// DecodeLogsOwned is DecodeLogs without the copy; see DecodeTracesOwned.
+// DecodeLogsOwned decodes an ExportLogsServiceRequest; see DecodeTracesOwned.
 func DecodeLogsOwned(buf []byte) ([]*logspb.ResourceLogs, error) {
 	return decodeOwned(buf, (*decoder).logs)
 }
 
-// DecodeMetricsOwned is DecodeMetrics without the copy; see DecodeTracesOwned.
+// DecodeMetricsOwned decodes an ExportMetricsServiceRequest; see
+// DecodeTracesOwned.
 func DecodeMetricsOwned(buf []byte) ([]*metricspb.ResourceMetrics, error) {
 	return decodeOwned(buf, (*decoder).metrics)
 }

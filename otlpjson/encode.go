@@ -46,12 +46,13 @@ func (e *MetricsEncoder) AppendMetrics(dst []byte, rms []*metricspb.ResourceMetr
 	return appendMetricsRequest(dst, rms, skipResourceKeys, true)
 }
 
-// appendMetricsRequest is AppendMetrics, reusing stored encodings when c.
-func appendMetricsRequest(dst []byte, rms []*metricspb.ResourceMetrics, skip []string, c bool) []byte {
+// appendMetricsRequest is AppendMetrics, reusing the encodings stored with
+// shared point attributes (pipeline.Encoded) when stored is set.
+func appendMetricsRequest(dst []byte, rms []*metricspb.ResourceMetrics, skip []string, stored bool) []byte {
 	first := true
 	dst = append(dst, '{')
 	dst = fieldList(dst, &first, "resourceMetrics", rms, func(b []byte, r *metricspb.ResourceMetrics) []byte {
-		return appendResourceMetrics(b, r, skip, c)
+		return appendResourceMetrics(b, r, skip, stored)
 	})
 	return append(dst, '}')
 }
@@ -164,15 +165,16 @@ func fieldAttrs(b []byte, first *bool, name string, kvs []*commonpb.KeyValue, sk
 	return appendKeyValues(b, kvs, skip)
 }
 
-// fieldPointAttrs writes a data point's "attributes" field, from c when the
-// slice is shared (see MetricsEncoder). It caches the array text only, not
-// the key, since the separator before it depends on the position.
-func fieldPointAttrs(b []byte, first *bool, kvs []*commonpb.KeyValue, c bool) []byte {
+// fieldPointAttrs writes a data point's "attributes" field, from the
+// encoding stored with the slice when stored is set and the slice is shared
+// (see MetricsEncoder). It stores the array text only, not the key, since
+// the separator before it depends on the position.
+func fieldPointAttrs(b []byte, first *bool, kvs []*commonpb.KeyValue, stored bool) []byte {
 	if len(kvs) == 0 {
 		return b
 	}
 	b = key(b, first, "attributes")
-	if !c || !pipeline.IsShared(kvs) {
+	if !stored || !pipeline.IsShared(kvs) {
 		return appendKeyValues(b, kvs, nil)
 	}
 	if enc := pipeline.Encoded(kvs, pipeline.EncodingJSON); enc != nil {
@@ -448,7 +450,7 @@ func appendScope(b []byte, s *commonpb.InstrumentationScope) []byte {
 
 // ---- metrics ----
 
-func appendResourceMetrics(b []byte, rm *metricspb.ResourceMetrics, skip []string, c bool) []byte {
+func appendResourceMetrics(b []byte, rm *metricspb.ResourceMetrics, skip []string, stored bool) []byte {
 	b = append(b, '{')
 	if rm == nil {
 		return append(b, '}')
@@ -459,13 +461,13 @@ func appendResourceMetrics(b []byte, rm *metricspb.ResourceMetrics, skip []strin
 		b = appendResource(b, rm.Resource, skip)
 	}
 	b = fieldList(b, &first, "scopeMetrics", rm.ScopeMetrics, func(b []byte, sm *metricspb.ScopeMetrics) []byte {
-		return appendScopeMetrics(b, sm, c)
+		return appendScopeMetrics(b, sm, stored)
 	})
 	b = fieldString(b, &first, "schemaUrl", rm.SchemaUrl)
 	return append(b, '}')
 }
 
-func appendScopeMetrics(b []byte, sm *metricspb.ScopeMetrics, c bool) []byte {
+func appendScopeMetrics(b []byte, sm *metricspb.ScopeMetrics, stored bool) []byte {
 	b = append(b, '{')
 	if sm == nil {
 		return append(b, '}')
@@ -476,7 +478,7 @@ func appendScopeMetrics(b []byte, sm *metricspb.ScopeMetrics, c bool) []byte {
 		b = appendScope(b, sm.Scope)
 	}
 	b = fieldList(b, &first, "metrics", sm.Metrics, func(b []byte, m *metricspb.Metric) []byte {
-		return appendMetric(b, m, c)
+		return appendMetric(b, m, stored)
 	})
 	b = fieldString(b, &first, "schemaUrl", sm.SchemaUrl)
 	return append(b, '}')
@@ -484,7 +486,7 @@ func appendScopeMetrics(b []byte, sm *metricspb.ScopeMetrics, c bool) []byte {
 
 // appendMetric writes one metric; c (nil for none) caches shared point
 // attributes.
-func appendMetric(b []byte, m *metricspb.Metric, c bool) []byte {
+func appendMetric(b []byte, m *metricspb.Metric, stored bool) []byte {
 	b = append(b, '{')
 	if m == nil {
 		return append(b, '}')
@@ -499,7 +501,7 @@ func appendMetric(b []byte, m *metricspb.Metric, c bool) []byte {
 		b = append(b, '{')
 		if d.Gauge != nil && len(d.Gauge.DataPoints) > 0 {
 			b = append(b, `"dataPoints":`...)
-			b = appendNumberDataPoints(b, d.Gauge.DataPoints, c)
+			b = appendNumberDataPoints(b, d.Gauge.DataPoints, stored)
 		}
 		b = append(b, '}')
 	case *metricspb.Metric_Sum:
@@ -509,7 +511,7 @@ func appendMetric(b []byte, m *metricspb.Metric, c bool) []byte {
 			f := true
 			if len(s.DataPoints) > 0 {
 				b = key(b, &f, "dataPoints")
-				b = appendNumberDataPoints(b, s.DataPoints, c)
+				b = appendNumberDataPoints(b, s.DataPoints, stored)
 			}
 			b = fieldInt32(b, &f, "aggregationTemporality", int32(s.AggregationTemporality))
 			b = fieldBool(b, &f, "isMonotonic", s.IsMonotonic)
@@ -521,7 +523,7 @@ func appendMetric(b []byte, m *metricspb.Metric, c bool) []byte {
 		if h := d.Histogram; h != nil {
 			f := true
 			b = fieldList(b, &f, "dataPoints", h.DataPoints, func(b []byte, p *metricspb.HistogramDataPoint) []byte {
-				return appendHistogramDataPoint(b, p, c)
+				return appendHistogramDataPoint(b, p, stored)
 			})
 			b = fieldInt32(b, &f, "aggregationTemporality", int32(h.AggregationTemporality))
 		}
@@ -532,7 +534,7 @@ func appendMetric(b []byte, m *metricspb.Metric, c bool) []byte {
 		if h := d.ExponentialHistogram; h != nil {
 			f := true
 			b = fieldList(b, &f, "dataPoints", h.DataPoints, func(b []byte, p *metricspb.ExponentialHistogramDataPoint) []byte {
-				return appendExpHistogramDataPoint(b, p, c)
+				return appendExpHistogramDataPoint(b, p, stored)
 			})
 			b = fieldInt32(b, &f, "aggregationTemporality", int32(h.AggregationTemporality))
 		}
@@ -543,7 +545,7 @@ func appendMetric(b []byte, m *metricspb.Metric, c bool) []byte {
 		if s := d.Summary; s != nil {
 			f := true
 			b = fieldList(b, &f, "dataPoints", s.DataPoints, func(b []byte, p *metricspb.SummaryDataPoint) []byte {
-				return appendSummaryDataPoint(b, p, c)
+				return appendSummaryDataPoint(b, p, stored)
 			})
 		}
 		b = append(b, '}')
@@ -552,7 +554,7 @@ func appendMetric(b []byte, m *metricspb.Metric, c bool) []byte {
 	return append(b, '}')
 }
 
-func appendNumberDataPoints(b []byte, ps []*metricspb.NumberDataPoint, c bool) []byte {
+func appendNumberDataPoints(b []byte, ps []*metricspb.NumberDataPoint, stored bool) []byte {
 	b = append(b, '[')
 	for i, p := range ps {
 		if i > 0 {
@@ -561,7 +563,7 @@ func appendNumberDataPoints(b []byte, ps []*metricspb.NumberDataPoint, c bool) [
 		b = append(b, '{')
 		if p != nil {
 			first := true
-			b = fieldPointAttrs(b, &first, p.Attributes, c)
+			b = fieldPointAttrs(b, &first, p.Attributes, stored)
 			b = fieldUint64(b, &first, "startTimeUnixNano", p.StartTimeUnixNano)
 			b = fieldUint64(b, &first, "timeUnixNano", p.TimeUnixNano)
 			switch v := p.Value.(type) {
@@ -647,13 +649,13 @@ func appendDoubles(b []byte, first *bool, name string, vs []float64) []byte {
 	return append(b, ']')
 }
 
-func appendHistogramDataPoint(b []byte, p *metricspb.HistogramDataPoint, c bool) []byte {
+func appendHistogramDataPoint(b []byte, p *metricspb.HistogramDataPoint, stored bool) []byte {
 	b = append(b, '{')
 	if p == nil {
 		return append(b, '}')
 	}
 	first := true
-	b = fieldPointAttrs(b, &first, p.Attributes, c)
+	b = fieldPointAttrs(b, &first, p.Attributes, stored)
 	b = fieldUint64(b, &first, "startTimeUnixNano", p.StartTimeUnixNano)
 	b = fieldUint64(b, &first, "timeUnixNano", p.TimeUnixNano)
 	b = fieldUint64(b, &first, "count", p.Count)
@@ -679,13 +681,13 @@ func appendBuckets(b []byte, first *bool, name string, bk *metricspb.Exponential
 	return append(b, '}')
 }
 
-func appendExpHistogramDataPoint(b []byte, p *metricspb.ExponentialHistogramDataPoint, c bool) []byte {
+func appendExpHistogramDataPoint(b []byte, p *metricspb.ExponentialHistogramDataPoint, stored bool) []byte {
 	b = append(b, '{')
 	if p == nil {
 		return append(b, '}')
 	}
 	first := true
-	b = fieldPointAttrs(b, &first, p.Attributes, c)
+	b = fieldPointAttrs(b, &first, p.Attributes, stored)
 	b = fieldUint64(b, &first, "startTimeUnixNano", p.StartTimeUnixNano)
 	b = fieldUint64(b, &first, "timeUnixNano", p.TimeUnixNano)
 	b = fieldUint64(b, &first, "count", p.Count)
@@ -702,13 +704,13 @@ func appendExpHistogramDataPoint(b []byte, p *metricspb.ExponentialHistogramData
 	return append(b, '}')
 }
 
-func appendSummaryDataPoint(b []byte, p *metricspb.SummaryDataPoint, c bool) []byte {
+func appendSummaryDataPoint(b []byte, p *metricspb.SummaryDataPoint, stored bool) []byte {
 	b = append(b, '{')
 	if p == nil {
 		return append(b, '}')
 	}
 	first := true
-	b = fieldPointAttrs(b, &first, p.Attributes, c)
+	b = fieldPointAttrs(b, &first, p.Attributes, stored)
 	b = fieldUint64(b, &first, "startTimeUnixNano", p.StartTimeUnixNano)
 	b = fieldUint64(b, &first, "timeUnixNano", p.TimeUnixNano)
 	b = fieldUint64(b, &first, "count", p.Count)

@@ -83,11 +83,9 @@ func BenchmarkHTTPEncode(b *testing.B) {
 	b.ReportAllocs()
 	b.ResetTimer()
 	for range b.N {
-		buf := bufPool.Get().(*bytes.Buffer)
-		if err := encodeProto(msg, true, buf); err != nil {
+		if err := encodeProto(msg, true, &out); err != nil {
 			b.Fatal(err)
 		}
-		bufPool.Put(buf)
 	}
 	b.ReportMetric(float64(out.Len()), "gzip-bytes")
 	b.ReportMetric(float64(len(raw)), "proto-bytes")
@@ -170,12 +168,10 @@ func encodeProto(msg proto.Message, gz bool, out *bytes.Buffer) error {
 		out.Write(raw)
 		return nil
 	}
-	bp := marshalPool.Get().(*[]byte)
-	defer marshalPool.Put(bp)
-	raw, err := proto.MarshalOptions{}.MarshalAppend((*bp)[:0], msg)
+	raw, err := proto.MarshalOptions{}.MarshalAppend(nil, msg)
 	if err != nil {
 		return err
 	}
-	*bp = raw
-	return gzipTo(out, raw)
+	var re requestEncoder
+	return re.gzipTo(out, raw)
 }

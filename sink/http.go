@@ -92,8 +92,6 @@ type HTTP struct {
 	sentBatches, sentItems, failed, dropped, retries atomic.Uint64
 }
 
-var bufPool = sync.Pool{New: func() any { return new(bytes.Buffer) }}
-
 // NewHTTP validates o and returns the sink. Call Start to begin sending.
 func NewHTTP(o HTTPOptions) (*HTTP, error) {
 	if o.QueueSize <= 0 {
@@ -271,13 +269,13 @@ func (h *HTTP) pop() (*pipeline.Batch, bool) {
 // series are kept with the series and serve both workers.
 func (h *HTTP) worker() {
 	defer h.wg.Done()
-	enc := new(MetricsProtoEncoder)
+	w := new(exportWorker)
 	for {
 		if h.runCtx.Err() != nil {
 			return
 		}
 		if b, ok := h.pop(); ok {
-			h.export(b, enc)
+			h.export(b, w)
 			continue
 		}
 		select {
@@ -289,7 +287,7 @@ func (h *HTTP) worker() {
 				if !ok {
 					return
 				}
-				h.export(b, enc)
+				h.export(b, w)
 			}
 			return
 		}
@@ -341,17 +339,28 @@ func (h *HTTP) Shutdown(ctx context.Context) error {
 	return err
 }
 
-// export encodes b with enc (the worker's) and posts it, retrying as
+// exportWorker is what one worker keeps between batches: its encoder and
+// the encoded body.
+type exportWorker struct {
+	re  requestEncoder
+	out bytes.Buffer
+}
+
+// export encodes b with the worker's encoder and posts it, retrying as
 // configured.
-func (h *HTTP) export(b *pipeline.Batch, enc *MetricsProtoEncoder) {
+func (h *HTTP) export(b *pipeline.Batch, w *exportWorker) {
 	if b.Signal > pipeline.Logs {
 		h.failed.Add(1)
 		h.log.Error("otlp/http exporter: unknown signal, batch dropped", "signal", int(b.Signal))
 		return
 	}
-	buf := bufPool.Get().(*bytes.Buffer)
-	defer bufPool.Put(buf)
-	if err := encodeRequestWith(enc, b, h.gzip, buf); err != nil {
+	buf := &w.out
+	defer func() {
+		if buf.Cap() > maxKeptRaw {
+			*buf = bytes.Buffer{}
+		}
+	}()
+	if err := w.re.encode(b, h.gzip, buf); err != nil {
 		h.failed.Add(1)
 		h.log.Error("otlp/http exporter: encoding failed", "error", err)
 		return

@@ -25,21 +25,39 @@ import (
 // the POST, and the classification of the answer per the OTLP/HTTP spec.
 
 // EncodeRequest marshals b's export request as protobuf into out (which it
-// resets), gzipped when gz is set. It is what the HTTP sink and replay send.
-// Shared point attributes are encoded once per series whichever encoder
-// meets them (pipeline.Encoded), so pooled encoders serve as well as the
-// HTTP sink workers' own, which go through encodeRequestWith.
+// resets), gzipped when gz is set. It is what replay sends; the HTTP sink
+// workers use their own requestEncoder. Shared point attributes are encoded
+// once per series whichever encoder meets them (pipeline.Encoded), so
+// pooled encoders serve as well as the workers' own.
 func EncodeRequest(b *pipeline.Batch, gz bool, out *bytes.Buffer) error {
-	enc := metricsEncPool.Get().(*MetricsProtoEncoder)
-	defer metricsEncPool.Put(enc)
-	return encodeRequestWith(enc, b, gz, out)
+	re := requestEncPool.Get().(*requestEncoder)
+	defer requestEncPool.Put(re)
+	return re.encode(b, gz, out)
 }
 
-// encodeRequestWith is EncodeRequest with metrics encoded by enc, whose
-// buffers are reused from batch to batch.
-func encodeRequestWith(enc *MetricsProtoEncoder, b *pipeline.Batch, gz bool, out *bytes.Buffer) error {
+var requestEncPool = sync.Pool{New: func() any { return new(requestEncoder) }}
+
+// requestEncoder is everything one export's encoding uses, kept from batch
+// to batch by its owner: the protobuf encoder's bookkeeping, the raw
+// protobuf and the gzip state (about 600 KB of tables). A sync.Pool of
+// these pieces loses them at every GC, and the traces path then spent a
+// tenth of its CPU re-growing buffers and re-initialising gzip.
+type requestEncoder struct {
+	enc MetricsProtoEncoder
+	raw []byte
+	zw  *gzip.Writer
+}
+
+// maxKeptRaw bounds the raw buffer an encoder keeps between batches, so one
+// huge batch does not pin its size for the process's life.
+const maxKeptRaw = 16 << 20
+
+// encode writes b's export request into out (which it resets), gzipped
+// (level 1) when gz is set.
+func (re *requestEncoder) encode(b *pipeline.Batch, gz bool, out *bytes.Buffer) error {
 	// Every signal through the reflection-free encoder: proto.Marshal was
 	// half of the scrape path's CPU and a quarter of the traces path's.
+	enc := &re.enc
 	var appendReq func([]byte) []byte
 	switch b.Signal {
 	case pipeline.Metrics:
@@ -51,44 +69,33 @@ func encodeRequestWith(enc *MetricsProtoEncoder, b *pipeline.Batch, gz bool, out
 	default:
 		return fmt.Errorf("unknown signal %d", b.Signal)
 	}
-	return encodeWith(out, gz, appendReq)
-}
-
-// gzipPool: BestSpeed, since the backend's ingest, not our CPU, should be
-// the bottleneck and level 1 already gets most of OTLP's redundancy.
-var gzipPool = sync.Pool{New: func() any {
-	w, _ := gzip.NewWriterLevel(nil, gzip.BestSpeed)
-	return w
-}}
-
-var metricsEncPool = sync.Pool{New: func() any { return new(MetricsProtoEncoder) }}
-
-// encodeWith writes what appendReq appends into out (which it resets),
-// gzipped when gz is set.
-func encodeWith(out *bytes.Buffer, gz bool, appendReq func([]byte) []byte) error {
 	out.Reset()
 	if !gz {
 		out.Write(appendReq(out.AvailableBuffer()))
 		return nil
 	}
-	bp := marshalPool.Get().(*[]byte)
-	defer marshalPool.Put(bp)
-	*bp = appendReq((*bp)[:0])
-	return gzipTo(out, *bp)
+	re.raw = appendReq(re.raw[:0])
+	err := re.gzipTo(out, re.raw)
+	if cap(re.raw) > maxKeptRaw {
+		re.raw = nil
+	}
+	return err
 }
 
-// gzipTo writes raw gzipped (level 1) to out.
-func gzipTo(out *bytes.Buffer, raw []byte) error {
-	zw := gzipPool.Get().(*gzip.Writer)
-	defer gzipPool.Put(zw)
-	zw.Reset(out)
-	if _, err := zw.Write(raw); err != nil {
+// gzipTo writes raw gzipped at level 1 to out. Level 1, since the
+// backend's ingest, not our CPU, should be the bottleneck, and it already
+// gets most of OTLP's redundancy.
+func (re *requestEncoder) gzipTo(out *bytes.Buffer, raw []byte) error {
+	if re.zw == nil {
+		re.zw, _ = gzip.NewWriterLevel(out, gzip.BestSpeed)
+	} else {
+		re.zw.Reset(out)
+	}
+	if _, err := re.zw.Write(raw); err != nil {
 		return err
 	}
-	return zw.Close()
+	return re.zw.Close()
 }
-
-var marshalPool = sync.Pool{New: func() any { b := make([]byte, 0, 64<<10); return &b }}
 
 // Export is one encoded export request and where it goes.
 type Export struct {

@@ -1,6 +1,8 @@
 package sink
 
 import (
+	"slices"
+
 	"math"
 
 	"github.com/otelstep/otelstep/pipeline"
@@ -53,9 +55,11 @@ func (e *MetricsProtoEncoder) next() int { n := e.sizes[e.pos]; e.pos++; return 
 // holding rms to dst.
 func (e *MetricsProtoEncoder) AppendRequest(dst []byte, rms []*metricspb.ResourceMetrics) []byte {
 	e.reset()
+	total := 0
 	for _, rm := range rms {
-		e.sizeResourceMetrics(rm)
+		total += lenField(1, e.sizeResourceMetrics(rm))
 	}
+	dst = slices.Grow(dst, total) // one allocation at most: the size pass knows the length
 	for _, rm := range rms {
 		dst = e.msg(dst, 1)
 		dst = e.appendResourceMetrics(dst, rm)

@@ -336,13 +336,13 @@ func BenchmarkEncodeRequestGzipShared(b *testing.B) {
 	batch := sharedBench1000()
 	for _, c := range []struct {
 		name string
-		enc  *MetricsProtoEncoder
-	}{{"uncached", &MetricsProtoEncoder{nocache: true}}, {"cached", new(MetricsProtoEncoder)}} {
+		re   *requestEncoder
+	}{{"uncached", &requestEncoder{enc: MetricsProtoEncoder{nocache: true}}}, {"cached", new(requestEncoder)}} {
 		b.Run(c.name, func(b *testing.B) {
 			var out bytes.Buffer
 			b.ReportAllocs()
 			for b.Loop() {
-				if err := encodeRequestWith(c.enc, batch, true, &out); err != nil {
+				if err := c.re.encode(batch, true, &out); err != nil {
 					b.Fatal(err)
 				}
 			}

@@ -1,6 +1,8 @@
 package sink
 
 import (
+	"slices"
+
 	logspb "go.opentelemetry.io/proto/otlp/logs/v1"
 )
 
@@ -8,9 +10,11 @@ import (
 // holding rls to dst: AppendTracesRequest for log records.
 func (e *MetricsProtoEncoder) AppendLogsRequest(dst []byte, rls []*logspb.ResourceLogs) []byte {
 	e.reset()
+	total := 0
 	for _, rl := range rls {
-		e.sizeResourceLogs(rl)
+		total += lenField(1, e.sizeResourceLogs(rl))
 	}
+	dst = slices.Grow(dst, total) // one allocation at most: the size pass knows the length
 	for _, rl := range rls {
 		dst = e.msg(dst, 1)
 		dst = e.appendResourceLogs(dst, rl)

@@ -1,6 +1,8 @@
 package sink
 
 import (
+	"slices"
+
 	tracepb "go.opentelemetry.io/proto/otlp/trace/v1"
 	"google.golang.org/protobuf/encoding/protowire"
 )
@@ -13,9 +15,11 @@ import (
 // decodes to a message proto.Equal to the input (protoenc_traces_test.go).
 func (e *MetricsProtoEncoder) AppendTracesRequest(dst []byte, rss []*tracepb.ResourceSpans) []byte {
 	e.reset()
+	total := 0
 	for _, rs := range rss {
-		e.sizeResourceSpans(rs)
+		total += lenField(1, e.sizeResourceSpans(rs))
 	}
+	dst = slices.Grow(dst, total) // one allocation at most: the size pass knows the length
 	for _, rs := range rss {
 		dst = e.msg(dst, 1)
 		dst = e.appendResourceSpans(dst, rs)

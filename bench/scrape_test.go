@@ -45,12 +45,23 @@ func samples(b *testing.B, page []byte) int {
 	}
 }
 
-func benchScrapePath(b *testing.B, file string) {
+// benchScrapePath runs the scrape path on the page. With shift, the scrapes
+// cycle through copies of the page with every value changed (ShiftValues),
+// as the bench tool's targets serve them; without, every scrape sees the
+// same bytes, the best case for the converter's line cache.
+func benchScrapePath(b *testing.B, file string, shift bool) {
 	page, err := os.ReadFile(file)
 	if err != nil {
 		b.Fatal(err)
 	}
 	n := samples(b, page)
+	pages := [][]byte{page}
+	if shift {
+		pages = pages[:0]
+		for k := int64(1); k <= 16; k++ {
+			pages = append(pages, ShiftValues(page, k))
+		}
+	}
 	conv := scraper.NewConverter(scraper.Target{JobName: "bench", Address: "127.0.0.1:18200", Scheme: "http", MetricsPath: "/metrics",
 		Labels: map[string]string{"gym_service": "bench"}, Interval: 15 * time.Second, Timeout: 10 * time.Second, HonorTimestamps: true})
 	var pb, js []byte
@@ -64,7 +75,7 @@ func benchScrapePath(b *testing.B, file string) {
 	b.ResetTimer()
 	for i := 0; i < b.N; i++ {
 		ts = ts.Add(15 * time.Second)
-		rm, err := conv.Convert(page, textType, ts)
+		rm, err := conv.Convert(pages[i%len(pages)], textType, ts)
 		if err != nil {
 			b.Fatal(err)
 		}
@@ -84,10 +95,15 @@ func benchScrapePath(b *testing.B, file string) {
 }
 
 // BenchmarkScrapePath: parse -> convert -> protobuf+gzip and OTLP/JSON, on
-// one core's worth of steady-state scrapes of the same target.
-func BenchmarkScrapePathVLLM(b *testing.B) { benchScrapePath(b, "testdata/vllm.txt") }
-func BenchmarkScrapePathNode(b *testing.B) { benchScrapePath(b, "testdata/node.txt") }
-func BenchmarkScrapePathDCGM(b *testing.B) { benchScrapePath(b, "testdata/dcgm.txt") }
+// one core's worth of steady-state scrapes of the same target; the Changing
+// forms see new values every scrape, as from a live target.
+func BenchmarkScrapePathVLLM(b *testing.B) { benchScrapePath(b, "testdata/vllm.txt", false) }
+func BenchmarkScrapePathNode(b *testing.B) { benchScrapePath(b, "testdata/node.txt", false) }
+func BenchmarkScrapePathDCGM(b *testing.B) { benchScrapePath(b, "testdata/dcgm.txt", false) }
+
+func BenchmarkScrapePathChangingVLLM(b *testing.B) { benchScrapePath(b, "testdata/vllm.txt", true) }
+func BenchmarkScrapePathChangingNode(b *testing.B) { benchScrapePath(b, "testdata/node.txt", true) }
+func BenchmarkScrapePathChangingDCGM(b *testing.B) { benchScrapePath(b, "testdata/dcgm.txt", true) }
 
 // BenchmarkParseOnly is the ceiling: textparse alone on the same page.
 func BenchmarkParseOnlyVLLM(b *testing.B) {

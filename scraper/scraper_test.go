@@ -485,22 +485,42 @@ func TestResourceNotShared(t *testing.T) {
 	}
 }
 
-func TestPhaseSpreadsTargets(t *testing.T) {
+func TestPhaseGroupsTargets(t *testing.T) {
 	const iv = 15 * time.Second
 	seen := map[time.Duration]bool{}
 	for i := range 50 {
-		url := fmt.Sprintf("http://10.0.0.%d:9100/metrics", i)
-		p := phase("node", url, iv)
+		job := fmt.Sprintf("job%d", i)
+		p := phase(job, 0, iv)
 		if p < 0 || p >= iv {
 			t.Fatalf("phase %v outside [0, %v)", p, iv)
 		}
-		if p != phase("node", url, iv) {
+		if p != phase(job, 0, iv) {
 			t.Fatal("phase is not deterministic")
 		}
 		seen[p/(iv/10)] = true
 	}
 	if len(seen) < 6 {
-		t.Errorf("50 targets fall in only %d of 10 tenths of the interval", len(seen))
+		t.Errorf("50 jobs fall in only %d of 10 tenths of the interval", len(seen))
+	}
+	// New: a job's targets share its phase, phaseGroup at a time.
+	var targets []Target
+	for i := range 2*phaseGroup + 1 {
+		targets = append(targets, Target{JobName: "node", Address: fmt.Sprintf("10.0.0.%d:9100", i), Interval: iv})
+	}
+	targets = append(targets, Target{JobName: "dcgm", Address: "10.0.0.1:9400", Interval: iv})
+	m, err := New(Options{Targets: targets, Next: pipeline.ConsumerFunc(func(context.Context, *pipeline.Batch) error { return nil })})
+	if err != nil {
+		t.Fatal(err)
+	}
+	phases := map[time.Duration]int{}
+	for _, l := range m.loops {
+		phases[l.ph]++
+	}
+	if len(phases) != 4 {
+		t.Errorf("%d targets of 2 jobs in %d phases, want 4 (3 groups of node, 1 of dcgm): %v", len(m.loops), len(phases), phases)
+	}
+	if m.loops[0].ph != m.loops[phaseGroup-1].ph || m.loops[0].ph == m.loops[phaseGroup].ph {
+		t.Error("the first phaseGroup targets of a job do not share a phase, or the next one joins them")
 	}
 	now := time.Unix(1_800_000_000, 250e6) // offset 250ms within any whole-second interval
 	for _, c := range []struct{ ph, want time.Duration }{

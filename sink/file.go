@@ -197,10 +197,19 @@ func (s *File) Shutdown(ctx context.Context) error {
 
 func (s *File) run() {
 	defer close(s.done)
-	t := time.NewTicker(fileFlushInterval)
+	// The flush timer runs only while lines wait in the buffer: an idle
+	// sink does not wake the process (each wake-up costs the scheduler
+	// more than the flush).
+	t := time.NewTimer(fileFlushInterval)
+	t.Stop()
 	defer t.Stop()
+	var flushDue <-chan time.Time
 	runCtx := context.Background()
 	for {
+		if len(s.buf) > 0 && flushDue == nil {
+			t.Reset(fileFlushInterval)
+			flushDue = t.C
+		}
 		select {
 		case b := <-s.q:
 			<-s.sem
@@ -208,7 +217,8 @@ func (s *File) run() {
 			if len(s.q) == 0 {
 				s.flush(runCtx)
 			}
-		case <-t.C:
+		case <-flushDue:
+			flushDue = nil
 			s.flush(runCtx)
 		case <-s.stopCh:
 			s.drain()

@@ -53,6 +53,7 @@ type OTLPResult struct {
 	CPUSeconds        float64 `json:"cpu_seconds"`
 	ItemsPerCPUSecond float64 `json:"items_per_cpu_second"`
 	PeakRSSBytes      int64   `json:"peak_rss_bytes"`
+	PeakAnonRSSBytes  int64   `json:"peak_anon_rss_bytes"` // RssAnon sampled every 20ms: without the binary's file pages
 	// Refused counts "retry later" answers (HTTP 429/503, gRPC
 	// UNAVAILABLE/RESOURCE_EXHAUSTED): backpressure, not loss. Errors are
 	// any other failure.
@@ -249,7 +250,7 @@ func otlpOne(ctx context.Context, o OTLPOptions, im Impl, reqs []request) (*OTLP
 	if err := p.Stop(30 * time.Second); err != nil {
 		return nil, err
 	}
-	r := &OTLPResult{Name: im.Name, StartToHealthyMS: float64(p.Healthy.Microseconds()) / 1000, PeakRSSBytes: rss,
+	r := &OTLPResult{Name: im.Name, StartToHealthyMS: float64(p.Healthy.Microseconds()) / 1000, PeakRSSBytes: rss, PeakAnonRSSBytes: p.PeakAnonRSS(),
 		WindowSeconds: t1.Sub(t0).Seconds(), Items: n1 - n0, CPUSeconds: cpu1 - cpu0,
 		Refused: refused.Load(), Errors: failed.Load(), Sent: accepted.Load(), JSONLBytes: filesSize(dir)}
 	r.ItemsPerSecond = float64(r.Items) / r.WindowSeconds

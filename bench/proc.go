@@ -13,6 +13,7 @@ import (
 	"os/exec"
 	"strconv"
 	"strings"
+	"sync/atomic"
 	"syscall"
 	"time"
 )
@@ -34,7 +35,12 @@ type Proc struct {
 	Healthy time.Duration
 	done    chan error // receives Wait's result once
 	exited  bool       // done was received
+	// anonPeak is the highest RssAnon seen by the sampler, in bytes.
+	anonPeak atomic.Int64
 }
+
+// anonSampleEvery is how often the sampler reads RssAnon.
+const anonSampleEvery = 20 * time.Millisecond
 
 // StartProc runs argv with --config cfg added and waits until its health
 // endpoint answers 200.
@@ -61,6 +67,7 @@ func StartProc(ctx context.Context, name string, argv []string, cfg, health stri
 			resp.Body.Close()
 			if resp.StatusCode == 200 {
 				p.Healthy = time.Since(p.started)
+				go p.sampleAnon()
 				return p, nil
 			}
 		}
@@ -104,6 +111,29 @@ func (p *Proc) CPU() (float64, error) {
 	}
 	return float64(ut+st) / clockTicks, nil
 }
+
+// sampleAnon keeps anonPeak until the process is gone (its status stops
+// reading, or a zombie's has no RssAnon).
+//
+// The kernel keeps no high-water mark of the anonymous part alone, so it is
+// sampled. It is the part a collector's work moves (heap, stacks): VmHWM
+// also counts the file-backed pages of the binary it has touched, which
+// are page cache shared with every other process running it.
+func (p *Proc) sampleAnon() {
+	for {
+		v, err := p.status("RssAnon:")
+		if err != nil {
+			return
+		}
+		if v > p.anonPeak.Load() {
+			p.anonPeak.Store(v)
+		}
+		time.Sleep(anonSampleEvery)
+	}
+}
+
+// PeakAnonRSS is the highest RssAnon sampled since it was healthy, in bytes.
+func (p *Proc) PeakAnonRSS() int64 { return p.anonPeak.Load() }
 
 // PeakRSS returns VmHWM, the resident set's high-water mark, in bytes.
 func (p *Proc) PeakRSS() (int64, error) { return p.status("VmHWM:") }

@@ -51,7 +51,8 @@ type ScrapeResult struct {
 	AllocsPerSample       *float64 `json:"allocs_per_sample,omitempty"`
 	AllocBytesPerSample   *float64 `json:"alloc_bytes_per_sample,omitempty"`
 	PeakRSSBytes          int64    `json:"peak_rss_bytes"`
-	EndRSSBytes           int64    `json:"end_rss_bytes"` // at the end of the window: steady state, not the start
+	EndRSSBytes           int64    `json:"end_rss_bytes"`       // at the end of the window: steady state, not the start
+	PeakAnonRSSBytes      int64    `json:"peak_anon_rss_bytes"` // RssAnon sampled every 20ms: without the binary's file pages
 	JSONLBytesPerSample   float64  `json:"jsonl_bytes_per_sample"`
 	BackendBytesPerSample float64  `json:"backend_bytes_per_sample"`
 	ScrapeP50Seconds      float64  `json:"scrape_duration_p50_seconds"`
@@ -195,7 +196,8 @@ func scrapeOne(ctx context.Context, o ScrapeOptions, im Impl, tg *Targets) (*Scr
 	if err := p.Stop(30 * time.Second); err != nil {
 		return nil, err
 	}
-	r := &ScrapeResult{Name: im.Name, StartToHealthyMS: float64(p.Healthy.Microseconds()) / 1000, PeakRSSBytes: rss, EndRSSBytes: endRSS}
+	r := &ScrapeResult{Name: im.Name, StartToHealthyMS: float64(p.Healthy.Microseconds()) / 1000, PeakRSSBytes: rss, EndRSSBytes: endRSS,
+		PeakAnonRSSBytes: p.PeakAnonRSS()}
 	r.WindowSeconds = m1.at.Sub(m0.at).Seconds()
 	r.Samples = m1.samples - m0.samples
 	r.CPUSeconds = m1.cpu - m0.cpu

@@ -200,7 +200,7 @@ func (l *loop) run(ctx context.Context) {
 	// The first scrape is within startSpread of the start (a job wants its
 	// targets' state from the start, but a hundred targets scraped in the
 	// same instant would hold up the health endpoint and the receivers);
-	// then the loop moves to its phase, so that targets stay spread.
+	// then the loop moves to its group's phase (see phase).
 	ph := l.ph
 	select {
 	case <-ctx.Done():

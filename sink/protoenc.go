@@ -1,9 +1,8 @@
 package sink
 
 import (
-	"slices"
-
 	"math"
+	"slices"
 
 	"github.com/otelstep/otelstep/pipeline"
 	commonpb "go.opentelemetry.io/proto/otlp/common/v1"

@@ -13,6 +13,7 @@ import (
 	"os/exec"
 	"strconv"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"syscall"
 	"time"
@@ -217,24 +218,35 @@ func (l *limitedBuffer) Write(p []byte) (int, error) {
 	return len(p), nil
 }
 
-// freePorts returns n distinct loopback host:ports nothing listens on, for
-// the collector under test to bind. They come from below Linux's ephemeral
-// range (32768 up), at random, checked free: a port from :0 is ephemeral,
-// and between closing it here and the child binding it an outgoing
-// connection (the scrapes, the load) may take it as its local port.
-func freePorts(n int) ([]string, error) {
+// Ports hands out loopback host:ports nothing listens on, for a process
+// under test to bind, never the same one twice. They come from below
+// Linux's ephemeral range (32768 up), at random, checked free: a port from
+// :0 is ephemeral, and between closing it here and the child binding it an
+// outgoing connection (the scrapes, the load, another test's client) may
+// take it as its local port. The zero value is ready to use.
+type Ports struct {
+	mu    sync.Mutex
+	given map[int]bool
+}
+
+// Take returns n distinct free ports none of p's earlier answers held.
+func (p *Ports) Take(n int) ([]string, error) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.given == nil {
+		p.given = map[int]bool{}
+	}
 	var out []string
-	seen := map[int]bool{}
 	for try := 0; len(out) < n && try < 500; try++ {
-		p := 20000 + rand.IntN(12000)
-		if seen[p] {
+		port := 20000 + rand.IntN(12000)
+		if p.given[port] {
 			continue
 		}
-		seen[p] = true
-		ln, err := net.Listen("tcp", fmt.Sprintf("127.0.0.1:%d", p))
+		ln, err := net.Listen("tcp", fmt.Sprintf("127.0.0.1:%d", port))
 		if err != nil {
 			continue
 		}
+		p.given[port] = true
 		out = append(out, ln.Addr().String())
 		ln.Close()
 	}

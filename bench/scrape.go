@@ -271,7 +271,7 @@ func (u *underTest) close() {
 
 func newScenario(interval time.Duration, addrs map[string][]string, backend, dir string, peer bool) (Scenario, error) {
 	s := Scenario{Interval: interval, Jobs: addrs, Backend: backend, Dir: dir, Peer: peer}
-	ports, err := freePorts(3)
+	ports, err := new(Ports).Take(3)
 	if err != nil {
 		return s, err
 	}

@@ -7,8 +7,6 @@ import (
 	"context"
 	"fmt"
 	"io"
-	"math/rand/v2"
-	"net"
 	"net/http"
 	"net/http/httptest"
 	"os"
@@ -21,6 +19,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/otelstep/otelstep/bench"
 	"github.com/otelstep/otelstep/otlpjson"
 	"github.com/otelstep/otelstep/pipeline"
 	"github.com/prometheus/prometheus/model/labels"
@@ -71,41 +70,19 @@ func buildBinary(t *testing.T) string {
 	return binPath
 }
 
-// freePort returns a loopback address the binary under test may listen
-// on. A port from :0 is an ephemeral one: between closing it here and the
-// binary binding it, an outgoing connection of any test running beside
-// this one may take it as its local port. So the port comes from below
-// Linux's ephemeral range (32768 up), at random, checked free, and never
-// handed out twice in one test binary.
+// freePort returns a loopback host:port nothing listens on, for the binary
+// under test to bind, from below the ephemeral range and never handed out
+// twice in one test binary (see bench.Ports).
 func freePort(t *testing.T) string {
 	t.Helper()
-	portsMu.Lock()
-	defer portsMu.Unlock()
-	for range 200 {
-		p := 20000 + rand.IntN(12000)
-		if portsGiven[p] {
-			continue
-		}
-		ln, err := net.Listen("tcp", fmt.Sprintf("127.0.0.1:%d", p))
-		if err != nil {
-			continue
-		}
-		ln.Close()
-		portsGiven[p] = true
-		return ln.Addr().String()
-	}
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	p, err := ports.Take(1)
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer ln.Close()
-	return ln.Addr().String()
+	return p[0]
 }
 
-var (
-	portsMu    sync.Mutex
-	portsGiven = map[int]bool{}
-)
+var ports bench.Ports
 
 // backend is a fake OTLP/HTTP backend behind a routing proxy: it answers 200
 // to everything but counts a resource without the Authorization attribute as

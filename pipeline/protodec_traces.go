@@ -124,6 +124,9 @@ var scopeSpansFields = []string{1: "scope", 2: "spans", 3: "schema_url"}
 
 func (d *decoder) scopeSpans(m *tracepb.ScopeSpans, p, end int) *DecodeError {
 	mark := d.spans.mark()
+	// [start, last) is the spans' records (tags included) while they are
+	// contiguous: the bytes RawSpans gives the encoder.
+	start, last, contiguous := -1, -1, true
 	for p < end {
 		tag, q := uint64(d.b[p]), p+1
 		var e *DecodeError
@@ -148,7 +151,12 @@ func (d *decoder) scopeSpans(m *tracepb.ScopeSpans, p, end int) *DecodeError {
 				return e.at("spans", len(m.Spans)+i)
 			}
 			d.spans.push(s)
-			p = z
+			if start < 0 {
+				start = p
+			} else if p != last {
+				contiguous = false
+			}
+			p, last = z, z
 		case 3<<3 | wtLen:
 			if m.SchemaUrl, p, e = d.str(q, end); e != nil {
 				return e.in("schema_url")
@@ -158,6 +166,11 @@ func (d *decoder) scopeSpans(m *tracepb.ScopeSpans, p, end int) *DecodeError {
 				return e
 			}
 		}
+	}
+	if start >= 0 && contiguous && len(m.Spans) == 0 {
+		m.Spans = markRawSpans(d.spans.stack[mark:], d.b[start:last:last])
+		d.spans.stack = d.spans.stack[:mark]
+		return nil
 	}
 	m.Spans = d.spans.finish(mark, m.Spans, p, d.n)
 	return nil

@@ -3,6 +3,7 @@ package sink
 import (
 	"slices"
 
+	"github.com/otelstep/otelstep/pipeline"
 	tracepb "go.opentelemetry.io/proto/otlp/trace/v1"
 	"google.golang.org/protobuf/encoding/protowire"
 )
@@ -97,8 +98,12 @@ func (e *MetricsProtoEncoder) sizeScopeSpans(ss *tracepb.ScopeSpans) int {
 	if ss.Scope != nil {
 		n += lenField(1, e.sizeScope(ss.Scope))
 	}
-	for _, sp := range ss.Spans {
-		n += lenField(2, e.sizeSpan(sp))
+	if raw := pipeline.RawSpans(ss.Spans); raw != nil {
+		n += len(raw) // received spans, unchanged: their bytes as they came
+	} else {
+		for _, sp := range ss.Spans {
+			n += lenField(2, e.sizeSpan(sp))
+		}
 	}
 	n += strSize(3, ss.SchemaUrl)
 	e.sizes[idx] = n
@@ -110,9 +115,13 @@ func (e *MetricsProtoEncoder) appendScopeSpans(dst []byte, ss *tracepb.ScopeSpan
 		dst = e.msg(dst, 1)
 		dst = e.appendScope(dst, ss.Scope)
 	}
-	for _, sp := range ss.Spans {
-		dst = e.msg(dst, 2)
-		dst = e.appendSpan(dst, sp)
+	if raw := pipeline.RawSpans(ss.Spans); raw != nil {
+		dst = append(dst, raw...)
+	} else {
+		for _, sp := range ss.Spans {
+			dst = e.msg(dst, 2)
+			dst = e.appendSpan(dst, sp)
+		}
 	}
 	return appendStr(dst, 3, ss.SchemaUrl)
 }

@@ -126,3 +126,72 @@ func benchSpans(n int) []*tracepb.ResourceSpans {
 	}
 	return []*tracepb.ResourceSpans{{Resource: &resourcepb.Resource{}, ScopeSpans: []*tracepb.ScopeSpans{{Spans: spans}}}}
 }
+
+// Received spans go out as the bytes they came in (pipeline.RawSpans), and
+// a batch split inside a ScopeSpans still encodes each half's own spans.
+func TestTracesEncoderForwardsReceivedSpans(t *testing.T) {
+	var enc MetricsProtoEncoder
+	for i, rss := range traceFixtures(t) {
+		want := &coltracepb.ExportTraceServiceRequest{ResourceSpans: rss}
+		data, err := proto.MarshalOptions{Deterministic: true}.Marshal(want)
+		if err != nil {
+			t.Fatal(err)
+		}
+		b, err := pipeline.UnmarshalRequest(pipeline.Traces, data)
+		if err != nil {
+			t.Fatalf("fixture %d: %v", i, err)
+		}
+		marked := 0
+		for _, rs := range b.Traces {
+			for _, ss := range rs.ScopeSpans {
+				if pipeline.RawSpans(ss.Spans) != nil {
+					marked++
+				}
+			}
+		}
+		got := enc.AppendTracesRequest(nil, b.Traces)
+		if !bytes.Equal(got, data) {
+			t.Errorf("fixture %d (%d ScopeSpans forwarded raw): re-encoding differs from the %d bytes received (%d)", i, marked, len(data), len(got))
+		}
+		total := b.Items()
+		if total < 2 {
+			continue
+		}
+		if marked == 0 {
+			t.Errorf("fixture %d: nothing marked", i)
+		}
+		for k := 1; k < total; k++ {
+			head, rest := splitBatch(b, k)
+			var back []*tracepb.ResourceSpans
+			for _, part := range []*pipeline.Batch{head, rest} {
+				var req coltracepb.ExportTraceServiceRequest
+				if err := proto.Unmarshal(enc.AppendTracesRequest(nil, part.Traces), &req); err != nil {
+					t.Fatal(err)
+				}
+				if n := (&pipeline.Batch{Signal: pipeline.Traces, Traces: req.ResourceSpans}).Items(); n != part.Items() {
+					t.Fatalf("fixture %d split at %d: a part of %d spans encodes %d", i, k, part.Items(), n)
+				}
+				back = append(back, req.ResourceSpans...)
+			}
+			var wantSpans, gotSpans []*tracepb.Span
+			for _, rs := range want.ResourceSpans {
+				for _, ss := range rs.ScopeSpans {
+					wantSpans = append(wantSpans, ss.Spans...)
+				}
+			}
+			for _, rs := range back {
+				for _, ss := range rs.ScopeSpans {
+					gotSpans = append(gotSpans, ss.Spans...)
+				}
+			}
+			if len(gotSpans) != len(wantSpans) {
+				t.Fatalf("fixture %d split at %d: %d spans, want %d", i, k, len(gotSpans), len(wantSpans))
+			}
+			for j := range wantSpans {
+				if !proto.Equal(gotSpans[j], wantSpans[j]) {
+					t.Fatalf("fixture %d split at %d: span %d differs", i, k, j)
+				}
+			}
+		}
+	}
+}

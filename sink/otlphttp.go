@@ -45,7 +45,7 @@ var requestEncPool = sync.Pool{New: func() any { return new(requestEncoder) }}
 type requestEncoder struct {
 	enc MetricsProtoEncoder
 	raw []byte
-	zw  *gzip.Writer
+	zw  [2]*gzip.Writer // by gzipKind
 }
 
 // maxKeptRaw bounds the raw buffer an encoder keeps between batches, so one
@@ -53,7 +53,7 @@ type requestEncoder struct {
 const maxKeptRaw = 16 << 20
 
 // encode writes b's export request into out (which it resets), gzipped
-// (level 1) when gz is set.
+// (gzipKind) when gz is set.
 func (re *requestEncoder) encode(b *pipeline.Batch, gz bool, out *bytes.Buffer) error {
 	// Every signal through the reflection-free encoder: proto.Marshal was
 	// half of the scrape path's CPU and a quarter of the traces path's.
@@ -75,26 +75,44 @@ func (re *requestEncoder) encode(b *pipeline.Batch, gz bool, out *bytes.Buffer) 
 		return nil
 	}
 	re.raw = appendReq(re.raw[:0])
-	err := re.gzipTo(out, re.raw)
+	err := re.gzipTo(out, re.raw, gzipKind(b.Signal))
 	if cap(re.raw) > maxKeptRaw {
 		re.raw = nil
 	}
 	return err
 }
 
-// gzipTo writes raw gzipped at level 1 to out. Level 1, since the
-// backend's ingest, not our CPU, should be the bottleneck, and it already
-// gets most of OTLP's redundancy.
-func (re *requestEncoder) gzipTo(out *bytes.Buffer, raw []byte) error {
-	if re.zw == nil {
-		re.zw, _ = gzip.NewWriterLevel(out, gzip.BestSpeed)
-	} else {
-		re.zw.Reset(out)
+// gzipKind picks the gzip encoder for a signal's export bodies: 0 is
+// level 1, 1 the stateless encoder. Level 1 since the backend's ingest,
+// not our CPU, should be the bottleneck, and it already gets most of
+// OTLP's redundancy. Traces' bodies (random ids, few repeats) compress as
+// well with the stateless encoder (ratio 0.577 vs 0.574) in 13% less time;
+// metrics' (long repeats) take 40% longer with it: BenchmarkGzipLevel.
+func gzipKind(s pipeline.Signal) int {
+	if s == pipeline.Traces {
+		return 1
 	}
-	if _, err := re.zw.Write(raw); err != nil {
+	return 0
+}
+
+// gzipTo writes raw gzipped to out with the encoder kind names. The
+// stateless encoder has no history between Write calls, so raw goes in one.
+func (re *requestEncoder) gzipTo(out *bytes.Buffer, raw []byte, kind int) error {
+	zw := re.zw[kind]
+	if zw == nil {
+		level := gzip.BestSpeed
+		if kind == 1 {
+			level = gzip.StatelessCompression
+		}
+		zw, _ = gzip.NewWriterLevel(out, level)
+		re.zw[kind] = zw
+	} else {
+		zw.Reset(out)
+	}
+	if _, err := zw.Write(raw); err != nil {
 		return err
 	}
-	return re.zw.Close()
+	return zw.Close()
 }
 
 // Export is one encoded export request and where it goes.

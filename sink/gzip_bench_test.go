@@ -1,0 +1,143 @@
+package sink
+
+import (
+	"bytes"
+	"fmt"
+	"io"
+	"math/rand/v2"
+	"testing"
+
+	"github.com/klauspost/compress/gzip"
+	"github.com/otelstep/otelstep/otlpjson"
+	"github.com/otelstep/otelstep/pipeline"
+	commonpb "go.opentelemetry.io/proto/otlp/common/v1"
+	logspb "go.opentelemetry.io/proto/otlp/logs/v1"
+	resourcepb "go.opentelemetry.io/proto/otlp/resource/v1"
+	tracepb "go.opentelemetry.io/proto/otlp/trace/v1"
+)
+
+// randomSpans is a traces batch shaped like `otelstep bench otlp`'s load
+// and like real spans where it matters to gzip: random trace and span ids,
+// timestamps that differ, attribute values that are not all alike.
+func randomSpans(n int) *pipeline.Batch {
+	r := rand.New(rand.NewPCG(1, 2))
+	const letters = "abcdefghijklmnopqrstuvwxyz0123456789"
+	val := func() string {
+		b := make([]byte, 16)
+		for i := range b {
+			b[i] = letters[r.IntN(len(letters))]
+		}
+		return string(b)
+	}
+	id := func(n int) []byte {
+		b := make([]byte, n)
+		for i := range b {
+			b[i] = byte(r.Uint32())
+		}
+		return b
+	}
+	spans := make([]*tracepb.Span, n)
+	start := uint64(1_780_000_000_000_000_000)
+	for i := range spans {
+		attrs := make([]*commonpb.KeyValue, 8)
+		for j := range attrs {
+			attrs[j] = &commonpb.KeyValue{Key: fmt.Sprintf("attr.%d", j), Value: &commonpb.AnyValue{Value: &commonpb.AnyValue_StringValue{StringValue: val()}}}
+		}
+		start += uint64(r.IntN(1e6))
+		spans[i] = &tracepb.Span{TraceId: id(16), SpanId: id(8), ParentSpanId: id(8), Name: fmt.Sprintf("op-%d", i%7),
+			Kind: tracepb.Span_SPAN_KIND_SERVER, StartTimeUnixNano: start, EndTimeUnixNano: start + uint64(r.IntN(1e7)),
+			Attributes: attrs, Status: &tracepb.Status{}}
+	}
+	res := &resourcepb.Resource{Attributes: []*commonpb.KeyValue{strKV("service.name", "bench"), strKV("slurm.job.id", "123456")}}
+	return &pipeline.Batch{Signal: pipeline.Traces, Traces: []*tracepb.ResourceSpans{{Resource: res, ScopeSpans: []*tracepb.ScopeSpans{{Spans: spans}}}}}
+}
+
+// BenchmarkGzipLevel compares the gzip encoders for each signal's export
+// body, reporting the compression ratio with the time: the HTTP sink picks
+// per signal the fastest that compresses as well as level 1 (gzipLevel).
+func BenchmarkGzipLevel(b *testing.B) {
+	logs := &pipeline.Batch{Signal: pipeline.Logs, Logs: logsFixture(b)}
+	batches := []struct {
+		name string
+		b    *pipeline.Batch
+	}{{"traces", randomSpans(100)}, {"logs", logs}, {"metrics", bench1000()}}
+	levels := []struct {
+		name  string
+		level int
+	}{{"L1", gzip.BestSpeed}, {"stateless", gzip.StatelessCompression}, {"L2", 2}}
+	for _, bt := range batches {
+		var re requestEncoder
+		var raw []byte
+		switch bt.b.Signal {
+		case pipeline.Traces:
+			raw = re.enc.AppendTracesRequest(nil, bt.b.Traces)
+		case pipeline.Logs:
+			raw = re.enc.AppendLogsRequest(nil, bt.b.Logs)
+		case pipeline.Metrics:
+			raw = re.enc.AppendRequest(nil, bt.b.Metrics)
+		}
+		for _, lv := range levels {
+			b.Run(bt.name+"/"+lv.name, func(b *testing.B) {
+				var out bytes.Buffer
+				zw, err := gzip.NewWriterLevel(&out, lv.level)
+				if err != nil {
+					b.Fatal(err)
+				}
+				b.SetBytes(int64(len(raw)))
+				b.ReportAllocs()
+				for b.Loop() {
+					out.Reset()
+					zw.Reset(&out)
+					zw.Write(raw)
+					zw.Close()
+				}
+				b.ReportMetric(float64(out.Len())/float64(len(raw)), "ratio")
+			})
+		}
+	}
+}
+
+// Every signal's gzipped body, whichever encoder gzipKind picks, is a gzip
+// stream of exactly the plain body, and the encoder kept between batches
+// produces the same the second time.
+func TestEncodeRequestGzipEachSignal(t *testing.T) {
+	for _, b := range []*pipeline.Batch{randomSpans(300), bench1000(), {Signal: pipeline.Logs, Logs: logsFixture(t)}} {
+		var plain, gz bytes.Buffer
+		if err := EncodeRequest(b, false, &plain); err != nil {
+			t.Fatal(err)
+		}
+		var re requestEncoder
+		for round := range 2 {
+			if err := re.encode(b, true, &gz); err != nil {
+				t.Fatal(err)
+			}
+			zr, err := gzip.NewReader(bytes.NewReader(gz.Bytes()))
+			if err != nil {
+				t.Fatalf("%v round %d: %v", b.Signal, round, err)
+			}
+			got, err := io.ReadAll(zr)
+			if err != nil {
+				t.Fatalf("%v round %d: %v", b.Signal, round, err)
+			}
+			if !bytes.Equal(got, plain.Bytes()) {
+				t.Fatalf("%v round %d: gunzipped body differs from the plain one (%d vs %d bytes)", b.Signal, round, len(got), plain.Len())
+			}
+			if gz.Len() >= plain.Len() {
+				t.Errorf("%v: gzip did not shrink the body: %d >= %d", b.Signal, gz.Len(), plain.Len())
+			}
+		}
+	}
+}
+
+func logsFixture(t testing.TB) []*logspb.ResourceLogs {
+	t.Helper()
+	var out []*logspb.ResourceLogs
+	forLines(t, "testdata/logs.peer.jsonl", func(l []byte) {
+		req, err := otlpjson.DecodeLogs(l)
+		if err != nil {
+			t.Fatal(err)
+		}
+		out = append(out, req.ResourceLogs...)
+	})
+	return out
+}

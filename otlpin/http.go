@@ -143,12 +143,20 @@ func (r *Receiver) readBody(w http.ResponseWriter, req *http.Request) ([]byte, *
 	default:
 		return nil, &httpError{http.StatusUnsupportedMediaType, codes.InvalidArgument, fmt.Sprintf("otlpin: unsupported Content-Encoding %q, use gzip, deflate, zstd or none", enc)}
 	}
-	var buf bytes.Buffer
-	if enc == "" || enc == "identity" {
-		if req.ContentLength > 0 {
-			buf.Grow(int(req.ContentLength))
+	if (enc == "" || enc == "identity") && req.ContentLength > 0 {
+		// The size is known (and within maxBody, checked above): read into
+		// exactly that. A bytes.Buffer grown to it reallocates to twice the
+		// size when ReadFrom looks for more room to find EOF, and the
+		// decoded batch keeps the buffer alive (its strings point into it).
+		// net/http ends the body at Content-Length, so a short body is the
+		// only error left.
+		body := make([]byte, req.ContentLength)
+		if _, err := io.ReadFull(raw, body); err != nil {
+			return nil, r.bodyReadError(err, enc)
 		}
+		return body, nil
 	}
+	var buf bytes.Buffer
 	n, err := buf.ReadFrom(io.LimitReader(src, r.maxBody+1))
 	if err != nil {
 		return nil, r.bodyReadError(err, enc)

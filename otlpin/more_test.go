@@ -1,19 +1,26 @@
 package otlpin
 
 import (
+	"bufio"
 	"bytes"
 	"compress/gzip"
 	"context"
 	"encoding/hex"
+	"fmt"
+	"io"
+	"net"
 	"net/http"
+	"strings"
 	"testing"
 
 	"github.com/otelstep/otelstep/pipeline"
 	collogspb "go.opentelemetry.io/proto/otlp/collector/logs/v1"
+	spb "google.golang.org/genproto/googleapis/rpc/status"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/credentials/insecure"
 	"google.golang.org/grpc/status"
+	"google.golang.org/protobuf/proto"
 )
 
 // OTLP/JSON carries ids in hex; they must arrive as the same bytes.
@@ -79,5 +86,55 @@ func TestStoppedIsRetryable(t *testing.T) {
 	r := start(t, Options{Traces: pipeline.ConsumerFunc(func(context.Context, *pipeline.Batch) error { return pipeline.ErrStopped })})
 	if resp, _ := post(t, r, "/v1/traces", ctProtobuf, "", goodTrace()); resp.StatusCode != 503 || resp.Header.Get("Retry-After") == "" {
 		t.Fatalf("stopped: %d", resp.StatusCode)
+	}
+}
+
+// A body with a known length is read into exactly that; one that ends
+// before its Content-Length is a 400 naming the read, and nothing reaches
+// the pipeline. A chunked body (no length) still decodes.
+func TestHTTPBodyLength(t *testing.T) {
+	c := &rec{}
+	r := start(t, Options{Traces: c, MaxRequestBytes: 1 << 20})
+	body := goodTrace()
+
+	conn, err := net.Dial("tcp", r.HTTPAddr().String())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	fmt.Fprintf(conn, "POST /v1/traces HTTP/1.1\r\nHost: x\r\nContent-Type: %s\r\nContent-Length: %d\r\n\r\n", ctProtobuf, len(body)+10)
+	conn.Write(body)
+	conn.(*net.TCPConn).CloseWrite()
+	resp, err := http.ReadResponse(bufio.NewReader(conn), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	msg, _ := io.ReadAll(resp.Body)
+	var st spb.Status
+	if resp.StatusCode != http.StatusBadRequest || proto.Unmarshal(msg, &st) != nil || !strings.Contains(st.Message, "cannot read request body") {
+		t.Fatalf("short body: %d %q", resp.StatusCode, st.Message)
+	}
+	c.mu.Lock()
+	n := len(c.bs)
+	c.mu.Unlock()
+	if n != 0 {
+		t.Fatalf("short body reached the pipeline: %d batches", n)
+	}
+
+	// Chunked: the reader hides the length from the client.
+	req, _ := http.NewRequest(http.MethodPost, "http://"+r.HTTPAddr().String()+"/v1/traces", io.MultiReader(bytes.NewReader(body)))
+	req.Header.Set("Content-Type", ctProtobuf)
+	cresp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cresp.Body.Close()
+	if cresp.StatusCode != 200 || req.ContentLength != 0 {
+		t.Fatalf("chunked body: %d (ContentLength %d)", cresp.StatusCode, req.ContentLength)
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if len(c.bs) != 1 || c.bs[0].Items() != 1 {
+		t.Fatalf("chunked body: %d batches", len(c.bs))
 	}
 }

@@ -175,5 +175,5 @@ func encodeProto(re *requestEncoder, msg proto.Message, gz bool, out *bytes.Buff
 		return err
 	}
 	re.raw = raw
-	return re.gzipTo(out, raw, gzipKind(pipeline.Metrics))
+	return re.gzipTo(out, raw, pipeline.Metrics)
 }

@@ -97,7 +97,7 @@ func BenchmarkGzipLevel(b *testing.B) {
 	}
 }
 
-// Every signal's gzipped body, whichever encoder gzipKind picks, is a gzip
+// Every signal's gzipped body, at whichever level gzipLevel picks, is a gzip
 // stream of exactly the plain body, and the encoder kept between batches
 // produces the same the second time.
 func TestEncodeRequestGzipEachSignal(t *testing.T) {

@@ -45,7 +45,7 @@ var requestEncPool = sync.Pool{New: func() any { return new(requestEncoder) }}
 type requestEncoder struct {
 	enc MetricsProtoEncoder
 	raw []byte
-	zw  [2]*gzip.Writer // by gzipKind
+	zw  [3]*gzip.Writer // by signal, each at gzipLevel(signal)
 }
 
 // maxKeptRaw bounds the raw buffer an encoder keeps between batches, so one
@@ -53,7 +53,7 @@ type requestEncoder struct {
 const maxKeptRaw = 16 << 20
 
 // encode writes b's export request into out (which it resets), gzipped
-// (gzipKind) when gz is set.
+// (at gzipLevel) when gz is set.
 func (re *requestEncoder) encode(b *pipeline.Batch, gz bool, out *bytes.Buffer) error {
 	// Every signal through the reflection-free encoder: proto.Marshal was
 	// half of the scrape path's CPU and a quarter of the traces path's.
@@ -75,37 +75,36 @@ func (re *requestEncoder) encode(b *pipeline.Batch, gz bool, out *bytes.Buffer) 
 		return nil
 	}
 	re.raw = appendReq(re.raw[:0])
-	err := re.gzipTo(out, re.raw, gzipKind(b.Signal))
+	err := re.gzipTo(out, re.raw, b.Signal)
 	if cap(re.raw) > maxKeptRaw {
 		re.raw = nil
 	}
 	return err
 }
 
-// gzipKind picks the gzip encoder for a signal's export bodies: 0 is
-// level 1, 1 the stateless encoder. Level 1 since the backend's ingest,
-// not our CPU, should be the bottleneck, and it already gets most of
-// OTLP's redundancy. Traces' bodies (random ids, few repeats) compress as
-// well with the stateless encoder (ratio 0.577 vs 0.574) in 13% less time;
-// metrics' (long repeats) take 40% longer with it: BenchmarkGzipLevel.
-func gzipKind(s pipeline.Signal) int {
+// gzipLevel is the gzip level of a signal's export bodies. Level 1, since
+// the backend's ingest, not our CPU, should be the bottleneck, and it
+// already gets most of OTLP's redundancy; for traces the stateless encoder:
+// their bodies (random ids, few repeats) compress as well with it (ratio
+// 0.577 vs 0.574) in 13% less time, where metrics' (long repeats) take 40%
+// longer (BenchmarkGzipLevel).
+func gzipLevel(s pipeline.Signal) int {
 	if s == pipeline.Traces {
-		return 1
+		return gzip.StatelessCompression
 	}
-	return 0
+	return gzip.BestSpeed
 }
 
-// gzipTo writes raw gzipped to out with the encoder kind names. The
-// stateless encoder has no history between Write calls, so raw goes in one.
-func (re *requestEncoder) gzipTo(out *bytes.Buffer, raw []byte, kind int) error {
-	zw := re.zw[kind]
+// gzipTo writes raw gzipped to out at sig's level. The stateless encoder
+// keeps no history between Write calls, so raw goes in one.
+func (re *requestEncoder) gzipTo(out *bytes.Buffer, raw []byte, sig pipeline.Signal) error {
+	if int(sig) >= len(re.zw) {
+		return fmt.Errorf("unknown signal %d", sig)
+	}
+	zw := re.zw[sig]
 	if zw == nil {
-		level := gzip.BestSpeed
-		if kind == 1 {
-			level = gzip.StatelessCompression
-		}
-		zw, _ = gzip.NewWriterLevel(out, level)
-		re.zw[kind] = zw
+		zw, _ = gzip.NewWriterLevel(out, gzipLevel(sig))
+		re.zw[sig] = zw
 	} else {
 		zw.Reset(out)
 	}

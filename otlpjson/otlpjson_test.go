@@ -14,6 +14,7 @@ import (
 	"sort"
 	"strings"
 	"testing"
+	"unicode/utf8"
 
 	collogspb "go.opentelemetry.io/proto/otlp/collector/logs/v1"
 	colmetricspb "go.opentelemetry.io/proto/otlp/collector/metrics/v1"
@@ -1053,5 +1054,67 @@ func TestSkipIgnoresCase(t *testing.T) {
 	out := string(AppendTraces(nil, rs, "Authorization"))
 	if strings.Contains(out, "tok-") || !strings.Contains(out, `"keep"`) {
 		t.Fatalf("got %s", out)
+	}
+}
+
+// plain8 says true exactly when all eight bytes pass safe[]: every byte
+// value at every position, and random words biased towards the edges.
+func TestPlain8(t *testing.T) {
+	allSafe := func(s string) bool {
+		for i := 0; i < len(s); i++ {
+			if s[i] >= utf8.RuneSelf || !safe[s[i]] {
+				return false
+			}
+		}
+		return true
+	}
+	for c := range 256 {
+		for pos := range 8 {
+			b := []byte("abcdefgh")
+			b[pos] = byte(c)
+			if got, want := plain8(string(b)), allSafe(string(b)); got != want {
+				t.Fatalf("plain8(%q) = %v, want %v", b, got, want)
+			}
+		}
+	}
+	edges := []byte{0x00, 0x1f, 0x20, 0x21, '"', 0x23, 0x5b, '\\', 0x5d, 0x7f, 0x80, 0xff, 'a'}
+	r := rand.New(rand.NewPCG(5, 6))
+	for range 200000 {
+		var b [8]byte
+		for i := range b {
+			if r.IntN(2) == 0 {
+				b[i] = edges[r.IntN(len(edges))]
+			} else {
+				b[i] = byte(r.Uint32())
+			}
+		}
+		if got, want := plain8(string(b[:])), allSafe(string(b[:])); got != want {
+			t.Fatalf("plain8(%q) = %v, want %v", b, got, want)
+		}
+	}
+}
+
+// Long strings take the eight-byte path: one special byte or rune at every
+// offset still comes out escaped as the byte loop escapes it.
+func TestAppendStringLong(t *testing.T) {
+	specials := []string{`"`, `\`, "\x00", "\x1f", "\n", "\x7f", "é", "世", "😀", "\xff", "\xc3"}
+	base := "0123456789abcdefghijklmnopqrstuvwxyz"
+	for _, sp := range specials {
+		for pos := 0; pos <= len(base); pos++ {
+			in := base[:pos] + sp + base[pos:]
+			got := appendString(nil, in)
+			var back string
+			if err := json.Unmarshal(got, &back); err != nil {
+				t.Fatalf("appendString(%q) = %s: %v", in, got, err)
+			}
+			if want := strings.ToValidUTF8(in, "\ufffd"); back != want {
+				t.Fatalf("appendString(%q) decodes to %q, want %q", in, back, want)
+			}
+			if sp == "\x7f" || len(sp) > 1 && utf8.ValidString(sp) {
+				if string(got) != `"`+in+`"` {
+					t.Fatalf("appendString(%q) = %s: escaped what needs no escape", in, got)
+				}
+			}
+		}
 	}
 }

@@ -141,3 +141,16 @@ func logsFixture(t testing.TB) []*logspb.ResourceLogs {
 	})
 	return out
 }
+
+// BenchmarkAppendTracesJSON is the JSONL line of a traces batch shaped like
+// the load generator's: 100 spans, 8 random 16-byte attribute values each.
+func BenchmarkAppendTracesJSON(b *testing.B) {
+	batch := randomSpans(100)
+	var buf []byte
+	b.ReportAllocs()
+	for b.Loop() {
+		buf = otlpjson.AppendTraces(buf[:0], batch.Traces)
+	}
+	b.SetBytes(int64(len(buf)))
+	b.ReportMetric(100*float64(b.N)/b.Elapsed().Seconds(), "spans/s")
+}

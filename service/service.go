@@ -48,11 +48,13 @@ type Service struct {
 	healthLn  []net.Listener
 	scrapeWG  sync.WaitGroup
 	cancelRun context.CancelFunc
+
+	stopTimeout time.Duration // StopTimeout; shorter in tests of the deadline
 }
 
 // New builds every component of cfg without starting any.
 func New(cfg *config.Config, log *slog.Logger) (*Service, error) {
-	s := &Service{cfg: cfg, log: log, started: time.Now()}
+	s := &Service{cfg: cfg, log: log, started: time.Now(), stopTimeout: StopTimeout}
 	sinks := map[string]sink.Sink{}
 	fileSignal := map[string]pipeline.Signal{}
 	for _, p := range cfg.Service.Pipelines {
@@ -271,7 +273,7 @@ func (s *Service) counters() []*counter {
 // within StopTimeout. ready, if not nil, is closed once healthy.
 func (s *Service) Run(ctx context.Context, ready chan<- struct{}) error {
 	if err := s.start(ctx); err != nil {
-		stopCtx, cancel := context.WithTimeout(context.Background(), StopTimeout)
+		stopCtx, cancel := context.WithTimeout(context.Background(), s.stopTimeout)
 		defer cancel()
 		s.stop(stopCtx)
 		return err
@@ -284,7 +286,7 @@ func (s *Service) Run(ctx context.Context, ready chan<- struct{}) error {
 	}
 	<-ctx.Done()
 	s.log.Info("otelstep stopping")
-	stopCtx, cancel := context.WithTimeout(context.Background(), StopTimeout)
+	stopCtx, cancel := context.WithTimeout(context.Background(), s.stopTimeout)
 	defer cancel()
 	return s.stop(stopCtx)
 }

@@ -6,6 +6,7 @@ import (
 	"io"
 	"log/slog"
 	"net/http"
+	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"strings"
@@ -14,6 +15,9 @@ import (
 	"time"
 
 	"github.com/otelstep/otelstep/config"
+	coltracepb "go.opentelemetry.io/proto/otlp/collector/trace/v1"
+	tracepb "go.opentelemetry.io/proto/otlp/trace/v1"
+	"google.golang.org/protobuf/proto"
 )
 
 // lockedBuffer is a log sink safe for the service's goroutines.
@@ -171,5 +175,123 @@ func TestServiceBindError(t *testing.T) {
 	cancel()
 	if err := <-done; err != nil {
 		t.Fatal(err)
+	}
+}
+
+// A backend that never answers cannot hold a stop past its deadline: Run
+// returns once the stop time is spent, with an error naming the exporter;
+// the JSONL file (flushed first) holds what was accepted, the log says what
+// the backend did not get, the health endpoint is closed, and the token
+// stays out of the log.
+func TestServiceStopDeadline(t *testing.T) {
+	dir := t.TempDir()
+	release := make(chan struct{})
+	var posts sync.WaitGroup
+	backend := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		posts.Add(1)
+		defer posts.Done()
+		select { // hang until the client gives up or the test ends
+		case <-r.Context().Done():
+		case <-release:
+		}
+	}))
+	defer func() { close(release); backend.Close() }()
+	yaml := `
+extensions:
+  health_check:
+    endpoint: 127.0.0.1:0
+receivers:
+  otlp:
+    protocols:
+      http:
+        endpoint: 127.0.0.1:0
+processors:
+  resource:
+    attributes:
+    - key: Authorization
+      value: Bearer ${env:TOKEN}
+      action: upsert
+exporters:
+  file/traces:
+    path: ` + filepath.Join(dir, "traces.jsonl") + `
+  otlphttp:
+    endpoint: ` + backend.URL + `
+    headers:
+      Authorization: Bearer ${env:TOKEN}
+service:
+  extensions: [health_check]
+  pipelines:
+    traces:
+      receivers: [otlp]
+      processors: [resource]
+      exporters: [file/traces, otlphttp]
+`
+	cfg, err := config.Parse("test.yaml", []byte(yaml), func(k string) (string, bool) {
+		if k == "TOKEN" {
+			return testToken, true
+		}
+		return "", false
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var logs lockedBuffer
+	log := slog.New(NewRedactingHandler(slog.NewTextHandler(&logs, &slog.HandlerOptions{Level: slog.LevelDebug}), cfg.Secrets))
+	s, err := New(cfg, log)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s.stopTimeout = time.Second
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	ready := make(chan struct{})
+	done := make(chan error, 1)
+	go func() { done <- s.Run(ctx, ready) }()
+	select {
+	case <-ready:
+	case err := <-done:
+		t.Fatalf("Run ended before ready: %v", err)
+	case <-time.After(10 * time.Second):
+		t.Fatal("not ready after 10 s")
+	}
+
+	body, _ := proto.Marshal(&coltracepb.ExportTraceServiceRequest{ResourceSpans: []*tracepb.ResourceSpans{{
+		ScopeSpans: []*tracepb.ScopeSpans{{Spans: []*tracepb.Span{{Name: "kept-through-the-deadline", TraceId: make([]byte, 16), SpanId: make([]byte, 8)}}}}}}})
+	resp, err := http.Post("http://"+s.receivers[0].HTTPAddr().String()+"/v1/traces", "application/x-protobuf", bytes.NewReader(body))
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		t.Fatalf("export: %d", resp.StatusCode)
+	}
+	healthURL := "http://" + s.HealthAddr().String() + "/"
+
+	start := time.Now()
+	cancel()
+	select {
+	case err = <-done:
+	case <-time.After(15 * time.Second):
+		t.Fatal("Run did not return 15 s after cancel with a 1 s stop deadline")
+	}
+	if took := time.Since(start); took < 900*time.Millisecond {
+		t.Errorf("Run returned after %v: it did not wait for the backend at all", took)
+	}
+	if err == nil || !strings.Contains(err.Error(), "otlphttp") {
+		t.Fatalf("Run after a missed deadline: %v, want an error naming the otlphttp exporter", err)
+	}
+	jsonl, rerr := os.ReadFile(filepath.Join(dir, "traces.jsonl"))
+	if rerr != nil || !bytes.Contains(jsonl, []byte("kept-through-the-deadline")) {
+		t.Fatalf("JSONL after the forced stop: %v\n%s", rerr, jsonl)
+	}
+	if _, err := http.Get(healthURL); err == nil {
+		t.Fatal("health endpoint still answers after stop")
+	}
+	out := logs.String()
+	if strings.Contains(out, testToken) || strings.Contains(err.Error(), testToken) {
+		t.Fatalf("token in the log or error:\n%s\n%v", out, err)
+	}
+	if !strings.Contains(out, "batch dropped") || !strings.Contains(out, "items=1") {
+		t.Fatalf("the log does not say what the deadline dropped:\n%s", out)
 	}
 }

@@ -40,8 +40,21 @@ func (l *lockedBuffer) String() string {
 
 const testToken = "svc-test-token-91c2"
 
-func testConfig(t *testing.T, dir string) *config.Config {
+func testConfig(t *testing.T, dir string) *config.Config { return testConfigTo(t, dir, "") }
+
+// testConfigTo is testConfig with an otlphttp exporter to backendURL as
+// well, when it is not empty.
+func testConfigTo(t *testing.T, dir, backendURL string) *config.Config {
 	t.Helper()
+	exporters, backend := "[file/traces]", ""
+	if backendURL != "" {
+		exporters = "[file/traces, otlphttp]"
+		backend = `
+  otlphttp:
+    endpoint: ` + backendURL + `
+    headers:
+      Authorization: Bearer ${env:TOKEN}`
+	}
 	yaml := `
 extensions:
   health_check:
@@ -60,14 +73,14 @@ processors:
       action: upsert
 exporters:
   file/traces:
-    path: ` + filepath.Join(dir, "traces.jsonl") + `
+    path: ` + filepath.Join(dir, "traces.jsonl") + backend + `
 service:
   extensions: [health_check]
   pipelines:
     traces:
       receivers: [otlp]
       processors: [resource, batch]
-      exporters: [file/traces]
+      exporters: ` + exporters + `
 `
 	cfg, err := config.Parse("test.yaml", []byte(yaml), func(k string) (string, bool) {
 		if k == "TOKEN" {
@@ -79,6 +92,23 @@ service:
 		t.Fatal(err)
 	}
 	return cfg
+}
+
+// runReady runs s until ctx is done, returning once it is healthy; done
+// gets Run's result.
+func runReady(t *testing.T, ctx context.Context, s *Service) (done <-chan error) {
+	t.Helper()
+	ready := make(chan struct{})
+	ch := make(chan error, 1)
+	go func() { ch <- s.Run(ctx, ready) }()
+	select {
+	case <-ready:
+	case err := <-ch:
+		t.Fatalf("Run ended before ready: %v", err)
+	case <-time.After(10 * time.Second):
+		t.Fatal("not ready after 10 s")
+	}
+	return ch
 }
 
 // A Service built from a config serves health and its own metrics while
@@ -93,16 +123,7 @@ func TestServiceRunAndStop(t *testing.T) {
 		t.Fatal(err)
 	}
 	ctx, cancel := context.WithCancel(context.Background())
-	ready := make(chan struct{})
-	done := make(chan error, 1)
-	go func() { done <- s.Run(ctx, ready) }()
-	select {
-	case <-ready:
-	case err := <-done:
-		t.Fatalf("Run ended before ready: %v", err)
-	case <-time.After(10 * time.Second):
-		t.Fatal("not ready after 10 s")
-	}
+	done := runReady(t, ctx, s)
 	base := "http://" + s.HealthAddr().String()
 	get := func(path string) (int, string) {
 		t.Helper()
@@ -154,10 +175,7 @@ func TestServiceBindError(t *testing.T) {
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	ready := make(chan struct{})
-	done := make(chan error, 1)
-	go func() { done <- first.Run(ctx, ready) }()
-	<-ready
+	done := runReady(t, ctx, first)
 	taken := first.HealthAddr().String()
 	cfg2 := testConfig(t, t.TempDir())
 	for id, h := range cfg2.HealthCheck {
@@ -186,55 +204,14 @@ func TestServiceBindError(t *testing.T) {
 func TestServiceStopDeadline(t *testing.T) {
 	dir := t.TempDir()
 	release := make(chan struct{})
-	var posts sync.WaitGroup
 	backend := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		posts.Add(1)
-		defer posts.Done()
 		select { // hang until the client gives up or the test ends
 		case <-r.Context().Done():
 		case <-release:
 		}
 	}))
 	defer func() { close(release); backend.Close() }()
-	yaml := `
-extensions:
-  health_check:
-    endpoint: 127.0.0.1:0
-receivers:
-  otlp:
-    protocols:
-      http:
-        endpoint: 127.0.0.1:0
-processors:
-  resource:
-    attributes:
-    - key: Authorization
-      value: Bearer ${env:TOKEN}
-      action: upsert
-exporters:
-  file/traces:
-    path: ` + filepath.Join(dir, "traces.jsonl") + `
-  otlphttp:
-    endpoint: ` + backend.URL + `
-    headers:
-      Authorization: Bearer ${env:TOKEN}
-service:
-  extensions: [health_check]
-  pipelines:
-    traces:
-      receivers: [otlp]
-      processors: [resource]
-      exporters: [file/traces, otlphttp]
-`
-	cfg, err := config.Parse("test.yaml", []byte(yaml), func(k string) (string, bool) {
-		if k == "TOKEN" {
-			return testToken, true
-		}
-		return "", false
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
+	cfg := testConfigTo(t, dir, backend.URL)
 	var logs lockedBuffer
 	log := slog.New(NewRedactingHandler(slog.NewTextHandler(&logs, &slog.HandlerOptions{Level: slog.LevelDebug}), cfg.Secrets))
 	s, err := New(cfg, log)
@@ -244,16 +221,7 @@ service:
 	s.stopTimeout = time.Second
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	ready := make(chan struct{})
-	done := make(chan error, 1)
-	go func() { done <- s.Run(ctx, ready) }()
-	select {
-	case <-ready:
-	case err := <-done:
-		t.Fatalf("Run ended before ready: %v", err)
-	case <-time.After(10 * time.Second):
-		t.Fatal("not ready after 10 s")
-	}
+	done := runReady(t, ctx, s)
 
 	body, _ := proto.Marshal(&coltracepb.ExportTraceServiceRequest{ResourceSpans: []*tracepb.ResourceSpans{{
 		ScopeSpans: []*tracepb.ScopeSpans{{Spans: []*tracepb.Span{{Name: "kept-through-the-deadline", TraceId: make([]byte, 16), SpanId: make([]byte, 8)}}}}}}})

@@ -57,6 +57,50 @@ func appendMetricsRequest(dst []byte, rms []*metricspb.ResourceMetrics, skip []s
 	return append(dst, '}')
 }
 
+// A request piece by piece: the OTLP/JSON of an export request with at least
+// one resource is RequestStart(signal), then each resource's encoding
+// (AppendResourceMetrics, AppendResourceSpans, AppendResourceLogs) with ','
+// between them, then RequestEnd: byte for byte what AppendMetrics,
+// AppendTraces and AppendLogs write. A writer can so emit a batch of many
+// megabytes through a buffer of a few hundred kilobytes. (A request with no
+// resources is "{}".)
+
+// RequestStart returns how the OTLP/JSON of a non-empty export request of
+// signal s begins, or "" for an unknown signal.
+func RequestStart(s pipeline.Signal) string {
+	switch s {
+	case pipeline.Metrics:
+		return `{"resourceMetrics":[`
+	case pipeline.Traces:
+		return `{"resourceSpans":[`
+	case pipeline.Logs:
+		return `{"resourceLogs":[`
+	}
+	return ""
+}
+
+// RequestEnd is how the OTLP/JSON of a non-empty export request ends.
+const RequestEnd = "]}"
+
+// AppendResourceMetrics appends the OTLP/JSON encoding of one
+// ResourceMetrics, as an element of a request's list (see RequestStart),
+// reusing stored point attribute encodings as e.AppendMetrics does.
+func (e *MetricsEncoder) AppendResourceMetrics(dst []byte, rm *metricspb.ResourceMetrics, skipResourceKeys ...string) []byte {
+	return appendResourceMetrics(dst, rm, skipResourceKeys, true)
+}
+
+// AppendResourceSpans appends the OTLP/JSON encoding of one ResourceSpans,
+// as an element of a request's list (see RequestStart).
+func AppendResourceSpans(dst []byte, rs *tracepb.ResourceSpans, skipResourceKeys ...string) []byte {
+	return appendResourceSpans(dst, rs, skipResourceKeys)
+}
+
+// AppendResourceLogs appends the OTLP/JSON encoding of one ResourceLogs, as
+// an element of a request's list (see RequestStart).
+func AppendResourceLogs(dst []byte, rl *logspb.ResourceLogs, skipResourceKeys ...string) []byte {
+	return appendResourceLogs(dst, rl, skipResourceKeys)
+}
+
 // AppendTraces appends the OTLP/JSON encoding of an ExportTraceServiceRequest holding rss to dst (no trailing newline).
 // Resource attributes whose key equals any of skipResourceKeys are left out.
 func AppendTraces(dst []byte, rss []*tracepb.ResourceSpans, skipResourceKeys ...string) []byte {

@@ -31,15 +31,16 @@ type FileOptions struct {
 const (
 	fileFlushInterval = 200 * time.Millisecond
 	fileBufSize       = 256 << 10
+	fileBufMaxKept    = 4 * fileBufSize
 	fileRetryMin      = 100 * time.Millisecond
 	fileRetryMax      = 5 * time.Second
 )
 
 // File is the JSONL sink: one OTLP/JSON export request per line, appended to
 // Path. It never drops: Enqueue blocks while the queue is full. Lines are
-// built whole in a reused buffer and written through a buffer of whole lines
-// flushed when it is idle, at least every 200 ms, and on shutdown (followed by
-// fsync). A write error is logged with the path and retried until it
+// built in a buffer of 256 KiB that is flushed when it is idle, at least
+// every 200 ms, and on shutdown (followed by fsync), and when it fills (a
+// line longer than the buffer goes out in pieces, see write). A write error is logged with the path and retried until it
 // succeeds, so the queue fills and backpressure reaches the senders.
 type File struct {
 	o      FileOptions
@@ -56,7 +57,6 @@ type File struct {
 	started     bool
 	shutdownCtx context.Context // set before stopCh is closed
 
-	line      []byte
 	buf       []byte
 	lostLines int
 	// metricsEnc reuses the JSON of shared point attributes.
@@ -72,13 +72,38 @@ func NewFile(o FileOptions) (*File, error) {
 	if err := os.MkdirAll(filepath.Dir(o.Path), 0o755); err != nil {
 		return nil, fmt.Errorf("file sink %s: %w", o.Path, err)
 	}
-	f, err := os.OpenFile(o.Path, os.O_WRONLY|os.O_CREATE|os.O_APPEND, 0o644)
+	f, err := os.OpenFile(o.Path, os.O_RDWR|os.O_CREATE|os.O_APPEND, 0o644)
 	if err != nil {
 		return nil, fmt.Errorf("file sink: %w", err)
 	}
 	s := newFile(o, f)
 	s.f = f
+	if err := s.endLine(); err != nil {
+		f.Close()
+		return nil, fmt.Errorf("file sink %s: %w", o.Path, err)
+	}
 	return s, nil
+}
+
+// endLine ends the file's last line if it is cut short (a run killed while
+// writing a long line, or stopped past its deadline), so that the lines
+// appended now each stay whole: the cut line is then one bad line a reader
+// can skip, not a bad line glued to a good one.
+func (s *File) endLine() error {
+	fi, err := s.f.Stat()
+	if err != nil || fi.Size() == 0 || !fi.Mode().IsRegular() {
+		return err
+	}
+	var last [1]byte
+	if _, err := s.f.ReadAt(last[:], fi.Size()-1); err != nil {
+		return fmt.Errorf("read last byte: %w", err)
+	}
+	if last[0] == '\n' {
+		return nil
+	}
+	s.log.Warn("file sink: the file ends inside a line (an earlier run stopped while writing it); appending from a new line")
+	_, err = s.f.Write([]byte{'\n'})
+	return err
 }
 
 func newFile(o FileOptions, w io.Writer) *File {
@@ -253,41 +278,56 @@ func (s *File) drain() {
 	}
 }
 
-// write appends one line to the buffer of whole lines, flushing first if it
-// would not fit.
+// write appends b's line to the buffer. The line is built in place, one
+// resource at a time, and when the buffer passes fileBufSize mid-line the
+// part built so far is written out: the sink's memory is the buffer plus
+// one resource's encoding, not the batch's (a batch of the job's default
+// 8192 points made 2-4 MB lines, held in a buffer grown for each).
+// The flush timer runs in this goroutine, so it only ever writes whole
+// lines.
 func (s *File) write(ctx context.Context, b *pipeline.Batch) {
-	s.line = s.appendLine(s.line[:0], b)
-	if len(s.line) == 0 {
+	n := b.Len()
+	start := otlpjson.RequestStart(b.Signal)
+	if n == 0 || start == "" {
 		return
 	}
-	if len(s.buf)+len(s.line) > fileBufSize && len(s.buf) > 0 {
+	s.buf = append(s.buf, start...)
+	for i := range n {
+		if i > 0 {
+			s.buf = append(s.buf, ',')
+		}
+		s.buf = s.appendResource(s.buf, b, i)
+		if len(s.buf) >= fileBufSize && i < n-1 {
+			if !s.writeAll(ctx, s.buf) {
+				// Only at shutdown, past its deadline: the line is
+				// cut short, and the next run starts a new one
+				// (NewFile).
+				s.lostLines++
+				s.buf = s.buf[:0]
+				return
+			}
+			s.buf = s.buf[:0]
+		}
+	}
+	s.buf = append(s.buf, otlpjson.RequestEnd...)
+	s.buf = append(s.buf, '\n')
+	if len(s.buf) >= fileBufSize {
 		s.flush(ctx)
 	}
-	if len(s.buf) == 0 && len(s.line) >= fileBufSize {
-		if !s.writeAll(ctx, s.line) {
-			s.lostLines++
-		}
-		return
-	}
-	s.buf = append(s.buf, s.line...)
 }
 
-func (s *File) appendLine(dst []byte, b *pipeline.Batch) []byte {
-	if b.Len() == 0 {
-		return dst
-	}
+// appendResource appends the OTLP/JSON of b's i-th resource.
+func (s *File) appendResource(dst []byte, b *pipeline.Batch, i int) []byte {
 	keys := s.o.RedactResourceKeys
 	switch b.Signal {
 	case pipeline.Metrics:
-		dst = s.metricsEnc.AppendMetrics(dst, b.Metrics, keys...)
+		return s.metricsEnc.AppendResourceMetrics(dst, b.Metrics[i], keys...)
 	case pipeline.Traces:
-		dst = otlpjson.AppendTraces(dst, b.Traces, keys...)
+		return otlpjson.AppendResourceSpans(dst, b.Traces[i], keys...)
 	case pipeline.Logs:
-		dst = otlpjson.AppendLogs(dst, b.Logs, keys...)
-	default:
-		return dst
+		return otlpjson.AppendResourceLogs(dst, b.Logs[i], keys...)
 	}
-	return append(dst, '\n')
+	return dst
 }
 
 func (s *File) flush(ctx context.Context) {
@@ -296,6 +336,10 @@ func (s *File) flush(ctx context.Context) {
 	}
 	if s.writeAll(ctx, s.buf) {
 		s.buf = s.buf[:0]
+		if cap(s.buf) > fileBufMaxKept {
+			// One huge resource grew it: do not keep that for life.
+			s.buf = make([]byte, 0, fileBufSize)
+		}
 	}
 }
 

@@ -1,0 +1,184 @@
+package sink
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/otelstep/otelstep/otlpjson"
+	"github.com/otelstep/otelstep/pipeline"
+	logspb "go.opentelemetry.io/proto/otlp/logs/v1"
+	metricspb "go.opentelemetry.io/proto/otlp/metrics/v1"
+	tracepb "go.opentelemetry.io/proto/otlp/trace/v1"
+)
+
+// sizeWriter records the size of every Write.
+type sizeWriter struct {
+	mu    sync.Mutex
+	buf   bytes.Buffer
+	sizes []int
+}
+
+func (w *sizeWriter) Write(p []byte) (int, error) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	w.sizes = append(w.sizes, len(p))
+	return w.buf.Write(p)
+}
+
+// bigBatches returns, per signal, a batch of many resources whose JSONL line
+// is several times the file sink's buffer, and the largest encoding of one
+// of its resources.
+func bigBatches(t *testing.T) []*pipeline.Batch {
+	t.Helper()
+	var ms []*metricspb.ResourceMetrics
+	for i := range 40 {
+		ms = append(ms, metricsBatch(fmt.Sprint("m", i), 300).Metrics...)
+	}
+	var ts []*tracepb.ResourceSpans
+	for range 30 {
+		ts = append(ts, randomSpans(100).Traces...)
+	}
+	var ls []*logspb.ResourceLogs
+	for len(ls) < 2000 {
+		ls = append(ls, logsFixture(t)...)
+	}
+	return []*pipeline.Batch{
+		{Signal: pipeline.Metrics, Metrics: ms},
+		{Signal: pipeline.Traces, Traces: ts},
+		{Signal: pipeline.Logs, Logs: ls},
+	}
+}
+
+// wholeLine is the line the sink must write for b: the whole-request
+// encoders' output.
+func wholeLine(b *pipeline.Batch) []byte {
+	var out []byte
+	switch b.Signal {
+	case pipeline.Metrics:
+		out = otlpjson.AppendMetrics(nil, b.Metrics, "Authorization")
+	case pipeline.Traces:
+		out = otlpjson.AppendTraces(nil, b.Traces, "Authorization")
+	case pipeline.Logs:
+		out = otlpjson.AppendLogs(nil, b.Logs, "Authorization")
+	}
+	return append(out, '\n')
+}
+
+// TestFileLongLinesInPieces: a line longer than the buffer is the same
+// bytes as the whole-request encoding, written in pieces of about the
+// buffer's size rather than held whole, and the small line after it is a
+// line of its own.
+func TestFileLongLinesInPieces(t *testing.T) {
+	for _, big := range bigBatches(t) {
+		t.Run(big.Signal.String(), func(t *testing.T) {
+			want := wholeLine(big)
+			if len(want) < 3*fileBufSize {
+				t.Fatalf("test batch too small: %d bytes", len(want))
+			}
+			small := metricsBatch("after", 2)
+			switch big.Signal {
+			case pipeline.Traces:
+				small = &pipeline.Batch{Signal: big.Signal, Traces: big.Traces[:1]}
+			case pipeline.Logs:
+				small = &pipeline.Batch{Signal: big.Signal, Logs: big.Logs[:1]}
+			}
+			w := &sizeWriter{}
+			f := newFile(FileOptions{Path: "/x.jsonl", Signal: big.Signal}, w)
+			_ = f.Start(context.Background())
+			for _, b := range []*pipeline.Batch{big, small} {
+				if err := f.Enqueue(context.Background(), b); err != nil {
+					t.Fatal(err)
+				}
+			}
+			if err := f.Shutdown(ctxT(5 * time.Second)); err != nil {
+				t.Fatal(err)
+			}
+			got := w.buf.Bytes()
+			if !bytes.HasPrefix(got, want) {
+				t.Fatalf("long line differs from the whole-request encoding (%d vs %d bytes)", len(got), len(want))
+			}
+			if rest := got[len(want):]; !bytes.Equal(rest, wholeLine(small)) {
+				t.Fatalf("line after the long one: %.200q", rest)
+			}
+			// Each piece is the buffer plus at most one resource.
+			maxRes := 0
+			for i := range big.Len() {
+				one := *big
+				one.Metrics, one.Traces, one.Logs = nil, nil, nil
+				switch big.Signal {
+				case pipeline.Metrics:
+					one.Metrics = big.Metrics[i : i+1]
+				case pipeline.Traces:
+					one.Traces = big.Traces[i : i+1]
+				case pipeline.Logs:
+					one.Logs = big.Logs[i : i+1]
+				}
+				maxRes = max(maxRes, len(wholeLine(&one)))
+			}
+			if len(w.sizes) < 3 {
+				t.Fatalf("%d writes for a %d-byte line: not written in pieces", len(w.sizes), len(want))
+			}
+			for i, n := range w.sizes {
+				if n > fileBufSize+maxRes {
+					t.Fatalf("write %d is %d bytes, more than the buffer (%d) and one resource (%d)", i, n, fileBufSize, maxRes)
+				}
+			}
+			if cap(f.buf) > fileBufMaxKept {
+				t.Fatalf("buffer kept at %d bytes", cap(f.buf))
+			}
+		})
+	}
+}
+
+// TestFileEndsCutLine: a file left ending inside a line (a killed run) gets
+// a newline before the first new line, so each new line is whole; a file
+// ending with a newline is appended to as it is.
+func TestFileEndsCutLine(t *testing.T) {
+	for _, tc := range []struct{ before, warn string }{
+		{`{"resourceMetrics":[{"resource":`, "ends inside a line"},
+		{"{}\n", ""},
+		{"", ""},
+	} {
+		path := filepath.Join(t.TempDir(), "metrics.jsonl")
+		if tc.before != "" {
+			if err := os.WriteFile(path, []byte(tc.before), 0o644); err != nil {
+				t.Fatal(err)
+			}
+		}
+		lg, logs := testLogger()
+		f, err := NewFile(FileOptions{Path: path, Signal: pipeline.Metrics, Logger: lg})
+		if err != nil {
+			t.Fatal(err)
+		}
+		_ = f.Start(context.Background())
+		b := metricsBatch("new", 3)
+		if err := f.Enqueue(context.Background(), b); err != nil {
+			t.Fatal(err)
+		}
+		if err := f.Shutdown(ctxT(5 * time.Second)); err != nil {
+			t.Fatal(err)
+		}
+		data, err := os.ReadFile(path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		want := tc.before
+		if tc.warn != "" {
+			want += "\n"
+		}
+		want += string(wholeLine(b))
+		if string(data) != want {
+			t.Fatalf("after %q the file is\n%q\nwant\n%q", tc.before, data, want)
+		}
+		if got := strings.Contains(logs.String(), "ends inside a line"); got != (tc.warn != "") {
+			t.Fatalf("after %q: warning logged %v: %s", tc.before, got, logs.String())
+		}
+	}
+}

@@ -175,5 +175,12 @@ func encodeProto(re *requestEncoder, msg proto.Message, gz bool, out *bytes.Buff
 		return err
 	}
 	re.raw = raw
-	return re.gzipTo(out, raw, pipeline.Metrics)
+	zw, err := re.gzipWriter(out, pipeline.Metrics)
+	if err != nil {
+		return err
+	}
+	if _, err := zw.Write(raw); err != nil {
+		return err
+	}
+	return zw.Close()
 }

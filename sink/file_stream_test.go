@@ -38,11 +38,11 @@ func (w *sizeWriter) Write(p []byte) (int, error) {
 func bigBatches(t *testing.T) []*pipeline.Batch {
 	t.Helper()
 	var ms []*metricspb.ResourceMetrics
-	for i := range 40 {
+	for i := range 100 {
 		ms = append(ms, metricsBatch(fmt.Sprint("m", i), 300).Metrics...)
 	}
 	var ts []*tracepb.ResourceSpans
-	for range 30 {
+	for range 50 {
 		ts = append(ts, randomSpans(100).Traces...)
 	}
 	var ls []*logspb.ResourceLogs

@@ -99,9 +99,14 @@ func BenchmarkGzipLevel(b *testing.B) {
 
 // Every signal's gzipped body, at whichever level gzipLevel picks, is a gzip
 // stream of exactly the plain body, and the encoder kept between batches
-// produces the same the second time.
+// produces the same the second time. A batch of many resources is gzipped a
+// piece at a time, never held whole as raw protobuf.
 func TestEncodeRequestGzipEachSignal(t *testing.T) {
-	for _, b := range []*pipeline.Batch{randomSpans(300), bench1000(), {Signal: pipeline.Logs, Logs: logsFixture(t)}} {
+	batches := []*pipeline.Batch{randomSpans(300), bench1000(), {Signal: pipeline.Logs, Logs: logsFixture(t)}}
+	for _, b := range bigBatches(t) {
+		batches = append(batches, b)
+	}
+	for _, b := range batches {
 		var plain, gz bytes.Buffer
 		if err := EncodeRequest(b, false, &plain); err != nil {
 			t.Fatal(err)
@@ -124,6 +129,11 @@ func TestEncodeRequestGzipEachSignal(t *testing.T) {
 			}
 			if gz.Len() >= plain.Len() {
 				t.Errorf("%v: gzip did not shrink the body: %d >= %d", b.Signal, gz.Len(), plain.Len())
+			}
+			// (An encoder that held the whole body would have dropped
+			// it as over maxKeptRaw: the pieces are what stays.)
+			if plain.Len() > 4*gzipPiece && (cap(re.raw) == 0 || cap(re.raw) > plain.Len()/2) {
+				t.Errorf("%v: %d bytes of raw protobuf kept for a %d-byte body: not encoded in pieces", b.Signal, cap(re.raw), plain.Len())
 			}
 		}
 	}

@@ -356,7 +356,7 @@ func (h *HTTP) export(b *pipeline.Batch, w *exportWorker) {
 	}
 	buf := &w.out
 	defer func() {
-		if buf.Cap() > maxKeptRaw {
+		if buf.Cap() > maxKeptOut {
 			*buf = bytes.Buffer{}
 		}
 	}()

@@ -124,6 +124,9 @@ func run(args []string, stdout, stderr io.Writer) int {
 // Its memory is the benchmark job's: at 84 targets (40,000 samples a
 // second) GOGC=50 measured 131 → 107 MiB peak RSS against the Go default of
 // 100, with no CPU change beyond the run-to-run noise (bench/README.md).
+// OTLP traces ingest allocates far more per item and pays for it in GC
+// (about a fifth of its CPU against GOGC=70): a job that is mostly traces
+// can set GOGC.
 const defaultGCPercent = 50
 
 // setGCPercent sets defaultGCPercent unless GOGC is set (the runtime has

@@ -1,6 +1,7 @@
 package sink
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -301,8 +302,9 @@ func (s *File) write(ctx context.Context, b *pipeline.Batch) {
 			if !s.writeAll(ctx, s.buf) {
 				// Only at shutdown, past its deadline: the line is
 				// cut short, and the next run starts a new one
-				// (NewFile).
-				s.lostLines++
+				// (NewFile). The whole lines before it in the
+				// buffer are lost with it.
+				s.lostLines += 1 + bytes.Count(s.buf, []byte{'\n'})
 				s.buf = s.buf[:0]
 				return
 			}

@@ -182,3 +182,32 @@ func TestFileEndsCutLine(t *testing.T) {
 		}
 	}
 }
+
+// TestFileLongLineCutAtShutdown: a long line that cannot be written before
+// the shutdown deadline is reported lost, with the whole lines buffered
+// before it, and Shutdown returns.
+func TestFileLongLineCutAtShutdown(t *testing.T) {
+	w := &gateWriter{gate: make(chan struct{})}
+	close(w.gate)
+	w.fail.Store(1 << 30)
+	lg, logs := testLogger()
+	f := newFile(FileOptions{Path: "/full.jsonl", Signal: pipeline.Metrics, Logger: lg}, w)
+	// Not started: Shutdown writes the queue within its deadline.
+	for _, b := range []*pipeline.Batch{metricsBatch("small", 2), bigBatches(t)[0]} {
+		if err := f.Enqueue(context.Background(), b); err != nil {
+			t.Fatal(err)
+		}
+	}
+	start := time.Now()
+	_ = f.Shutdown(ctxT(300 * time.Millisecond))
+	<-f.done
+	if el := time.Since(start); el > 3*time.Second {
+		t.Fatalf("shutdown took %v", el)
+	}
+	if l := logs.String(); !strings.Contains(l, "data not written") || !strings.Contains(l, "lost_lines=2") {
+		t.Fatalf("lost lines not reported: %s", l)
+	}
+	if w.String() != "" {
+		t.Fatalf("a failing writer recorded %q", w.String())
+	}
+}

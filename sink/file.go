@@ -41,8 +41,9 @@ const (
 // Path. It never drops: Enqueue blocks while the queue is full. Lines are
 // built in a buffer of 256 KiB that is flushed when it is idle, at least
 // every 200 ms, and on shutdown (followed by fsync), and when it fills (a
-// line longer than the buffer goes out in pieces, see write). A write error is logged with the path and retried until it
-// succeeds, so the queue fills and backpressure reaches the senders.
+// line longer than the buffer goes out in pieces, see write). A write error
+// is logged with the path and retried until it succeeds, so the queue fills
+// and backpressure reaches the senders.
 type File struct {
 	o      FileOptions
 	log    *slog.Logger

@@ -74,7 +74,7 @@ func NewFile(o FileOptions) (*File, error) {
 	if err := os.MkdirAll(filepath.Dir(o.Path), 0o755); err != nil {
 		return nil, fmt.Errorf("file sink %s: %w", o.Path, err)
 	}
-	f, err := os.OpenFile(o.Path, os.O_RDWR|os.O_CREATE|os.O_APPEND, 0o644)
+	f, err := os.OpenFile(o.Path, os.O_WRONLY|os.O_CREATE|os.O_APPEND, 0o644)
 	if err != nil {
 		return nil, fmt.Errorf("file sink: %w", err)
 	}
@@ -96,8 +96,18 @@ func (s *File) endLine() error {
 	if err != nil || fi.Size() == 0 || !fi.Mode().IsRegular() {
 		return err
 	}
+	// A handle of its own to read from: the sink's is write-only, as a
+	// path like /dev/stdout may only be opened for writing.
+	// Where it cannot be read (a write-only file), appending goes on
+	// unchecked, as it did before the check.
+	r, err := os.Open(s.o.Path)
+	if err != nil {
+		s.log.Warn("file sink: cannot check that the file ends with a whole line", "error", err)
+		return nil
+	}
+	defer r.Close()
 	var last [1]byte
-	if _, err := s.f.ReadAt(last[:], fi.Size()-1); err != nil {
+	if _, err := r.ReadAt(last[:], fi.Size()-1); err != nil {
 		return fmt.Errorf("read last byte: %w", err)
 	}
 	if last[0] == '\n' {

@@ -42,8 +42,8 @@ const (
 // built in a buffer of 256 KiB that is flushed when it is idle, at least
 // every 200 ms, and on shutdown (followed by fsync), and when it fills (a
 // line longer than the buffer goes out in pieces, see write). A write error
-// is logged with the path and retried until it succeeds, so the queue fills
-// and backpressure reaches the senders.
+// is logged with the path and retried until it succeeds (or the shutdown
+// deadline passes), so the queue fills and backpressure reaches the senders.
 type File struct {
 	o      FileOptions
 	log    *slog.Logger
@@ -356,10 +356,12 @@ func (s *File) flush(ctx context.Context) {
 	}
 }
 
-// writeAll writes p (whole lines) with one Write call, retrying the rest
-// after an error until it is written or ctx is done. It reports success.
+// writeAll writes p with one Write call, retrying the rest after an error
+// until it is written or ctx is done, and once Shutdown has begun no longer
+// than its deadline. It reports success.
 func (s *File) writeAll(ctx context.Context, p []byte) bool {
 	delay := fileRetryMin
+	stop := s.stopCh
 	for {
 		n, err := s.w.Write(p)
 		if err == nil && n == len(p) {
@@ -374,6 +376,11 @@ func (s *File) writeAll(ctx context.Context, p []byte) bool {
 		case <-time.After(delay):
 		case <-ctx.Done():
 			return false
+		case <-stop:
+			// Shutdown began: retry until its deadline, not forever
+			// (shutdownCtx is set before stopCh is closed).
+			ctx, stop = s.shutdownCtx, nil
+			continue
 		}
 		delay = min(delay*2, fileRetryMax)
 	}

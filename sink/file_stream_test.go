@@ -211,3 +211,27 @@ func TestFileLongLineCutAtShutdown(t *testing.T) {
 		t.Fatalf("a failing writer recorded %q", w.String())
 	}
 }
+
+// TestFileRetryEndsAtShutdownDeadline: a running sink retrying a failed
+// write gives up at the shutdown deadline instead of retrying for ever.
+func TestFileRetryEndsAtShutdownDeadline(t *testing.T) {
+	w := &gateWriter{gate: make(chan struct{})}
+	close(w.gate)
+	w.fail.Store(1 << 30)
+	lg, logs := testLogger()
+	f := newFile(FileOptions{Path: "/full.jsonl", Signal: pipeline.Metrics, Logger: lg}, w)
+	_ = f.Start(context.Background())
+	if err := f.Enqueue(context.Background(), bigBatches(t)[0]); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, 2*time.Second, func() bool { return w.writes.Load() >= 2 }, "write retried")
+	_ = f.Shutdown(ctxT(300 * time.Millisecond))
+	select {
+	case <-f.done:
+	case <-time.After(3 * time.Second):
+		t.Fatal("the writer still retries 3 s after a 300 ms shutdown deadline")
+	}
+	if l := logs.String(); !strings.Contains(l, "lost_lines=1") {
+		t.Fatalf("lost line not reported: %s", l)
+	}
+}

@@ -49,12 +49,26 @@ func (e *MetricsEncoder) AppendMetrics(dst []byte, rms []*metricspb.ResourceMetr
 // appendMetricsRequest is AppendMetrics, reusing the encodings stored with
 // shared point attributes (pipeline.Encoded) when stored is set.
 func appendMetricsRequest(dst []byte, rms []*metricspb.ResourceMetrics, skip []string, stored bool) []byte {
-	first := true
-	dst = append(dst, '{')
-	dst = fieldList(dst, &first, "resourceMetrics", rms, func(b []byte, r *metricspb.ResourceMetrics) []byte {
+	return appendRequest(dst, pipeline.Metrics, rms, func(b []byte, r *metricspb.ResourceMetrics) []byte {
 		return appendResourceMetrics(b, r, skip, stored)
 	})
-	return append(dst, '}')
+}
+
+// appendRequest appends the export request of signal s holding xs, each
+// encoded by fn, framed as RequestStart describes: the whole-request
+// encoders and a writer emitting a request piece by piece share one framing.
+func appendRequest[T any](dst []byte, s pipeline.Signal, xs []T, fn func([]byte, T) []byte) []byte {
+	if len(xs) == 0 {
+		return append(dst, "{}"...)
+	}
+	dst = append(dst, RequestStart(s)...)
+	for i, x := range xs {
+		if i > 0 {
+			dst = append(dst, ',')
+		}
+		dst = fn(dst, x)
+	}
+	return append(dst, RequestEnd...)
 }
 
 // A request piece by piece: the OTLP/JSON of an export request with at least
@@ -104,19 +118,13 @@ func AppendResourceLogs(dst []byte, rl *logspb.ResourceLogs, skipResourceKeys ..
 // AppendTraces appends the OTLP/JSON encoding of an ExportTraceServiceRequest holding rss to dst (no trailing newline).
 // Resource attributes whose key equals any of skipResourceKeys are left out.
 func AppendTraces(dst []byte, rss []*tracepb.ResourceSpans, skipResourceKeys ...string) []byte {
-	first := true
-	dst = append(dst, '{')
-	dst = fieldList(dst, &first, "resourceSpans", rss, func(b []byte, r *tracepb.ResourceSpans) []byte { return appendResourceSpans(b, r, skipResourceKeys) })
-	return append(dst, '}')
+	return appendRequest(dst, pipeline.Traces, rss, func(b []byte, r *tracepb.ResourceSpans) []byte { return appendResourceSpans(b, r, skipResourceKeys) })
 }
 
 // AppendLogs appends the OTLP/JSON encoding of an ExportLogsServiceRequest holding rls to dst (no trailing newline).
 // Resource attributes whose key equals any of skipResourceKeys are left out.
 func AppendLogs(dst []byte, rls []*logspb.ResourceLogs, skipResourceKeys ...string) []byte {
-	first := true
-	dst = append(dst, '{')
-	dst = fieldList(dst, &first, "resourceLogs", rls, func(b []byte, r *logspb.ResourceLogs) []byte { return appendResourceLogs(b, r, skipResourceKeys) })
-	return append(dst, '}')
+	return appendRequest(dst, pipeline.Logs, rls, func(b []byte, r *logspb.ResourceLogs) []byte { return appendResourceLogs(b, r, skipResourceKeys) })
 }
 
 // ---- field helpers ----

@@ -187,11 +187,7 @@ func TestFileEndsCutLine(t *testing.T) {
 // the shutdown deadline is reported lost, with the whole lines buffered
 // before it, and Shutdown returns.
 func TestFileLongLineCutAtShutdown(t *testing.T) {
-	w := &gateWriter{gate: make(chan struct{})}
-	close(w.gate)
-	w.fail.Store(1 << 30)
-	lg, logs := testLogger()
-	f := newFile(FileOptions{Path: "/full.jsonl", Signal: pipeline.Metrics, Logger: lg}, w)
+	f, w, logs := failingFile()
 	// Not started: Shutdown writes the queue within its deadline.
 	for _, b := range []*pipeline.Batch{metricsBatch("small", 2), bigBatches(t)[0]} {
 		if err := f.Enqueue(context.Background(), b); err != nil {
@@ -215,11 +211,7 @@ func TestFileLongLineCutAtShutdown(t *testing.T) {
 // TestFileRetryEndsAtShutdownDeadline: a running sink retrying a failed
 // write gives up at the shutdown deadline instead of retrying for ever.
 func TestFileRetryEndsAtShutdownDeadline(t *testing.T) {
-	w := &gateWriter{gate: make(chan struct{})}
-	close(w.gate)
-	w.fail.Store(1 << 30)
-	lg, logs := testLogger()
-	f := newFile(FileOptions{Path: "/full.jsonl", Signal: pipeline.Metrics, Logger: lg}, w)
+	f, w, logs := failingFile()
 	_ = f.Start(context.Background())
 	if err := f.Enqueue(context.Background(), bigBatches(t)[0]); err != nil {
 		t.Fatal(err)
@@ -234,4 +226,14 @@ func TestFileRetryEndsAtShutdownDeadline(t *testing.T) {
 	if l := logs.String(); !strings.Contains(l, "lost_lines=1") {
 		t.Fatalf("lost line not reported: %s", l)
 	}
+}
+
+// failingFile returns a metrics file sink (not started) whose every write
+// fails, its writer and its log.
+func failingFile() (*File, *gateWriter, *syncBuf) {
+	w := &gateWriter{gate: make(chan struct{})}
+	close(w.gate)
+	w.fail.Store(1 << 30)
+	lg, logs := testLogger()
+	return newFile(FileOptions{Path: "/full.jsonl", Signal: pipeline.Metrics, Logger: lg}, w), w, logs
 }

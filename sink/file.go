@@ -61,6 +61,7 @@ type File struct {
 
 	buf       []byte
 	lostLines int
+	wb        *writeback // nil unless w is a regular file
 	// metricsEnc reuses the JSON of shared point attributes.
 	metricsEnc otlpjson.MetricsEncoder
 }
@@ -83,6 +84,10 @@ func NewFile(o FileOptions) (*File, error) {
 	if err := s.endLine(); err != nil {
 		f.Close()
 		return nil, fmt.Errorf("file sink %s: %w", o.Path, err)
+	}
+	if fi, err := f.Stat(); err == nil && fi.Mode().IsRegular() {
+		end := fi.Size()
+		s.wb = &writeback{fd: f.Fd(), chunk: writebackChunk, off: end, started: end, dropped: alignDown(end)}
 	}
 	return s, nil
 }
@@ -282,6 +287,8 @@ func (s *File) drain() {
 		if !lost {
 			if err := s.f.Sync(); err != nil {
 				s.log.Error("file sink: fsync failed", "error", err)
+			} else {
+				s.wb.synced()
 			}
 		}
 		if err := s.f.Close(); err != nil {
@@ -364,6 +371,7 @@ func (s *File) writeAll(ctx context.Context, p []byte) bool {
 	stop := s.stopCh
 	for {
 		n, err := s.w.Write(p)
+		s.wb.wrote(n)
 		if err == nil && n == len(p) {
 			return true
 		}

@@ -76,7 +76,11 @@ func TestGRPCCodecExports(t *testing.T) {
 			var got proto.Message
 			switch b.Signal {
 			case pipeline.Traces:
-				got = &coltracepb.ExportTraceServiceRequest{ResourceSpans: b.Traces}
+				rss, err := pipeline.ExpandSpans(b.Traces) // received spans are kept as records
+				if err != nil {
+					t.Fatal(err)
+				}
+				got = &coltracepb.ExportTraceServiceRequest{ResourceSpans: rss}
 			case pipeline.Logs:
 				got = &collogspb.ExportLogsServiceRequest{ResourceLogs: b.Logs}
 			default:

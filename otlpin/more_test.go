@@ -35,7 +35,7 @@ func TestHTTPJSONHexIDs(t *testing.T) {
 	if len(c.bs) != 1 {
 		t.Fatalf("%d batches", len(c.bs))
 	}
-	sp := c.bs[0].Traces[0].ScopeSpans[0].Spans[0]
+	sp := firstSpan(t, c.bs[0])
 	if hex.EncodeToString(sp.TraceId) != "5b8efff798038103d269b633813fc60c" || hex.EncodeToString(sp.SpanId) != "eee19b7ec3c1b174" || sp.StartTimeUnixNano != 1700000000000000001 || sp.Kind != 2 {
 		t.Fatalf("span: %x %x %d %v", sp.TraceId, sp.SpanId, sp.StartTimeUnixNano, sp.Kind)
 	}
@@ -51,7 +51,7 @@ func TestHTTPGzipProtobufAndMethod(t *testing.T) {
 	if resp, out := post(t, r, "/v1/traces", ctProtobuf, "gzip", zb.Bytes()); resp.StatusCode != 200 {
 		t.Fatalf("gzip protobuf: %d %q", resp.StatusCode, out)
 	}
-	if len(c.bs) != 1 || c.bs[0].Traces[0].ScopeSpans[0].Spans[0].Name != "s" {
+	if len(c.bs) != 1 || firstSpan(t, c.bs[0]).Name != "s" {
 		t.Fatal("gzip'd span not delivered")
 	}
 	resp, err := http.Get("http://" + r.HTTPAddr().String() + "/v1/traces")

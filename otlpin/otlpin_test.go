@@ -31,6 +31,17 @@ type rec struct {
 	bs []*pipeline.Batch
 }
 
+// firstSpan is the first span b received, as a message (the decoder keeps
+// received spans as records).
+func firstSpan(t *testing.T, b *pipeline.Batch) *tracepb.Span {
+	t.Helper()
+	spans, err := pipeline.SpansOf(b.Traces[0].ScopeSpans[0])
+	if err != nil || len(spans) == 0 {
+		t.Fatalf("no span (%v)", err)
+	}
+	return spans[0]
+}
+
 func (c *rec) Consume(_ context.Context, b *pipeline.Batch) error {
 	c.mu.Lock()
 	defer c.mu.Unlock()
@@ -87,7 +98,7 @@ func TestSDKTracesHTTP(t *testing.T) {
 	_ = tp.Shutdown(context.Background())
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	if len(c.bs) != 1 || c.bs[0].Traces[0].ScopeSpans[0].Spans[0].Name != "hello" {
+	if len(c.bs) != 1 || firstSpan(t, c.bs[0]).Name != "hello" {
 		t.Fatalf("got %v", c.bs)
 	}
 }

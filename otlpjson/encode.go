@@ -5,6 +5,7 @@ import (
 	"math"
 	"strconv"
 	"strings"
+	"sync"
 	"unicode/utf8"
 
 	"github.com/otelstep/otelstep/pipeline"
@@ -842,9 +843,49 @@ func appendScopeSpans(b []byte, ss *tracepb.ScopeSpans) []byte {
 		b = key(b, &first, "scope")
 		b = appendScope(b, ss.Scope)
 	}
-	b = fieldList(b, &first, "spans", ss.Spans, appendSpan)
+	recs := pipeline.SpanRecords(ss)
+	if _, _, ok := pipeline.NextSpan(recs); ok || len(ss.Spans) > 0 {
+		b = key(b, &first, "spans")
+		b = append(b, '[')
+		for i, s := range ss.Spans {
+			if i > 0 {
+				b = append(b, ',')
+			}
+			b = appendSpan(b, s)
+		}
+		b = appendSpanRecords(b, recs, len(ss.Spans) > 0)
+		b = append(b, ']')
+	}
 	b = fieldString(b, &first, "schemaUrl", ss.SchemaUrl)
 	return append(b, '}')
+}
+
+// spanDecoders decode received spans (pipeline.SpanRecords) one at a time
+// into scratch, so encoding them keeps no decoded span.
+var spanDecoders = sync.Pool{New: func() any { return new(pipeline.SpanDecoder) }}
+
+// appendSpanRecords appends the spans of records as list elements, after a
+// comma if comma. A record that does not decode is left out; the decoder
+// checked every record it kept, so none does.
+func appendSpanRecords(b []byte, records []byte, comma bool) []byte {
+	if len(records) == 0 {
+		return b
+	}
+	d := spanDecoders.Get().(*pipeline.SpanDecoder)
+	for rec, rest, ok := pipeline.NextSpan(records); ok; rec, rest, ok = pipeline.NextSpan(rest) {
+		s, err := d.Decode(rec)
+		if err != nil {
+			continue
+		}
+		if comma {
+			b = append(b, ',')
+		}
+		comma = true
+		b = appendSpan(b, s)
+	}
+	d.Reset()
+	spanDecoders.Put(d)
+	return b
 }
 
 func appendSpan(b []byte, s *tracepb.Span) []byte {

@@ -118,7 +118,7 @@ func ScopeMetricsPoints(sm *metricspb.ScopeMetrics) int {
 func ResourceSpansCount(rs *tracepb.ResourceSpans) int {
 	n := 0
 	for _, ss := range rs.GetScopeSpans() {
-		n += len(ss.GetSpans())
+		n += ScopeSpansCount(ss)
 	}
 	return n
 }

@@ -190,9 +190,13 @@ type decoder struct {
 	dbls  slab[commonpb.AnyValue_DoubleValue]
 	bols  slab[commonpb.AnyValue_BoolValue]
 
+	// scratch decodes one span at a time into sp and rewinds (see
+	// checkSpan): created on first use and pooled with the decoder.
+	scratch *decoder
+	sp      *tracepb.Span
+
 	rss    list[tracepb.ResourceSpans]
 	sss    list[tracepb.ScopeSpans]
-	spans  list[tracepb.Span]
 	events list[tracepb.Span_Event]
 	links  list[tracepb.Span_Link]
 	stats  slab[tracepb.Status]
@@ -269,9 +273,14 @@ func getDecoder(buf []byte) *decoder {
 func putDecoder(d *decoder) {
 	var keep decoder
 	keep.kvs.stack, keep.avs.stack, keep.ents.stack = clearStack(d.kvs.stack), clearStack(d.avs.stack), clearStack(d.ents.stack)
-	keep.rss.stack, keep.sss.stack, keep.spans.stack = clearStack(d.rss.stack), clearStack(d.sss.stack), clearStack(d.spans.stack)
+	keep.rss.stack, keep.sss.stack = clearStack(d.rss.stack), clearStack(d.sss.stack)
 	keep.events.stack, keep.links.stack = clearStack(d.events.stack), clearStack(d.links.stack)
 	keep.rls.stack, keep.sls.stack, keep.recs.stack = clearStack(d.rls.stack), clearStack(d.sls.stack), clearStack(d.recs.stack)
+	if sd := d.scratch; sd != nil {
+		sd.b, sd.s = nil, ""
+		sd.rewindSpan()
+		keep.scratch = sd
+	}
 	keep.rms.stack, keep.sms.stack, keep.mets.stack = clearStack(d.rms.stack), clearStack(d.sms.stack), clearStack(d.mets.stack)
 	keep.nps.stack, keep.hps.stack, keep.ehps.stack = clearStack(d.nps.stack), clearStack(d.hps.stack), clearStack(d.ehps.stack)
 	keep.sps.stack, keep.quants.stack, keep.exs.stack = clearStack(d.sps.stack), clearStack(d.quants.stack), clearStack(d.exs.stack)
@@ -306,8 +315,9 @@ const (
 // unused one, and at least half of what was handed out so far, so the
 // number of chunks grows logarithmically when the estimate is low.
 type slab[T any] struct {
-	free []T // rest of the current chunk
-	used int // elements handed out so far
+	free  []T // rest of the current chunk
+	chunk []T // the current chunk, for rewind
+	used  int // elements handed out so far
 }
 
 // one returns a zeroed element. done is the decoder's position, total the
@@ -340,6 +350,23 @@ func (s *slab[T]) refill(n, done, total int) {
 		size = max(size, int(int64(s.used)*int64(total-done)/int64(done)/2))
 	}
 	s.free = make([]T, max(n, min(size, maxChunk)))
+	s.chunk = s.free
+}
+
+// rewind hands out the current chunk again, zeroed, once nothing handed out
+// is in use (a scratch decoder's, between spans). used is kept, so a chunk
+// that was too small is replaced by one sized for what the spans so far
+// needed, and the chunk settles at about one span's worth.
+func (s *slab[T]) rewind() {
+	clear(s.chunk[:len(s.chunk)-len(s.free)])
+	s.free = s.chunk
+}
+
+func (l *list[T]) rewind() {
+	l.items.rewind()
+	l.ptrs.rewind()
+	clear(l.stack[:cap(l.stack)])
+	l.stack = l.stack[:0]
 }
 
 // list stores the messages of one type and builds the repeated fields that

@@ -4,6 +4,7 @@ import (
 	commonpb "go.opentelemetry.io/proto/otlp/common/v1"
 	resourcepb "go.opentelemetry.io/proto/otlp/resource/v1"
 	tracepb "go.opentelemetry.io/proto/otlp/trace/v1"
+	"google.golang.org/protobuf/encoding/protowire"
 )
 
 // ExportTraceServiceRequest and everything under it; see protodec.go.
@@ -123,10 +124,11 @@ func (d *decoder) scopeField(s **commonpb.InstrumentationScope, q, end int) (int
 var scopeSpansFields = []string{1: "scope", 2: "spans", 3: "schema_url"}
 
 func (d *decoder) scopeSpans(m *tracepb.ScopeSpans, p, end int) *DecodeError {
-	mark := d.spans.mark()
-	// [start, last) is the spans' records (tags included) while they are
-	// contiguous: the bytes RawSpans gives the encoder.
-	start, last, contiguous := -1, -1, true
+	// The spans are checked and kept as their records (rawspans.go):
+	// [start, last) while they are contiguous, as they are from every
+	// SDK, else copied together after the loop.
+	from := p
+	n, start, last, contiguous := 0, -1, -1, true
 	for p < end {
 		tag, q := uint64(d.b[p]), p+1
 		var e *DecodeError
@@ -141,16 +143,14 @@ func (d *decoder) scopeSpans(m *tracepb.ScopeSpans, p, end int) *DecodeError {
 				return e.in("scope")
 			}
 		case 2<<3 | wtLen:
-			i := d.spans.count(mark)
 			a, z, e := d.lenPrefix(q, end)
 			if e != nil {
-				return e.at("spans", len(m.Spans)+i)
+				return e.at("spans", n)
 			}
-			s := d.spans.new(p, d.n)
-			if e := d.span(s, a, z); e != nil {
-				return e.at("spans", len(m.Spans)+i)
+			if e := d.checkSpan(a, z); e != nil {
+				return e.at("spans", n)
 			}
-			d.spans.push(s)
+			n++
 			if start < 0 {
 				start = p
 			} else if p != last {
@@ -167,13 +167,34 @@ func (d *decoder) scopeSpans(m *tracepb.ScopeSpans, p, end int) *DecodeError {
 			}
 		}
 	}
-	if start >= 0 && contiguous && len(m.Spans) == 0 {
-		m.Spans = markRawSpans(d.spans.stack[mark:], d.b[start:last:last])
-		d.spans.stack = d.spans.stack[:mark]
-		return nil
+	switch {
+	case n == 0:
+	case contiguous:
+		SetSpanRecords(m, d.b[start:last:last])
+	default:
+		SetSpanRecords(m, d.gatherSpans(from, end))
 	}
-	m.Spans = d.spans.finish(mark, m.Spans, p, d.n)
 	return nil
+}
+
+// gatherSpans copies the span records of the ScopeSpans in [p, end), all
+// checked already, into one buffer.
+func (d *decoder) gatherSpans(p, end int) []byte {
+	var out []byte
+	for rest := d.b[p:end]; ; {
+		num, typ, n := protowire.ConsumeTag(rest)
+		if n < 0 {
+			return out
+		}
+		m := protowire.ConsumeFieldValue(num, typ, rest[n:])
+		if m < 0 {
+			return out
+		}
+		if num == 2 && typ == protowire.BytesType {
+			out = append(out, rest[:n+m]...)
+		}
+		rest = rest[n+m:]
+	}
 }
 
 var spanFields = []string{1: "trace_id", 2: "span_id", 3: "trace_state", 4: "parent_span_id", 5: "name",

@@ -12,111 +12,106 @@ import (
 	"github.com/otelstep/otelstep/pipeline"
 )
 
-// spanRecords parses raw as repeated field 2 and decodes each record.
-func spanRecords(t *testing.T, raw []byte) []*tracepb.Span {
-	t.Helper()
-	var out []*tracepb.Span
-	for len(raw) > 0 {
-		num, typ, n := protowire.ConsumeTag(raw)
-		if n < 0 || num != 2 || typ != protowire.BytesType {
-			t.Fatalf("raw spans: field %d type %d (n %d), want field 2 bytes", num, typ, n)
-		}
-		raw = raw[n:]
-		v, m := protowire.ConsumeBytes(raw)
-		if m < 0 {
-			t.Fatal("raw spans: bad length")
-		}
-		s := new(tracepb.Span)
-		if err := proto.Unmarshal(v, s); err != nil {
-			t.Fatal(err)
-		}
-		out = append(out, s)
-		raw = raw[m:]
-	}
-	return out
-}
-
-// A decoded ScopeSpans carries its spans' wire bytes, and they decode to
-// exactly its spans.
-func TestRawSpansOfDecodedRequest(t *testing.T) {
-	data, _ := proto.Marshal(fullTraces())
-	b, err := pipeline.UnmarshalRequest(pipeline.Traces, data)
+// A decoded ScopeSpans keeps its spans as their records, a range of the
+// request; they decode (SpanDecoder, SpansOf) to exactly the spans sent,
+// and proto.Marshal writes them back.
+func TestSpanRecordsOfDecodedRequest(t *testing.T) {
+	req := fullTraces()
+	data, _ := proto.Marshal(req)
+	b, err := pipeline.UnmarshalOwnedRequest(pipeline.Traces, data)
 	if err != nil {
 		t.Fatal(err)
 	}
-	marked := 0
-	for _, rs := range b.Traces {
-		for _, ss := range rs.ScopeSpans {
-			if len(ss.Spans) == 0 {
-				if pipeline.RawSpans(ss.Spans) != nil {
-					t.Error("no spans, but raw bytes")
+	var dec pipeline.SpanDecoder
+	checked := 0
+	for i, rs := range b.Traces {
+		for j, ss := range rs.ScopeSpans {
+			want := req.ResourceSpans[i].ScopeSpans[j].Spans
+			recs := pipeline.SpanRecords(ss)
+			if len(want) == 0 {
+				if len(recs) != 0 || pipeline.ScopeSpansCount(ss) != 0 {
+					t.Error("no spans, but records")
 				}
 				continue
 			}
-			raw := pipeline.RawSpans(ss.Spans)
-			if raw == nil {
-				t.Fatal("a decoded ScopeSpans is not marked")
+			if !bytes.Contains(data, recs) || &recs[0] == nil {
+				t.Error("span records are not a range of the request")
 			}
-			if !bytes.Contains(data, raw) {
-				t.Error("raw spans are not a range of the request")
+			if n := pipeline.ScopeSpansCount(ss); n != len(want) {
+				t.Fatalf("ScopeSpansCount %d, sent %d", n, len(want))
 			}
-			got := spanRecords(t, raw)
-			if len(got) != len(ss.Spans) {
-				t.Fatalf("%d records for %d spans", len(got), len(ss.Spans))
+			k := 0
+			for rec, rest, ok := pipeline.NextSpan(recs); ok; rec, rest, ok = pipeline.NextSpan(rest) {
+				s, err := dec.Decode(rec)
+				if err != nil {
+					t.Fatal(err)
+				}
+				if !proto.Equal(s, want[k]) {
+					t.Errorf("record %d decodes to %v, sent %v", k, s, want[k])
+				}
+				k++
 			}
-			for i := range got {
-				if !proto.Equal(got[i], ss.Spans[i]) {
-					t.Errorf("record %d is not span %d", i, i)
+			got, err := pipeline.SpansOf(ss)
+			if err != nil || len(got) != len(want) {
+				t.Fatalf("SpansOf: %d spans, %v", len(got), err)
+			}
+			for k := range got {
+				if !proto.Equal(got[k], want[k]) {
+					t.Errorf("SpansOf %d differs", k)
 				}
 			}
-			marked++
+			back, _ := proto.Marshal(ss)
+			var again tracepb.ScopeSpans
+			if err := proto.Unmarshal(back, &again); err != nil || !proto.Equal(&again, req.ResourceSpans[i].ScopeSpans[j]) {
+				t.Errorf("proto.Marshal of the kept ScopeSpans does not read back as sent (%v)", err)
+			}
+			checked++
 		}
 	}
-	if marked == 0 {
+	if checked == 0 {
 		t.Fatal("fixture has no spans")
 	}
 }
 
-// Only the very slice the decoder built reads as marked.
-func TestRawSpansOnlyTheDecodedSlice(t *testing.T) {
-	req := fullTraces()
-	ss := req.ResourceSpans[0].ScopeSpans[0]
-	ss.Spans = append(ss.Spans, proto.Clone(ss.Spans[0]).(*tracepb.Span)) // at least two
-	data, _ := proto.Marshal(req)
-	b, err := pipeline.UnmarshalRequest(pipeline.Traces, data)
-	if err != nil {
-		t.Fatal(err)
+// Decoding one span after another reuses the scratch: no allocation per
+// span once warmed up, for spans whose values are strings, numbers and
+// booleans (array, kvlist and bytes values, rare, are allocated).
+func TestSpanDecoderAllocatesNothing(t *testing.T) {
+	str := func(k, v string) *commonpb.KeyValue {
+		return &commonpb.KeyValue{Key: k, Value: &commonpb.AnyValue{Value: &commonpb.AnyValue_StringValue{StringValue: v}}}
 	}
-	spans := b.Traces[0].ScopeSpans[0].Spans
-	if pipeline.RawSpans(spans) == nil {
-		t.Fatal("not marked")
+	attrs := []*commonpb.KeyValue{str("http.method", "GET"), str("http.route", "/api"),
+		{Key: "n", Value: &commonpb.AnyValue{Value: &commonpb.AnyValue_IntValue{IntValue: 7}}},
+		{Key: "f", Value: &commonpb.AnyValue{Value: &commonpb.AnyValue_DoubleValue{DoubleValue: 0.5}}},
+		{Key: "b", Value: &commonpb.AnyValue{Value: &commonpb.AnyValue_BoolValue{BoolValue: true}}}}
+	var recs [][]byte
+	for i := range 5 {
+		s := &tracepb.Span{TraceId: bytes.Repeat([]byte{byte(i)}, 16), SpanId: bytes.Repeat([]byte{2}, 8), Name: "op",
+			Attributes: attrs[:2+i%4], Status: &tracepb.Status{Message: "m", Code: 2},
+			Events: []*tracepb.Span_Event{{Name: "e", Attributes: attrs[:i]}},
+			Links:  []*tracepb.Span_Link{{TraceId: bytes.Repeat([]byte{3}, 16), Attributes: attrs[i:]}}}
+		b, _ := proto.Marshal(s)
+		recs = append(recs, b)
 	}
-	n := len(spans)
-	if pipeline.RawSpans(spans[:n:n+1]) == nil {
-		t.Error("the slice itself, re-sliced to its own length and capacity, lost its mark")
-	}
-	for name, s := range map[string][]*tracepb.Span{
-		"prefix":  spans[:n-1],
-		"prefix3": spans[: n-1 : n-1],
-		"suffix":  spans[1:],
-		"copy":    append([]*tracepb.Span(nil), spans...),
-		"built":   {{Name: "x"}},
-	} {
-		if pipeline.RawSpans(s) != nil {
-			t.Errorf("%s reads as marked", name)
+	var dec pipeline.SpanDecoder
+	run := func() {
+		for _, r := range recs {
+			if _, err := dec.Decode(r); err != nil {
+				t.Fatal(err)
+			}
 		}
 	}
-	// Appending writes the spare slot: the result, and the original with
-	// it, read as unmarked (never as another slice's bytes).
-	appended := append(spans, &tracepb.Span{})
-	if pipeline.RawSpans(appended) != nil || pipeline.RawSpans(spans) != nil {
-		t.Error("a slice appended to still reads as marked")
+	for range 20 {
+		run() // warm up: the chunks settle at a span's worth
+	}
+	if n := testing.AllocsPerRun(100, run); n > 0 {
+		t.Errorf("%.1f allocations decoding %d spans with a warm decoder", n, len(recs))
 	}
 }
 
-// Spans whose records are split by another field are decoded as always but
-// not marked: their bytes are not one range.
-func TestRawSpansNotContiguous(t *testing.T) {
+// Records split by another field are checked as usual and gathered into
+// one buffer, in order, without the field between them.
+func TestSpanRecordsNotContiguous(t *testing.T) {
 	span := func(name string) []byte {
 		b, _ := proto.Marshal(&tracepb.Span{Name: name, TraceId: bytes.Repeat([]byte{1}, 16), SpanId: bytes.Repeat([]byte{2}, 8)})
 		return b
@@ -139,10 +134,45 @@ func TestRawSpansNotContiguous(t *testing.T) {
 		t.Fatal(err)
 	}
 	got := b.Traces[0].ScopeSpans[0]
-	if len(got.Spans) != 2 || got.Spans[0].Name != "a" || got.Spans[1].Name != "b" || got.Scope.GetName() != "lib" {
-		t.Fatalf("decoded %v", got)
+	spans, err := pipeline.SpansOf(got)
+	if err != nil || len(spans) != 2 || spans[0].Name != "a" || spans[1].Name != "b" || got.Scope.GetName() != "lib" {
+		t.Fatalf("decoded %v (%v)", spans, err)
 	}
-	if pipeline.RawSpans(got.Spans) != nil {
-		t.Error("spans split by the scope field read as one range")
+	var want []byte
+	for _, n := range []string{"a", "b"} {
+		want = protowire.AppendTag(want, 2, protowire.BytesType)
+		want = protowire.AppendBytes(want, span(n))
+	}
+	if !bytes.Equal(pipeline.SpanRecords(got), want) {
+		t.Errorf("records %x, want %x", pipeline.SpanRecords(got), want)
+	}
+}
+
+// SplitSpanRecords cuts after the k-th span record, skipping other fields
+// as NextSpan does, and the head cannot be appended into the tail.
+func TestSplitSpanRecords(t *testing.T) {
+	var recs []byte
+	for _, n := range []string{"a", "b", "c"} {
+		b, _ := proto.Marshal(&tracepb.Span{Name: n})
+		recs = protowire.AppendTag(recs, 2, protowire.BytesType)
+		recs = protowire.AppendBytes(recs, b)
+		recs = protowire.AppendTag(recs, 9, protowire.VarintType) // not a span
+		recs = protowire.AppendVarint(recs, 1)
+	}
+	if n := pipeline.SpanRecordCount(recs); n != 3 {
+		t.Fatalf("%d spans, want 3", n)
+	}
+	for k := 0; k <= 4; k++ {
+		head, tail := pipeline.SplitSpanRecords(recs, k)
+		want := min(k, 3)
+		if pipeline.SpanRecordCount(head) != want || pipeline.SpanRecordCount(tail) != 3-want {
+			t.Errorf("k=%d: %d + %d spans", k, pipeline.SpanRecordCount(head), pipeline.SpanRecordCount(tail))
+		}
+		if !bytes.Equal(append(append([]byte(nil), head...), tail...), recs) {
+			t.Errorf("k=%d: head and tail are not the records", k)
+		}
+		if k > 0 && k < 3 && cap(head) != len(head) {
+			t.Errorf("k=%d: head has spare capacity into the tail", k)
+		}
 	}
 }

@@ -87,7 +87,7 @@ func NewFile(o FileOptions) (*File, error) {
 	}
 	if fi, err := f.Stat(); err == nil && fi.Mode().IsRegular() {
 		end := fi.Size()
-		s.wb = &writeback{fd: f.Fd(), chunk: writebackChunk, off: end, started: end, dropped: alignDown(end)}
+		s.wb = &writeback{fd: f.Fd(), chunk: writebackChunk, off: end, started: end, last: end, dropped: alignDown(end)}
 	}
 	return s, nil
 }

@@ -98,13 +98,10 @@ func (e *MetricsProtoEncoder) sizeScopeSpans(ss *tracepb.ScopeSpans) int {
 	if ss.Scope != nil {
 		n += lenField(1, e.sizeScope(ss.Scope))
 	}
-	if raw := pipeline.RawSpans(ss.Spans); raw != nil {
-		n += len(raw) // received spans, unchanged: their bytes as they came
-	} else {
-		for _, sp := range ss.Spans {
-			n += lenField(2, e.sizeSpan(sp))
-		}
+	for _, sp := range ss.Spans {
+		n += lenField(2, e.sizeSpan(sp))
 	}
+	n += len(pipeline.SpanRecords(ss)) // received spans, as they came
 	n += strSize(3, ss.SchemaUrl)
 	e.sizes[idx] = n
 	return n
@@ -115,14 +112,11 @@ func (e *MetricsProtoEncoder) appendScopeSpans(dst []byte, ss *tracepb.ScopeSpan
 		dst = e.msg(dst, 1)
 		dst = e.appendScope(dst, ss.Scope)
 	}
-	if raw := pipeline.RawSpans(ss.Spans); raw != nil {
-		dst = append(dst, raw...)
-	} else {
-		for _, sp := range ss.Spans {
-			dst = e.msg(dst, 2)
-			dst = e.appendSpan(dst, sp)
-		}
+	for _, sp := range ss.Spans {
+		dst = e.msg(dst, 2)
+		dst = e.appendSpan(dst, sp)
 	}
+	dst = append(dst, pipeline.SpanRecords(ss)...)
 	return appendStr(dst, 3, ss.SchemaUrl)
 }
 

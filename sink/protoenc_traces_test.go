@@ -86,6 +86,9 @@ func TestEncodeRequestTraces(t *testing.T) {
 		t.Fatal(err)
 	}
 	b, err := pipeline.UnmarshalRequest(pipeline.Traces, out.Bytes())
+	if err == nil {
+		b.Traces, err = pipeline.ExpandSpans(b.Traces)
+	}
 	if err != nil || !proto.Equal(&coltracepb.ExportTraceServiceRequest{ResourceSpans: b.Traces}, &coltracepb.ExportTraceServiceRequest{ResourceSpans: rss}) {
 		t.Fatalf("round trip through EncodeRequest: %v", err)
 	}
@@ -127,7 +130,7 @@ func benchSpans(n int) []*tracepb.ResourceSpans {
 	return []*tracepb.ResourceSpans{{Resource: &resourcepb.Resource{}, ScopeSpans: []*tracepb.ScopeSpans{{Spans: spans}}}}
 }
 
-// Received spans go out as the bytes they came in (pipeline.RawSpans), and
+// Received spans go out as the bytes they came in (pipeline.SpanRecords), and
 // a batch split inside a ScopeSpans still encodes each half's own spans.
 func TestTracesEncoderForwardsReceivedSpans(t *testing.T) {
 	var enc MetricsProtoEncoder
@@ -144,10 +147,15 @@ func TestTracesEncoderForwardsReceivedSpans(t *testing.T) {
 		marked := 0
 		for _, rs := range b.Traces {
 			for _, ss := range rs.ScopeSpans {
-				if pipeline.RawSpans(ss.Spans) != nil {
+				if len(pipeline.SpanRecords(ss)) > 0 {
 					marked++
 				}
 			}
+		}
+		// The JSONL line of received spans (decoded from their records
+		// as they are encoded) is the line of the same spans as messages.
+		if js, want := otlpjson.AppendTraces(nil, b.Traces), otlpjson.AppendTraces(nil, rss); !bytes.Equal(js, want) {
+			t.Errorf("fixture %d: JSON of the received spans differs from the JSON of the spans sent\ngot  %.300s\nwant %.300s", i, js, want)
 		}
 		got := enc.AppendTracesRequest(nil, b.Traces)
 		if !bytes.Equal(got, data) {
@@ -172,6 +180,14 @@ func TestTracesEncoderForwardsReceivedSpans(t *testing.T) {
 					t.Fatalf("fixture %d split at %d: a part of %d spans encodes %d", i, k, part.Items(), n)
 				}
 				back = append(back, req.ResourceSpans...)
+				// Each half's JSON holds its own spans too.
+				js, err := otlpjson.DecodeTraces(otlpjson.AppendTraces(nil, part.Traces))
+				if err != nil {
+					t.Fatal(err)
+				}
+				if n := (&pipeline.Batch{Signal: pipeline.Traces, Traces: js.ResourceSpans}).Items(); n != part.Items() {
+					t.Fatalf("fixture %d split at %d: a part of %d spans has %d in its JSON", i, k, part.Items(), n)
+				}
 			}
 			var wantSpans, gotSpans []*tracepb.Span
 			for _, rs := range want.ResourceSpans {

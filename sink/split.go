@@ -95,10 +95,21 @@ func splitRS(rs *tracepb.ResourceSpans, k int) (*tracepb.ResourceSpans, *tracepb
 	h := &tracepb.ResourceSpans{Resource: rs.Resource, SchemaUrl: rs.SchemaUrl}
 	r := &tracepb.ResourceSpans{Resource: rs.Resource, SchemaUrl: rs.SchemaUrl}
 	h.ScopeSpans, r.ScopeSpans = splitSlice(rs.ScopeSpans, k,
-		func(ss *tracepb.ScopeSpans) int { return len(ss.GetSpans()) },
+		pipeline.ScopeSpansCount,
 		func(ss *tracepb.ScopeSpans, k int) (*tracepb.ScopeSpans, *tracepb.ScopeSpans) {
-			return &tracepb.ScopeSpans{Scope: ss.Scope, SchemaUrl: ss.SchemaUrl, Spans: ss.Spans[:k:k]},
-				&tracepb.ScopeSpans{Scope: ss.Scope, SchemaUrl: ss.SchemaUrl, Spans: ss.Spans[k:]}
+			h := &tracepb.ScopeSpans{Scope: ss.Scope, SchemaUrl: ss.SchemaUrl}
+			r := &tracepb.ScopeSpans{Scope: ss.Scope, SchemaUrl: ss.SchemaUrl}
+			recs := pipeline.SpanRecords(ss)
+			if k <= len(ss.Spans) {
+				h.Spans, r.Spans = ss.Spans[:k:k], ss.Spans[k:]
+				pipeline.SetSpanRecords(r, recs)
+			} else {
+				h.Spans = ss.Spans
+				a, b := pipeline.SplitSpanRecords(recs, k-len(ss.Spans))
+				pipeline.SetSpanRecords(h, a)
+				pipeline.SetSpanRecords(r, b)
+			}
+			return h, r
 		})
 	return h, r
 }

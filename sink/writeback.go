@@ -23,12 +23,15 @@ type writeback struct {
 	chunk    int64
 	off      int64 // end of the file as this sink has written it
 	started  int64 // writeback started for [.., started)
+	last     int64 // start of the last range writeback was started for
 	dropped  int64 // dropped from the page cache: [.., dropped)
 	disabled bool  // a call failed (not a file the kernel can write back): no more hints
 }
 
 // wrote records n bytes appended and, at each chunk boundary, starts
-// writeback of the new chunk and drops the one before it.
+// writeback of the new chunk and drops the chunks before it. A page still
+// under writeback is skipped by the kernel, so the chunk just before the
+// new one is dropped again at the next boundary.
 func (w *writeback) wrote(n int) {
 	if w == nil || w.disabled {
 		return
@@ -37,18 +40,18 @@ func (w *writeback) wrote(n int) {
 	if w.off-w.started < w.chunk {
 		return
 	}
-	prev := w.started
-	if err := startWriteback(w.fd, w.started, w.off-w.started); err != nil {
+	from := w.started
+	if err := startWriteback(w.fd, from, w.off-from); err != nil {
 		w.disabled = true
 		return
 	}
 	w.started = w.off
-	// Pages of [dropped, prev) had a whole chunk's time to be written;
-	// the kernel skips any still dirty or under writeback.
-	if prev > w.dropped {
-		_ = dropCache(w.fd, w.dropped, prev-w.dropped)
-		w.dropped = alignDown(prev)
+	// [dropped, from) had at least a chunk's time to be written.
+	if from > w.dropped {
+		_ = dropCache(w.fd, w.dropped, from-w.dropped)
+		w.dropped = max(w.dropped, alignDown(w.last))
 	}
+	w.last = from
 }
 
 // dropAlign is where a dropped range's end is taken back to for the next
@@ -64,6 +67,6 @@ func (w *writeback) synced() {
 	if w == nil || w.disabled {
 		return
 	}
-	_ = dropCache(w.fd, w.dropped, 0) // 0: to the end of the file
+	_ = dropCache(w.fd, 0, 0) // the whole file: pages skipped at a boundary too
 	w.dropped = w.off
 }

@@ -52,27 +52,27 @@ func TestWritebackDropsWrittenChunks(t *testing.T) {
 	const chunk = 256 << 10
 	w := &writeback{fd: f.Fd(), chunk: chunk}
 	data := bytes.Repeat([]byte("x"), chunk)
-	for i := range 2 {
+	for i := range 3 {
 		n, err := f.Write(data)
 		if err != nil {
 			t.Fatal(err)
 		}
 		w.wrote(n)
-		if i == 0 {
-			// The first chunk's writeback was started; make sure it
-			// is done, so that dropping it is certain.
+		if i < 2 {
+			// The chunk's writeback was started; make sure it is
+			// done, so that dropping it is certain.
 			if err := f.Sync(); err != nil {
 				t.Fatal(err)
 			}
 		}
 	}
-	if w.disabled || w.started != 2*chunk || w.dropped != 0 {
-		t.Fatalf("writeback state %+v, want started %d, dropped 0 (%d aligned down)", *w, 2*chunk, chunk)
+	if w.disabled || w.started != 3*chunk || w.last != 2*chunk || w.dropped != 0 {
+		t.Fatalf("writeback state %+v, want started %d, last %d, dropped 0 (aligned down)", *w, 3*chunk, 2*chunk)
 	}
-	if k := resident(t, path, 0, chunk); k != 0 {
-		t.Errorf("%d pages of the first chunk still cached after it was written back", k)
+	if k := resident(t, path, 0, 2*chunk); k != 0 {
+		t.Errorf("%d pages of the first two chunks still cached after they were written back", k)
 	}
-	if k := resident(t, path, chunk, chunk); k == 0 {
+	if k := resident(t, path, 2*chunk, chunk); k == 0 {
 		t.Errorf("the newest chunk was dropped before its writeback had a chunk's time")
 	}
 }

@@ -135,6 +135,10 @@ func (b *backend) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	batch, err := pipeline.UnmarshalRequest(sig, data)
+	if err == nil {
+		// Spans as messages: the decoder keeps received spans as records.
+		batch.Traces, err = pipeline.ExpandSpans(batch.Traces)
+	}
 	if err != nil {
 		http.Error(w, err.Error(), 400)
 		return

@@ -16,6 +16,12 @@ var resourceSpansRequestFields = []string{1: "resource_spans"}
 func (d *decoder) traces() ([]*tracepb.ResourceSpans, *DecodeError) {
 	mark := d.rss.mark()
 	p, end := 0, d.n
+	// The spans, nearly all of the body, are kept as records, not decoded
+	// into d's slabs: extrapolating the few resource and scope messages
+	// over the whole body would size chunks for thousands (a 600 KB
+	// attribute chunk per request). n = 0 turns the extrapolation off;
+	// chunks then grow with use.
+	d.n = 0
 	for p < end {
 		tag, q := uint64(d.b[p]), p+1
 		var e *DecodeError

@@ -90,10 +90,38 @@ func compare(t testing.TB, s pipeline.Signal, data []byte) error {
 	case gerr == nil && !proto.Equal(requestOf(got), want):
 		t.Fatalf("decoder and proto.Unmarshal differ\ninput %x\ngot  %v\nwant %v", data, requestOf(got), want)
 	}
+	if gerr == nil && s == pipeline.Traces {
+		checkSpanDecoder(t, got.Traces, data)
+	}
 	if gerr != nil && !strings.HasPrefix(gerr.Error(), s.String()+" export request: ") {
 		t.Fatalf("error %q lacks the %q prefix", gerr, s.String()+" export request: ")
 	}
 	return gerr
+}
+
+// checkSpanDecoder decodes every span record of rss with a SpanDecoder (as
+// the OTLP/JSON encoder does, one after another with one decoder) and
+// checks each against proto.Unmarshal of the same record.
+func checkSpanDecoder(t testing.TB, rss []*tracepb.ResourceSpans, data []byte) {
+	t.Helper()
+	var dec pipeline.SpanDecoder
+	for _, rs := range rss {
+		for _, ss := range rs.ScopeSpans {
+			for rec, rest, ok := pipeline.NextSpan(pipeline.SpanRecords(ss)); ok; rec, rest, ok = pipeline.NextSpan(rest) {
+				want := new(tracepb.Span)
+				if err := (proto.UnmarshalOptions{DiscardUnknown: true}).Unmarshal(rec, want); err != nil {
+					t.Fatalf("a kept span record does not unmarshal: %v\ninput %x", err, data)
+				}
+				got, err := dec.Decode(rec)
+				if err != nil {
+					t.Fatalf("SpanDecoder: %v; proto.Unmarshal succeeded\ninput %x", err, data)
+				}
+				if !proto.Equal(got, want) {
+					t.Fatalf("SpanDecoder and proto.Unmarshal differ\ninput %x\ngot  %v\nwant %v", data, got, want)
+				}
+			}
+		}
+	}
 }
 
 // fixture is one collector-written OTLP/JSON line as an export request.

@@ -180,6 +180,9 @@ type decoder struct {
 	// lenient skips known fields with an unexpected wire type, as
 	// proto.Unmarshal does, instead of failing (tests only).
 	lenient bool
+	// checked skips the UTF-8 check of strings: b was checked when it was
+	// received (a SpanDecoder's span records).
+	checked bool
 
 	kvs   list[commonpb.KeyValue] // lists of &attrData.kv
 	attrs slab[attrData]
@@ -503,6 +506,9 @@ func (d *decoder) str(q, end int) (string, int, *DecodeError) {
 		if a, z, e = d.lenSlow(q, end); e != nil {
 			return "", 0, e
 		}
+	}
+	if d.checked {
+		return d.s[a:z], z, nil
 	}
 	// Most strings are ASCII: check 8 bytes at a time, and leave the rest
 	// from the first byte above 0x7f to utf8.Valid (an ASCII prefix is

@@ -142,3 +142,26 @@ func TestDecodeTracesAllocatesLittle(t *testing.T) {
 		t.Errorf("%d bytes allocated a request of %d bytes, want at most 4096", per, len(data))
 	}
 }
+
+// BenchmarkSpanDecoder: decoding received span records one after another
+// into scratch, as the OTLP/JSON encoder does.
+
+func BenchmarkSpanDecoder(b *testing.B) {
+	data := benchRequest(pipeline.Traces)
+	bt, err := pipeline.UnmarshalRequest(pipeline.Traces, data)
+	if err != nil {
+		b.Fatal(err)
+	}
+	recs := pipeline.SpanRecords(bt.Traces[0].ScopeSpans[0])
+	n := pipeline.SpanRecordCount(recs)
+	var d pipeline.SpanDecoder
+	b.ReportAllocs()
+	for b.Loop() {
+		for rec, rest, ok := pipeline.NextSpan(recs); ok; rec, rest, ok = pipeline.NextSpan(rest) {
+			if _, err := d.Decode(rec); err != nil {
+				b.Fatal(err)
+			}
+		}
+	}
+	b.ReportMetric(float64(n)*float64(b.N)/b.Elapsed().Seconds(), "spans/s")
+}

@@ -115,9 +115,15 @@ type SpanDecoder struct {
 // Decode decodes one span record's payload (as NextSpan returns it). The
 // Span and everything it refers to are valid until the next Decode and
 // alias rec: read them, never keep or change them.
+//
+// Strings are not checked for UTF-8 again (a third of the time): the
+// decoder checked every record it kept when it was received. A string
+// that is not UTF-8 (in a record from elsewhere) comes back as it is, and
+// the OTLP/JSON encoder writes U+FFFD for its bad bytes.
 func (r *SpanDecoder) Decode(rec []byte) (*tracepb.Span, error) {
 	d := &r.d
 	d.rewindSpan()
+	d.checked = true
 	d.b, d.s, d.n = rec, unsafe.String(unsafe.SliceData(rec), len(rec)), 0
 	if e := d.span(d.sp, 0, len(rec)); e != nil {
 		return nil, e.in("span").done()

@@ -2,6 +2,7 @@ package pipeline_test
 
 import (
 	"bytes"
+	"strings"
 	"testing"
 
 	commonpb "go.opentelemetry.io/proto/otlp/common/v1"
@@ -174,5 +175,29 @@ func TestSplitSpanRecords(t *testing.T) {
 		if k > 0 && k < 3 && cap(head) != len(head) {
 			t.Errorf("k=%d: head has spare capacity into the tail", k)
 		}
+	}
+}
+
+// SpanDecoder does not check UTF-8 again (the decoder checked the records
+// it kept): a string that is not UTF-8, in a record from elsewhere, comes
+// back as it is rather than failing, while the decoder refuses it.
+func TestSpanDecoderTrustsUTF8(t *testing.T) {
+	var rec []byte
+	rec = protowire.AppendTag(rec, 5, protowire.BytesType)
+	rec = protowire.AppendString(rec, "bad \xff name")
+	var dec pipeline.SpanDecoder
+	s, err := dec.Decode(rec)
+	if err != nil || s.Name != "bad \xff name" {
+		t.Fatalf("Decode: %q, %v", s.GetName(), err)
+	}
+	var ss, rs, req []byte
+	ss = protowire.AppendTag(ss, 2, protowire.BytesType)
+	ss = protowire.AppendBytes(ss, rec)
+	rs = protowire.AppendTag(rs, 2, protowire.BytesType)
+	rs = protowire.AppendBytes(rs, ss)
+	req = protowire.AppendTag(req, 1, protowire.BytesType)
+	req = protowire.AppendBytes(req, rs)
+	if _, err := pipeline.UnmarshalRequest(pipeline.Traces, req); err == nil || !strings.Contains(err.Error(), "UTF-8") {
+		t.Fatalf("the decoder accepted a span name that is not UTF-8 (%v)", err)
 	}
 }

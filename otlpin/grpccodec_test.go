@@ -82,7 +82,11 @@ func TestGRPCCodecExports(t *testing.T) {
 				}
 				got = &coltracepb.ExportTraceServiceRequest{ResourceSpans: rss}
 			case pipeline.Logs:
-				got = &collogspb.ExportLogsServiceRequest{ResourceLogs: b.Logs}
+				rls, err := pipeline.ExpandLogs(b.Logs) // received log records are kept as records
+				if err != nil {
+					t.Fatal(err)
+				}
+				got = &collogspb.ExportLogsServiceRequest{ResourceLogs: rls}
 			default:
 				got = &colmetricspb.ExportMetricsServiceRequest{ResourceMetrics: b.Metrics}
 			}

@@ -843,49 +843,60 @@ func appendScopeSpans(b []byte, ss *tracepb.ScopeSpans) []byte {
 		b = key(b, &first, "scope")
 		b = appendScope(b, ss.Scope)
 	}
-	recs := pipeline.SpanRecords(ss)
-	if _, _, ok := pipeline.NextSpan(recs); ok || len(ss.Spans) > 0 {
-		b = key(b, &first, "spans")
-		b = append(b, '[')
-		for i, s := range ss.Spans {
-			if i > 0 {
-				b = append(b, ',')
-			}
-			b = appendSpan(b, s)
-		}
-		b = appendSpanRecords(b, recs, len(ss.Spans) > 0)
-		b = append(b, ']')
-	}
+	b = fieldItems(b, &first, "spans", ss.Spans, pipeline.Records(ss), &spanDecoders, appendSpan)
 	b = fieldString(b, &first, "schemaUrl", ss.SchemaUrl)
 	return append(b, '}')
 }
 
-// spanDecoders decode received spans (pipeline.SpanRecords) one at a time
-// into scratch, so encoding them keeps no decoded span.
-var spanDecoders = sync.Pool{New: func() any { return new(pipeline.SpanDecoder) }}
+// Decoders of received items (pipeline.Records), pooled: each decodes one
+// item at a time into scratch, so encoding them keeps nothing decoded.
+var (
+	spanDecoders      = sync.Pool{New: func() any { return new(pipeline.SpanDecoder) }}
+	logRecordDecoders = sync.Pool{New: func() any { return new(pipeline.LogRecordDecoder) }}
+)
 
-// appendSpanRecords appends the spans of records as list elements, after a
-// comma if comma. A record that does not decode is left out; the decoder
-// checked every record it kept, so none does.
-func appendSpanRecords(b []byte, records []byte, comma bool) []byte {
-	if len(records) == 0 {
+// itemDecoder is a pipeline.SpanDecoder or LogRecordDecoder.
+type itemDecoder[T any] interface {
+	Decode(rec []byte) (*T, error)
+	Reset()
+}
+
+// fieldItems writes the list of a scope message's items: msgs (items built
+// as messages), then the items among records (received), decoded one at a
+// time by a decoder from pool, each written with fn. A record that does not
+// decode is left out; the decoder checked every record it kept, so none
+// does.
+func fieldItems[T any](b []byte, first *bool, name string, msgs []*T, records []byte, pool *sync.Pool, fn func([]byte, *T) []byte) []byte {
+	_, _, received := pipeline.NextRecord(records)
+	if len(msgs) == 0 && !received {
 		return b
 	}
-	d := spanDecoders.Get().(*pipeline.SpanDecoder)
-	for rec, rest, ok := pipeline.NextSpan(records); ok; rec, rest, ok = pipeline.NextSpan(rest) {
-		s, err := d.Decode(rec)
-		if err != nil {
-			continue
-		}
-		if comma {
+	b = key(b, first, name)
+	b = append(b, '[')
+	for i, m := range msgs {
+		if i > 0 {
 			b = append(b, ',')
 		}
-		comma = true
-		b = appendSpan(b, s)
+		b = fn(b, m)
 	}
-	d.Reset()
-	spanDecoders.Put(d)
-	return b
+	if received {
+		comma := len(msgs) > 0
+		d := pool.Get().(itemDecoder[T])
+		for rec, rest, ok := pipeline.NextRecord(records); ok; rec, rest, ok = pipeline.NextRecord(rest) {
+			m, err := d.Decode(rec)
+			if err != nil {
+				continue
+			}
+			if comma {
+				b = append(b, ',')
+			}
+			comma = true
+			b = fn(b, m)
+		}
+		d.Reset()
+		pool.Put(d)
+	}
+	return append(b, ']')
 }
 
 func appendSpan(b []byte, s *tracepb.Span) []byte {
@@ -985,7 +996,7 @@ func appendScopeLogs(b []byte, sl *logspb.ScopeLogs) []byte {
 		b = key(b, &first, "scope")
 		b = appendScope(b, sl.Scope)
 	}
-	b = fieldList(b, &first, "logRecords", sl.LogRecords, appendLogRecord)
+	b = fieldItems(b, &first, "logRecords", sl.LogRecords, pipeline.Records(sl), &logRecordDecoders, appendLogRecord)
 	b = fieldString(b, &first, "schemaUrl", sl.SchemaUrl)
 	return append(b, '}')
 }

@@ -127,7 +127,7 @@ func ResourceSpansCount(rs *tracepb.ResourceSpans) int {
 func ResourceLogsCount(rl *logspb.ResourceLogs) int {
 	n := 0
 	for _, sl := range rl.GetScopeLogs() {
-		n += len(sl.GetLogRecords())
+		n += ScopeLogsCount(sl)
 	}
 	return n
 }

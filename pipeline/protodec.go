@@ -197,6 +197,7 @@ type decoder struct {
 	// checkSpan): created on first use and pooled with the decoder.
 	scratch *decoder
 	sp      *tracepb.Span
+	lr      *logspb.LogRecord
 
 	rss    list[tracepb.ResourceSpans]
 	sss    list[tracepb.ScopeSpans]
@@ -204,9 +205,8 @@ type decoder struct {
 	links  list[tracepb.Span_Link]
 	stats  slab[tracepb.Status]
 
-	rls  list[logspb.ResourceLogs]
-	sls  list[logspb.ScopeLogs]
-	recs list[logspb.LogRecord]
+	rls list[logspb.ResourceLogs]
+	sls list[logspb.ScopeLogs]
 
 	rms      list[metricspb.ResourceMetrics]
 	sms      list[metricspb.ScopeMetrics]
@@ -278,10 +278,10 @@ func putDecoder(d *decoder) {
 	keep.kvs.stack, keep.avs.stack, keep.ents.stack = clearStack(d.kvs.stack), clearStack(d.avs.stack), clearStack(d.ents.stack)
 	keep.rss.stack, keep.sss.stack = clearStack(d.rss.stack), clearStack(d.sss.stack)
 	keep.events.stack, keep.links.stack = clearStack(d.events.stack), clearStack(d.links.stack)
-	keep.rls.stack, keep.sls.stack, keep.recs.stack = clearStack(d.rls.stack), clearStack(d.sls.stack), clearStack(d.recs.stack)
+	keep.rls.stack, keep.sls.stack = clearStack(d.rls.stack), clearStack(d.sls.stack)
 	if sd := d.scratch; sd != nil {
 		sd.b, sd.s = nil, ""
-		sd.rewindSpan()
+		sd.rewindItem()
 		keep.scratch = sd
 	}
 	keep.rms.stack, keep.sms.stack, keep.mets.stack = clearStack(d.rms.stack), clearStack(d.sms.stack), clearStack(d.mets.stack)

@@ -122,24 +122,27 @@ func BenchmarkProtoUnmarshalMetrics(b *testing.B) { benchProto(b, pipeline.Metri
 // messages above its spans, whatever the body's size: the spans stay as
 // records, and the slabs are not sized by extrapolating the few resource
 // attributes over the whole body (which allocated a 600 KB chunk a request).
-func TestDecodeTracesAllocatesLittle(t *testing.T) {
-	data := benchRequest(pipeline.Traces)
-	bodies := make([][]byte, 50)
-	for i := range bodies {
-		bodies[i] = bytes.Clone(data)
-	}
-	var before, after runtime.MemStats
-	runtime.GC()
-	runtime.ReadMemStats(&before)
-	for _, body := range bodies {
-		if _, err := pipeline.UnmarshalOwnedRequest(pipeline.Traces, body); err != nil {
-			t.Fatal(err)
+// The same holds for logs.
+func TestDecodeKeptItemsAllocateLittle(t *testing.T) {
+	for _, sig := range []pipeline.Signal{pipeline.Traces, pipeline.Logs} {
+		data := benchRequest(sig)
+		bodies := make([][]byte, 50)
+		for i := range bodies {
+			bodies[i] = bytes.Clone(data)
 		}
-	}
-	runtime.ReadMemStats(&after)
-	per := (after.TotalAlloc - before.TotalAlloc) / uint64(len(bodies))
-	if per > 4096 {
-		t.Errorf("%d bytes allocated a request of %d bytes, want at most 4096", per, len(data))
+		var before, after runtime.MemStats
+		runtime.GC()
+		runtime.ReadMemStats(&before)
+		for _, body := range bodies {
+			if _, err := pipeline.UnmarshalOwnedRequest(sig, body); err != nil {
+				t.Fatal(err)
+			}
+		}
+		runtime.ReadMemStats(&after)
+		per := (after.TotalAlloc - before.TotalAlloc) / uint64(len(bodies))
+		if per > 4096 {
+			t.Errorf("%s: %d bytes allocated a request of %d bytes, want at most 4096", sig, per, len(data))
+		}
 	}
 }
 
@@ -152,12 +155,12 @@ func BenchmarkSpanDecoder(b *testing.B) {
 	if err != nil {
 		b.Fatal(err)
 	}
-	recs := pipeline.SpanRecords(bt.Traces[0].ScopeSpans[0])
-	n := pipeline.SpanRecordCount(recs)
+	recs := pipeline.Records(bt.Traces[0].ScopeSpans[0])
+	n := pipeline.RecordCount(recs)
 	var d pipeline.SpanDecoder
 	b.ReportAllocs()
 	for b.Loop() {
-		for rec, rest, ok := pipeline.NextSpan(recs); ok; rec, rest, ok = pipeline.NextSpan(rest) {
+		for rec, rest, ok := pipeline.NextRecord(recs); ok; rec, rest, ok = pipeline.NextRecord(rest) {
 			if _, err := d.Decode(rec); err != nil {
 				b.Fatal(err)
 			}

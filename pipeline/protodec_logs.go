@@ -13,6 +13,7 @@ var resourceLogsRequestFields = []string{1: "resource_logs"}
 func (d *decoder) logs() ([]*logspb.ResourceLogs, *DecodeError) {
 	mark := d.rls.mark()
 	p, end := 0, d.n
+	d.n = 0 // the log records are kept as records: see traces
 	for p < end {
 		tag, q := uint64(d.b[p]), p+1
 		var e *DecodeError
@@ -89,44 +90,11 @@ func (d *decoder) resourceLogs(m *logspb.ResourceLogs, p, end int) *DecodeError 
 var scopeLogsFields = []string{1: "scope", 2: "log_records", 3: "schema_url"}
 
 func (d *decoder) scopeLogs(m *logspb.ScopeLogs, p, end int) *DecodeError {
-	mark := d.recs.mark()
-	for p < end {
-		tag, q := uint64(d.b[p]), p+1
-		var e *DecodeError
-		if tag-8 >= 0x80-8 { // not a one-byte tag (field 1 to 15)
-			if tag, q, e = d.tagSlow(p, end); e != nil {
-				return e
-			}
-		}
-		switch tag {
-		case 1<<3 | wtLen:
-			if p, e = d.scopeField(&m.Scope, q, end); e != nil {
-				return e.in("scope")
-			}
-		case 2<<3 | wtLen:
-			i := len(m.LogRecords) + d.recs.count(mark)
-			a, z, e := d.lenPrefix(q, end)
-			if e != nil {
-				return e.at("log_records", i)
-			}
-			r := d.recs.new(p, d.n)
-			if e := d.logRecord(r, a, z); e != nil {
-				return e.at("log_records", i)
-			}
-			d.recs.push(r)
-			p = z
-		case 3<<3 | wtLen:
-			if m.SchemaUrl, p, e = d.str(q, end); e != nil {
-				return e.in("schema_url")
-			}
-		default:
-			if p, e = d.other(tag, p, q, end, scopeLogsFields); e != nil {
-				return e
-			}
-		}
+	recs, e := d.scopeItems(&m.Scope, &m.SchemaUrl, p, end, scopeLogsFields, (*decoder).checkLogRecord)
+	if len(recs) > 0 {
+		SetRecords(m, recs)
 	}
-	m.LogRecords = d.recs.finish(mark, m.LogRecords, p, d.n)
-	return nil
+	return e
 }
 
 // LogRecord field 4 is reserved: skipped as unknown.

@@ -52,7 +52,11 @@ func requestOf(b *pipeline.Batch) proto.Message {
 		}
 		return &coltracepb.ExportTraceServiceRequest{ResourceSpans: rss}
 	case pipeline.Logs:
-		return &collogspb.ExportLogsServiceRequest{ResourceLogs: b.Logs}
+		rls, err := pipeline.ExpandLogs(b.Logs)
+		if err != nil {
+			panic(err)
+		}
+		return &collogspb.ExportLogsServiceRequest{ResourceLogs: rls}
 	}
 	return &colmetricspb.ExportMetricsServiceRequest{ResourceMetrics: b.Metrics}
 }
@@ -90,8 +94,8 @@ func compare(t testing.TB, s pipeline.Signal, data []byte) error {
 	case gerr == nil && !proto.Equal(requestOf(got), want):
 		t.Fatalf("decoder and proto.Unmarshal differ\ninput %x\ngot  %v\nwant %v", data, requestOf(got), want)
 	}
-	if gerr == nil && s == pipeline.Traces {
-		checkSpanDecoder(t, got.Traces, data)
+	if gerr == nil {
+		checkItemDecoders(t, got, data)
 	}
 	if gerr != nil && !strings.HasPrefix(gerr.Error(), s.String()+" export request: ") {
 		t.Fatalf("error %q lacks the %q prefix", gerr, s.String()+" export request: ")
@@ -99,27 +103,39 @@ func compare(t testing.TB, s pipeline.Signal, data []byte) error {
 	return gerr
 }
 
-// checkSpanDecoder decodes every span record of rss with a SpanDecoder (as
-// the OTLP/JSON encoder does, one after another with one decoder) and
-// checks each against proto.Unmarshal of the same record.
-func checkSpanDecoder(t testing.TB, rss []*tracepb.ResourceSpans, data []byte) {
+// checkItemDecoders decodes every span and log record record of b with a
+// SpanDecoder or LogRecordDecoder (as the OTLP/JSON encoder does, one after
+// another with one decoder) and checks each against proto.Unmarshal of the
+// same record.
+func checkItemDecoders(t testing.TB, b *pipeline.Batch, data []byte) {
 	t.Helper()
-	var dec pipeline.SpanDecoder
-	for _, rs := range rss {
+	var sd pipeline.SpanDecoder
+	for _, rs := range b.Traces {
 		for _, ss := range rs.ScopeSpans {
-			for rec, rest, ok := pipeline.NextSpan(pipeline.SpanRecords(ss)); ok; rec, rest, ok = pipeline.NextSpan(rest) {
-				want := new(tracepb.Span)
-				if err := (proto.UnmarshalOptions{DiscardUnknown: true}).Unmarshal(rec, want); err != nil {
-					t.Fatalf("a kept span record does not unmarshal: %v\ninput %x", err, data)
-				}
-				got, err := dec.Decode(rec)
-				if err != nil {
-					t.Fatalf("SpanDecoder: %v; proto.Unmarshal succeeded\ninput %x", err, data)
-				}
-				if !proto.Equal(got, want) {
-					t.Fatalf("SpanDecoder and proto.Unmarshal differ\ninput %x\ngot  %v\nwant %v", data, got, want)
-				}
-			}
+			checkRecords(t, pipeline.Records(ss), new(tracepb.Span), func(rec []byte) (proto.Message, error) { return sd.Decode(rec) }, data)
+		}
+	}
+	var ld pipeline.LogRecordDecoder
+	for _, rl := range b.Logs {
+		for _, sl := range rl.ScopeLogs {
+			checkRecords(t, pipeline.Records(sl), new(logspb.LogRecord), func(rec []byte) (proto.Message, error) { return ld.Decode(rec) }, data)
+		}
+	}
+}
+
+func checkRecords(t testing.TB, records []byte, want proto.Message, decode func([]byte) (proto.Message, error), data []byte) {
+	t.Helper()
+	for rec, rest, ok := pipeline.NextRecord(records); ok; rec, rest, ok = pipeline.NextRecord(rest) {
+		proto.Reset(want)
+		if err := (proto.UnmarshalOptions{DiscardUnknown: true}).Unmarshal(rec, want); err != nil {
+			t.Fatalf("a kept record does not unmarshal: %v\ninput %x", err, data)
+		}
+		got, err := decode(rec)
+		if err != nil {
+			t.Fatalf("item decoder: %v; proto.Unmarshal succeeded\ninput %x", err, data)
+		}
+		if !proto.Equal(got, want) {
+			t.Fatalf("item decoder and proto.Unmarshal differ\ninput %x\ngot  %v\nwant %v", data, got, want)
 		}
 	}
 }
@@ -500,7 +516,7 @@ func TestDecodeExactCapacity(t *testing.T) {
 			if len(ss.Spans) != 0 {
 				t.Errorf("%d spans decoded as messages, want them kept as records", len(ss.Spans))
 			}
-			if recs := pipeline.SpanRecords(ss); len(recs) > 0 {
+			if recs := pipeline.Records(ss); len(recs) > 0 {
 				if cap(recs) != len(recs) {
 					t.Errorf("span records: len %d cap %d", len(recs), cap(recs))
 				}
@@ -651,7 +667,7 @@ func TestDecodeMerge(t *testing.T) {
 		t.Fatalf("scope not merged: %v", ss.Scope)
 	}
 	// The span is kept as its record: merged when the encoders decode it.
-	rec, _, ok := pipeline.NextSpan(pipeline.SpanRecords(ss))
+	rec, _, ok := pipeline.NextRecord(pipeline.Records(ss))
 	if !ok {
 		t.Fatal("no span record")
 	}
@@ -722,7 +738,7 @@ func TestDecodeUnknownFields(t *testing.T) {
 		t.Fatal(err)
 	}
 	b, _ := pipeline.UnmarshalRequest(pipeline.Traces, traces)
-	rec, _, _ := pipeline.NextSpan(pipeline.SpanRecords(b.Traces[0].ScopeSpans[0]))
+	rec, _, _ := pipeline.NextRecord(pipeline.Records(b.Traces[0].ScopeSpans[0]))
 	var dec pipeline.SpanDecoder
 	s, err := dec.Decode(rec)
 	if err != nil {

@@ -130,9 +130,20 @@ func (d *decoder) scopeField(s **commonpb.InstrumentationScope, q, end int) (int
 var scopeSpansFields = []string{1: "scope", 2: "spans", 3: "schema_url"}
 
 func (d *decoder) scopeSpans(m *tracepb.ScopeSpans, p, end int) *DecodeError {
-	// The spans are checked and kept as their records (rawspans.go):
-	// [start, last) while they are contiguous, as they are from every
-	// SDK, else copied together after the loop.
+	recs, e := d.scopeItems(&m.Scope, &m.SchemaUrl, p, end, scopeSpansFields, (*decoder).checkSpan)
+	if len(recs) > 0 {
+		SetRecords(m, recs)
+	}
+	return e
+}
+
+// scopeItems decodes a ScopeSpans or ScopeLogs in [p, end): its scope and
+// schema_url into *scope and *schemaURL, and its items (field 2), each
+// checked with check, kept as their records (records.go), which it
+// returns: [start, last) of the body while they are contiguous, as they are
+// from every SDK, else copied together.
+func (d *decoder) scopeItems(scope **commonpb.InstrumentationScope, schemaURL *string, p, end int, fields []string,
+	check func(d *decoder, a, z int) *DecodeError) ([]byte, *DecodeError) {
 	from := p
 	n, start, last, contiguous := 0, -1, -1, true
 	for p < end {
@@ -140,21 +151,21 @@ func (d *decoder) scopeSpans(m *tracepb.ScopeSpans, p, end int) *DecodeError {
 		var e *DecodeError
 		if tag-8 >= 0x80-8 { // not a one-byte tag (field 1 to 15)
 			if tag, q, e = d.tagSlow(p, end); e != nil {
-				return e
+				return nil, e
 			}
 		}
 		switch tag {
 		case 1<<3 | wtLen:
-			if p, e = d.scopeField(&m.Scope, q, end); e != nil {
-				return e.in("scope")
+			if p, e = d.scopeField(scope, q, end); e != nil {
+				return nil, e.in("scope")
 			}
 		case 2<<3 | wtLen:
 			a, z, e := d.lenPrefix(q, end)
 			if e != nil {
-				return e.at("spans", n)
+				return nil, e.at(fields[2], n)
 			}
-			if e := d.checkSpan(a, z); e != nil {
-				return e.at("spans", n)
+			if e := check(d, a, z); e != nil {
+				return nil, e.at(fields[2], n)
 			}
 			n++
 			if start < 0 {
@@ -164,28 +175,27 @@ func (d *decoder) scopeSpans(m *tracepb.ScopeSpans, p, end int) *DecodeError {
 			}
 			p, last = z, z
 		case 3<<3 | wtLen:
-			if m.SchemaUrl, p, e = d.str(q, end); e != nil {
-				return e.in("schema_url")
+			if *schemaURL, p, e = d.str(q, end); e != nil {
+				return nil, e.in("schema_url")
 			}
 		default:
-			if p, e = d.other(tag, p, q, end, scopeSpansFields); e != nil {
-				return e
+			if p, e = d.other(tag, p, q, end, fields); e != nil {
+				return nil, e
 			}
 		}
 	}
 	switch {
 	case n == 0:
+		return nil, nil
 	case contiguous:
-		SetSpanRecords(m, d.b[start:last:last])
-	default:
-		SetSpanRecords(m, d.gatherSpans(from, end))
+		return d.b[start:last:last], nil
 	}
-	return nil
+	return d.gatherRecords(from, end), nil
 }
 
-// gatherSpans copies the span records of the ScopeSpans in [p, end), all
-// checked already, into one buffer.
-func (d *decoder) gatherSpans(p, end int) []byte {
+// gatherRecords copies the item records (field 2) of the scope message in
+// [p, end), all checked already, into one buffer.
+func (d *decoder) gatherRecords(p, end int) []byte {
 	var out []byte
 	for rest := d.b[p:end]; ; {
 		num, typ, n := protowire.ConsumeTag(rest)

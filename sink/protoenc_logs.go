@@ -3,6 +3,7 @@ package sink
 import (
 	"slices"
 
+	"github.com/otelstep/otelstep/pipeline"
 	logspb "go.opentelemetry.io/proto/otlp/logs/v1"
 )
 
@@ -57,6 +58,7 @@ func (e *MetricsProtoEncoder) sizeScopeLogs(sl *logspb.ScopeLogs) int {
 	for _, r := range sl.LogRecords {
 		n += lenField(2, e.sizeLogRecord(r))
 	}
+	n += len(pipeline.Records(sl)) // received log records, as they came
 	n += strSize(3, sl.SchemaUrl)
 	e.sizes[idx] = n
 	return n
@@ -71,6 +73,7 @@ func (e *MetricsProtoEncoder) appendScopeLogs(dst []byte, sl *logspb.ScopeLogs) 
 		dst = e.msg(dst, 2)
 		dst = e.appendLogRecord(dst, r)
 	}
+	dst = append(dst, pipeline.Records(sl)...)
 	return appendStr(dst, 3, sl.SchemaUrl)
 }
 

@@ -5,6 +5,7 @@ import (
 	"testing"
 
 	"github.com/otelstep/otelstep/otlpjson"
+	"github.com/otelstep/otelstep/pipeline"
 	collogspb "go.opentelemetry.io/proto/otlp/collector/logs/v1"
 	commonpb "go.opentelemetry.io/proto/otlp/common/v1"
 	logspb "go.opentelemetry.io/proto/otlp/logs/v1"
@@ -49,6 +50,89 @@ func TestLogsEncoderMatchesProtoMarshal(t *testing.T) {
 		}
 		if !proto.Equal(&back, want) {
 			t.Errorf("case %d: decodes to another message", i)
+		}
+	}
+}
+
+// Received log records go out as the bytes they came in (pipeline.Records),
+// their JSONL is the JSONL of the same log records as messages, and a batch
+// split inside a ScopeLogs still encodes each half's own log records.
+func TestLogsEncoderForwardsReceivedRecords(t *testing.T) {
+	var enc MetricsProtoEncoder
+	rls := logsFixture(t)
+	for len(rls) < 3 {
+		rls = append(rls, logsFixture(t)...)
+	}
+	want := &collogspb.ExportLogsServiceRequest{ResourceLogs: rls}
+	data, err := proto.MarshalOptions{Deterministic: true}.Marshal(want)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, err := pipeline.UnmarshalRequest(pipeline.Logs, data)
+	if err != nil {
+		t.Fatal(err)
+	}
+	kept := 0
+	for _, rl := range b.Logs {
+		for _, sl := range rl.ScopeLogs {
+			if len(sl.LogRecords) != 0 {
+				t.Fatal("log records decoded as messages, want them kept as records")
+			}
+			if len(pipeline.Records(sl)) > 0 {
+				kept++
+			}
+		}
+	}
+	if kept == 0 {
+		t.Fatal("no log records kept as records")
+	}
+	if js, wantJS := otlpjson.AppendLogs(nil, b.Logs), otlpjson.AppendLogs(nil, rls); !bytes.Equal(js, wantJS) {
+		t.Errorf("JSON of the received log records differs\ngot  %.300s\nwant %.300s", js, wantJS)
+	}
+	if got := enc.AppendLogsRequest(nil, b.Logs); !bytes.Equal(got, data) {
+		t.Errorf("re-encoding differs from the %d bytes received (%d)", len(data), len(got))
+	}
+	total := b.Items()
+	if total < 2 {
+		t.Fatalf("fixture has %d log records", total)
+	}
+	var wantRecs []*logspb.LogRecord
+	for _, rl := range rls {
+		for _, sl := range rl.ScopeLogs {
+			wantRecs = append(wantRecs, sl.LogRecords...)
+		}
+	}
+	for k := 1; k < total; k++ {
+		head, rest := splitBatch(b, k)
+		if head.Items() != k || rest.Items() != total-k {
+			t.Fatalf("split at %d: %d + %d log records", k, head.Items(), rest.Items())
+		}
+		var gotRecs []*logspb.LogRecord
+		for _, part := range []*pipeline.Batch{head, rest} {
+			var req collogspb.ExportLogsServiceRequest
+			if err := proto.Unmarshal(enc.AppendLogsRequest(nil, part.Logs), &req); err != nil {
+				t.Fatal(err)
+			}
+			js, err := otlpjson.DecodeLogs(otlpjson.AppendLogs(nil, part.Logs))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if n := (&pipeline.Batch{Signal: pipeline.Logs, Logs: js.ResourceLogs}).Items(); n != part.Items() {
+				t.Fatalf("split at %d: a part of %d log records has %d in its JSON", k, part.Items(), n)
+			}
+			for _, rl := range req.ResourceLogs {
+				for _, sl := range rl.ScopeLogs {
+					gotRecs = append(gotRecs, sl.LogRecords...)
+				}
+			}
+		}
+		if len(gotRecs) != len(wantRecs) {
+			t.Fatalf("split at %d: %d log records, want %d", k, len(gotRecs), len(wantRecs))
+		}
+		for j := range wantRecs {
+			if !proto.Equal(gotRecs[j], wantRecs[j]) {
+				t.Fatalf("split at %d: log record %d differs", k, j)
+			}
 		}
 	}
 }

@@ -101,7 +101,7 @@ func (e *MetricsProtoEncoder) sizeScopeSpans(ss *tracepb.ScopeSpans) int {
 	for _, sp := range ss.Spans {
 		n += lenField(2, e.sizeSpan(sp))
 	}
-	n += len(pipeline.SpanRecords(ss)) // received spans, as they came
+	n += len(pipeline.Records(ss)) // received spans, as they came
 	n += strSize(3, ss.SchemaUrl)
 	e.sizes[idx] = n
 	return n
@@ -116,7 +116,7 @@ func (e *MetricsProtoEncoder) appendScopeSpans(dst []byte, ss *tracepb.ScopeSpan
 		dst = e.msg(dst, 2)
 		dst = e.appendSpan(dst, sp)
 	}
-	dst = append(dst, pipeline.SpanRecords(ss)...)
+	dst = append(dst, pipeline.Records(ss)...)
 	return appendStr(dst, 3, ss.SchemaUrl)
 }
 

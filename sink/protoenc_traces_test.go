@@ -130,7 +130,7 @@ func benchSpans(n int) []*tracepb.ResourceSpans {
 	return []*tracepb.ResourceSpans{{Resource: &resourcepb.Resource{}, ScopeSpans: []*tracepb.ScopeSpans{{Spans: spans}}}}
 }
 
-// Received spans go out as the bytes they came in (pipeline.SpanRecords), and
+// Received spans go out as the bytes they came in (pipeline.Records), and
 // a batch split inside a ScopeSpans still encodes each half's own spans.
 func TestTracesEncoderForwardsReceivedSpans(t *testing.T) {
 	var enc MetricsProtoEncoder
@@ -147,7 +147,7 @@ func TestTracesEncoderForwardsReceivedSpans(t *testing.T) {
 		marked := 0
 		for _, rs := range b.Traces {
 			for _, ss := range rs.ScopeSpans {
-				if len(pipeline.SpanRecords(ss)) > 0 {
+				if len(pipeline.Records(ss)) > 0 {
 					marked++
 				}
 			}
@@ -170,6 +170,9 @@ func TestTracesEncoderForwardsReceivedSpans(t *testing.T) {
 		}
 		for k := 1; k < total; k++ {
 			head, rest := splitBatch(b, k)
+			if head.Items() != k || rest.Items() != total-k {
+				t.Fatalf("fixture %d split at %d: %d + %d spans", i, k, head.Items(), rest.Items())
+			}
 			var back []*tracepb.ResourceSpans
 			for _, part := range []*pipeline.Batch{head, rest} {
 				var req coltracepb.ExportTraceServiceRequest

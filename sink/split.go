@@ -99,16 +99,7 @@ func splitRS(rs *tracepb.ResourceSpans, k int) (*tracepb.ResourceSpans, *tracepb
 		func(ss *tracepb.ScopeSpans, k int) (*tracepb.ScopeSpans, *tracepb.ScopeSpans) {
 			h := &tracepb.ScopeSpans{Scope: ss.Scope, SchemaUrl: ss.SchemaUrl}
 			r := &tracepb.ScopeSpans{Scope: ss.Scope, SchemaUrl: ss.SchemaUrl}
-			recs := pipeline.SpanRecords(ss)
-			if k <= len(ss.Spans) {
-				h.Spans, r.Spans = ss.Spans[:k:k], ss.Spans[k:]
-				pipeline.SetSpanRecords(r, recs)
-			} else {
-				h.Spans = ss.Spans
-				a, b := pipeline.SplitSpanRecords(recs, k-len(ss.Spans))
-				pipeline.SetSpanRecords(h, a)
-				pipeline.SetSpanRecords(r, b)
-			}
+			h.Spans, r.Spans = splitItems(ss, ss.Spans, h, r, k)
 			return h, r
 		})
 	return h, r
@@ -118,10 +109,27 @@ func splitRL(rl *logspb.ResourceLogs, k int) (*logspb.ResourceLogs, *logspb.Reso
 	h := &logspb.ResourceLogs{Resource: rl.Resource, SchemaUrl: rl.SchemaUrl}
 	r := &logspb.ResourceLogs{Resource: rl.Resource, SchemaUrl: rl.SchemaUrl}
 	h.ScopeLogs, r.ScopeLogs = splitSlice(rl.ScopeLogs, k,
-		func(sl *logspb.ScopeLogs) int { return len(sl.GetLogRecords()) },
+		pipeline.ScopeLogsCount,
 		func(sl *logspb.ScopeLogs, k int) (*logspb.ScopeLogs, *logspb.ScopeLogs) {
-			return &logspb.ScopeLogs{Scope: sl.Scope, SchemaUrl: sl.SchemaUrl, LogRecords: sl.LogRecords[:k:k]},
-				&logspb.ScopeLogs{Scope: sl.Scope, SchemaUrl: sl.SchemaUrl, LogRecords: sl.LogRecords[k:]}
+			h := &logspb.ScopeLogs{Scope: sl.Scope, SchemaUrl: sl.SchemaUrl}
+			r := &logspb.ScopeLogs{Scope: sl.Scope, SchemaUrl: sl.SchemaUrl}
+			h.LogRecords, r.LogRecords = splitItems(sl, sl.LogRecords, h, r, k)
+			return h, r
 		})
 	return h, r
+}
+
+// splitItems splits the first k items of scope message s (its messages,
+// then its received records) into head h and the rest into r: it returns
+// the two message slices and sets the records of each.
+func splitItems[S pipeline.Scope, T any](s S, msgs []T, h, r S, k int) (hm, rm []T) {
+	recs := pipeline.Records(s)
+	if k <= len(msgs) {
+		pipeline.SetRecords(r, recs)
+		return msgs[:k:k], msgs[k:]
+	}
+	a, b := pipeline.SplitRecords(recs, k-len(msgs))
+	pipeline.SetRecords(h, a)
+	pipeline.SetRecords(r, b)
+	return msgs, nil
 }

@@ -136,8 +136,11 @@ func (b *backend) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 	batch, err := pipeline.UnmarshalRequest(sig, data)
 	if err == nil {
-		// Spans as messages: the decoder keeps received spans as records.
+		// Spans and log records as messages: the decoder keeps them as records.
 		batch.Traces, err = pipeline.ExpandSpans(batch.Traces)
+	}
+	if err == nil {
+		batch.Logs, err = pipeline.ExpandLogs(batch.Logs)
 	}
 	if err != nil {
 		http.Error(w, err.Error(), 400)

@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	commonpb "go.opentelemetry.io/proto/otlp/common/v1"
+	logspb "go.opentelemetry.io/proto/otlp/logs/v1"
 	tracepb "go.opentelemetry.io/proto/otlp/trace/v1"
 	"google.golang.org/protobuf/encoding/protowire"
 	"google.golang.org/protobuf/proto"
@@ -28,7 +29,7 @@ func TestSpanRecordsOfDecodedRequest(t *testing.T) {
 	for i, rs := range b.Traces {
 		for j, ss := range rs.ScopeSpans {
 			want := req.ResourceSpans[i].ScopeSpans[j].Spans
-			recs := pipeline.SpanRecords(ss)
+			recs := pipeline.Records(ss)
 			if len(want) == 0 {
 				if len(recs) != 0 || pipeline.ScopeSpansCount(ss) != 0 {
 					t.Error("no spans, but records")
@@ -42,7 +43,7 @@ func TestSpanRecordsOfDecodedRequest(t *testing.T) {
 				t.Fatalf("ScopeSpansCount %d, sent %d", n, len(want))
 			}
 			k := 0
-			for rec, rest, ok := pipeline.NextSpan(recs); ok; rec, rest, ok = pipeline.NextSpan(rest) {
+			for rec, rest, ok := pipeline.NextRecord(recs); ok; rec, rest, ok = pipeline.NextRecord(rest) {
 				s, err := dec.Decode(rec)
 				if err != nil {
 					t.Fatal(err)
@@ -108,6 +109,27 @@ func TestSpanDecoderAllocatesNothing(t *testing.T) {
 	if n := testing.AllocsPerRun(100, run); n > 0 {
 		t.Errorf("%.1f allocations decoding %d spans with a warm decoder", n, len(recs))
 	}
+	// Log records likewise.
+	var lrecs [][]byte
+	for i := range 5 {
+		b, _ := proto.Marshal(&logspb.LogRecord{TimeUnixNano: uint64(i), SeverityText: "INFO",
+			Body: &commonpb.AnyValue{Value: &commonpb.AnyValue_StringValue{StringValue: "line"}}, Attributes: attrs[:1+i]})
+		lrecs = append(lrecs, b)
+	}
+	var ld pipeline.LogRecordDecoder
+	runLogs := func() {
+		for _, r := range lrecs {
+			if _, err := ld.Decode(r); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	for range 20 {
+		runLogs()
+	}
+	if n := testing.AllocsPerRun(100, runLogs); n > 0 {
+		t.Errorf("%.1f allocations decoding %d log records with a warm decoder", n, len(lrecs))
+	}
 }
 
 // Records split by another field are checked as usual and gathered into
@@ -144,13 +166,13 @@ func TestSpanRecordsNotContiguous(t *testing.T) {
 		want = protowire.AppendTag(want, 2, protowire.BytesType)
 		want = protowire.AppendBytes(want, span(n))
 	}
-	if !bytes.Equal(pipeline.SpanRecords(got), want) {
-		t.Errorf("records %x, want %x", pipeline.SpanRecords(got), want)
+	if !bytes.Equal(pipeline.Records(got), want) {
+		t.Errorf("records %x, want %x", pipeline.Records(got), want)
 	}
 }
 
-// SplitSpanRecords cuts after the k-th span record, skipping other fields
-// as NextSpan does, and the head cannot be appended into the tail.
+// SplitRecords cuts after the k-th span record, skipping other fields
+// as NextRecord does, and the head cannot be appended into the tail.
 func TestSplitSpanRecords(t *testing.T) {
 	var recs []byte
 	for _, n := range []string{"a", "b", "c"} {
@@ -160,14 +182,14 @@ func TestSplitSpanRecords(t *testing.T) {
 		recs = protowire.AppendTag(recs, 9, protowire.VarintType) // not a span
 		recs = protowire.AppendVarint(recs, 1)
 	}
-	if n := pipeline.SpanRecordCount(recs); n != 3 {
+	if n := pipeline.RecordCount(recs); n != 3 {
 		t.Fatalf("%d spans, want 3", n)
 	}
 	for k := 0; k <= 4; k++ {
-		head, tail := pipeline.SplitSpanRecords(recs, k)
+		head, tail := pipeline.SplitRecords(recs, k)
 		want := min(k, 3)
-		if pipeline.SpanRecordCount(head) != want || pipeline.SpanRecordCount(tail) != 3-want {
-			t.Errorf("k=%d: %d + %d spans", k, pipeline.SpanRecordCount(head), pipeline.SpanRecordCount(tail))
+		if pipeline.RecordCount(head) != want || pipeline.RecordCount(tail) != 3-want {
+			t.Errorf("k=%d: %d + %d spans", k, pipeline.RecordCount(head), pipeline.RecordCount(tail))
 		}
 		if !bytes.Equal(append(append([]byte(nil), head...), tail...), recs) {
 			t.Errorf("k=%d: head and tail are not the records", k)

@@ -38,6 +38,10 @@ import (
 // request's body and chunks alive. Pipelines handle a request's data as a
 // whole, so that is the same lifetime in practice.
 //
+// Spans and log records are checked like everything else but kept as the
+// wire records they came in (records.go): with ExpandSpans and ExpandLogs
+// applied, which decode those records into messages, what follows holds.
+//
 // Semantics: for any input proto.Unmarshal (DiscardUnknown) accepts, the
 // result is proto.Equal to its result, with two deliberate differences:
 //   - unknown fields are skipped (validated as proto.Unmarshal does, but

@@ -284,8 +284,7 @@ func putDecoder(d *decoder) {
 	keep.events.stack, keep.links.stack = clearStack(d.events.stack), clearStack(d.links.stack)
 	keep.rls.stack, keep.sls.stack = clearStack(d.rls.stack), clearStack(d.sls.stack)
 	if sd := d.scratch; sd != nil {
-		sd.b, sd.s = nil, ""
-		sd.rewindItem()
+		sd.forget()
 		keep.scratch = sd
 	}
 	keep.rms.stack, keep.sms.stack, keep.mets.stack = clearStack(d.rms.stack), clearStack(d.sms.stack), clearStack(d.mets.stack)
@@ -369,10 +368,11 @@ func (s *slab[T]) rewind() {
 	s.free = s.chunk
 }
 
+// rewind is slab.rewind for a list. Its stack is only emptied: what it held
+// past its length points into the list's own chunks, which rewind clears.
 func (l *list[T]) rewind() {
 	l.items.rewind()
 	l.ptrs.rewind()
-	clear(l.stack[:cap(l.stack)])
 	l.stack = l.stack[:0]
 }
 

@@ -139,10 +139,11 @@ type SpanDecoder struct {
 // the OTLP/JSON encoder writes U+FFFD for its bad bytes.
 func (r *SpanDecoder) Decode(rec []byte) (*tracepb.Span, error) {
 	d := r.d.trusted(rec)
-	if e := d.span(d.sp, 0, len(rec)); e != nil {
+	sp := d.span0()
+	if e := d.span(sp, 0, len(rec)); e != nil {
 		return nil, e.in("span").done()
 	}
-	return d.sp, nil
+	return sp, nil
 }
 
 // Reset drops every reference to the last span decoded (and the bytes it
@@ -157,10 +158,11 @@ type LogRecordDecoder struct {
 // Decode decodes one log record's record payload; see SpanDecoder.Decode.
 func (r *LogRecordDecoder) Decode(rec []byte) (*logspb.LogRecord, error) {
 	d := r.d.trusted(rec)
-	if e := d.logRecord(d.lr, 0, len(rec)); e != nil {
+	lr := d.logRecord0()
+	if e := d.logRecord(lr, 0, len(rec)); e != nil {
 		return nil, e.in("log_record").done()
 	}
-	return d.lr, nil
+	return lr, nil
 }
 
 // Reset drops every reference to the last log record decoded; see
@@ -179,6 +181,16 @@ func (d *decoder) trusted(rec []byte) *decoder {
 // bytes it aliases.
 func (d *decoder) forget() {
 	d.rewindItem()
+	clear(d.kvs.stack[:cap(d.kvs.stack)])
+	clear(d.avs.stack[:cap(d.avs.stack)])
+	clear(d.events.stack[:cap(d.events.stack)])
+	clear(d.links.stack[:cap(d.links.stack)])
+	if d.sp != nil {
+		*d.sp = tracepb.Span{}
+	}
+	if d.lr != nil {
+		*d.lr = logspb.LogRecord{}
+	}
 	d.b, d.s = nil, ""
 }
 
@@ -200,23 +212,37 @@ func (d *decoder) scratchDecoder() *decoder {
 // scratch decoder's Span, and forgets it.
 func (d *decoder) checkSpan(a, z int) *DecodeError {
 	sd := d.scratchDecoder()
-	return sd.span(sd.sp, a, z)
+	return sd.span(sd.span0(), a, z)
 }
 
 // checkLogRecord is checkSpan for a log record.
 func (d *decoder) checkLogRecord(a, z int) *DecodeError {
 	sd := d.scratchDecoder()
-	return sd.logRecord(sd.lr, a, z)
+	return sd.logRecord(sd.logRecord0(), a, z)
+}
+
+// span0 and logRecord0 return the scratch decoder's item, zeroed.
+func (d *decoder) span0() *tracepb.Span {
+	if d.sp == nil {
+		d.sp = new(tracepb.Span)
+	} else {
+		*d.sp = tracepb.Span{}
+	}
+	return d.sp
+}
+
+func (d *decoder) logRecord0() *logspb.LogRecord {
+	if d.lr == nil {
+		d.lr = new(logspb.LogRecord)
+	} else {
+		*d.lr = logspb.LogRecord{}
+	}
+	return d.lr
 }
 
 // rewindItem makes every slab a span's or a log record's decoding uses hand
 // out its chunk again: nothing decoded into them is in use any more.
 func (d *decoder) rewindItem() {
-	if d.sp == nil {
-		d.sp, d.lr = new(tracepb.Span), new(logspb.LogRecord)
-	} else {
-		*d.sp, *d.lr = tracepb.Span{}, logspb.LogRecord{}
-	}
 	d.kvs.rewind()
 	d.attrs.rewind()
 	d.avs.rewind()

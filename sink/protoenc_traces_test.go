@@ -10,6 +10,7 @@ import (
 	commonpb "go.opentelemetry.io/proto/otlp/common/v1"
 	resourcepb "go.opentelemetry.io/proto/otlp/resource/v1"
 	tracepb "go.opentelemetry.io/proto/otlp/trace/v1"
+	"google.golang.org/protobuf/encoding/protowire"
 	"google.golang.org/protobuf/proto"
 )
 
@@ -210,6 +211,47 @@ func TestTracesEncoderForwardsReceivedSpans(t *testing.T) {
 				if !proto.Equal(gotSpans[j], wantSpans[j]) {
 					t.Fatalf("fixture %d split at %d: span %d differs", i, k, j)
 				}
+			}
+		}
+	}
+}
+
+// A ScopeSpans holding both kinds of spans, messages first and then
+// records (as after a producer appends spans to a received scope), encodes
+// and splits as the same spans all as messages would.
+func TestMixedSpansAndRecords(t *testing.T) {
+	spans := benchSpans(6)[0].ScopeSpans[0].Spans
+	var recs []byte
+	for _, s := range spans[2:] {
+		b, err := proto.Marshal(s)
+		if err != nil {
+			t.Fatal(err)
+		}
+		recs = protowire.AppendTag(recs, 2, protowire.BytesType)
+		recs = protowire.AppendBytes(recs, b)
+	}
+	mixed := &tracepb.ScopeSpans{Spans: spans[:2:2]}
+	pipeline.SetRecords(mixed, recs)
+	mixedRS := []*tracepb.ResourceSpans{{Resource: &resourcepb.Resource{}, ScopeSpans: []*tracepb.ScopeSpans{mixed}}}
+	plainRS := []*tracepb.ResourceSpans{{Resource: &resourcepb.Resource{}, ScopeSpans: []*tracepb.ScopeSpans{{Spans: spans}}}}
+	if n := pipeline.ScopeSpansCount(mixed); n != len(spans) {
+		t.Fatalf("ScopeSpansCount %d, want %d", n, len(spans))
+	}
+	var enc MetricsProtoEncoder
+	if got, want := enc.AppendTracesRequest(nil, mixedRS), enc.AppendTracesRequest(nil, plainRS); !bytes.Equal(got, want) {
+		t.Error("protobuf of the mixed scope differs")
+	}
+	if got, want := otlpjson.AppendTraces(nil, mixedRS), otlpjson.AppendTraces(nil, plainRS); !bytes.Equal(got, want) {
+		t.Errorf("JSON of the mixed scope differs\ngot  %.200s\nwant %.200s", got, want)
+	}
+	b := &pipeline.Batch{Signal: pipeline.Traces, Traces: mixedRS}
+	plain := &pipeline.Batch{Signal: pipeline.Traces, Traces: plainRS}
+	for k := 1; k < len(spans); k++ {
+		h, r := splitBatch(b, k)
+		ph, pr := splitBatch(plain, k)
+		for _, pair := range [][2]*pipeline.Batch{{h, ph}, {r, pr}} {
+			if got, want := otlpjson.AppendTraces(nil, pair[0].Traces), otlpjson.AppendTraces(nil, pair[1].Traces); !bytes.Equal(got, want) {
+				t.Fatalf("split at %d: JSON differs\ngot  %.200s\nwant %.200s", k, got, want)
 			}
 		}
 	}

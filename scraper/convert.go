@@ -114,15 +114,12 @@ type seriesEntry struct {
 	ps    *pointSeries
 	role  uint8
 	track bool // staleness tracked: no honoured explicit timestamp (as Prometheus)
-	arg   float64
-	gen   uint64
-	// startsKeys are, for a text-format gauge named B_created, the point
-	// keys of the counter B_total and of the histogram or summary B with
-	// the same attributes: prometheus_client exposes their creation time
-	// that way in the text format, and it is a better start time than the
-	// first scrape. Looked up per scrape (a handful of series) rather than
-	// cached as pointers, which eviction would leave dangling.
-	startsKeys []string
+	// created marks a text-format gauge named B_created: Converter.starts
+	// holds the point keys it gives a start time to. (Kept out of the
+	// entry, one of which exists per sample line, to keep it at 48 bytes.)
+	created bool
+	arg     float64
+	gen     uint64
 }
 
 // createdRef is a text-format B_created gauge sample of this scrape.
@@ -149,10 +146,18 @@ type Converter struct {
 	// kvs interns point attributes: a page's label pairs repeat across its
 	// series (model, engine, gpu, ...), and one immutable KeyValue per pair
 	// instead of one per series is most of a series' memory.
-	kvs   map[string]*commonpb.KeyValue
-	fams  map[string]*famState
-	gen   uint64
-	seenN int // raw entries touched this scrape
+	kvs  map[string]*commonpb.KeyValue
+	fams map[string]*famState
+	// starts are, for each text-format gauge named B_created (a
+	// seriesEntry marked created), the point keys of the counter B_total
+	// and of the histogram or summary B with the same attributes:
+	// prometheus_client exposes their creation time that way in the text
+	// format, and it is a better start time than the first scrape. Looked
+	// up per scrape (a handful of series) rather than cached as pointers,
+	// which eviction would leave dangling.
+	starts map[*seriesEntry][2]string
+	gen    uint64
+	seenN  int // raw entries touched this scrape
 
 	// scratch
 	lbls    labels.Labels
@@ -445,7 +450,7 @@ func (c *Converter) series(p textparse.Parser, b []byte, se *seriesEntry, tsp *i
 		se.track = false // Prometheus keeps no staleness for explicit timestamps
 	}
 	c.sample(p, se, v, ptTs, st.om, st.gen, &st.sl)
-	if se.startsKeys != nil && !math.IsNaN(v) && v > 0 {
+	if se.created && !math.IsNaN(v) && v > 0 {
 		c.created = append(c.created, createdRef{se, secondsToNs(v)})
 	}
 	return se
@@ -542,7 +547,7 @@ func (c *Converter) sample(p textparse.Parser, se *seriesEntry, v float64, ptTs 
 // collector does.
 func (c *Converter) startsFromCreatedGauges(gen uint64) {
 	for _, r := range c.created {
-		for _, k := range r.se.startsKeys {
+		for _, k := range c.starts[r.se] {
 			ps := c.points[k]
 			if ps == nil || ps.gen != gen || ps.created != 0 {
 				continue
@@ -788,6 +793,9 @@ func (c *Converter) staleAndEvict(gen, now uint64) {
 		}
 		c.markStale(se, gen, now)
 		delete(c.raw, k)
+		if se.created {
+			delete(c.starts, se)
+		}
 	}
 	for k, ps := range c.points {
 		if ps.gen != gen {
@@ -1018,7 +1026,11 @@ func (c *Converter) newEntry(p textparse.Parser, b []byte) *seriesEntry {
 		base := strings.TrimSuffix(outName, "_created")
 		attrKey := key[len(famKey):]
 		prefix := famKey[:len(famKey)-len(outName)]
-		se.startsKeys = []string{prefix + base + "_total" + string(attrKey), prefix + base + string(attrKey)}
+		se.created = true
+		if c.starts == nil {
+			c.starts = map[*seriesEntry][2]string{}
+		}
+		c.starts[se] = [2]string{prefix + base + "_total" + string(attrKey), prefix + base + string(attrKey)}
 	}
 	ps := c.points[string(key)]
 	if ps == nil {
@@ -1298,6 +1310,7 @@ func (c *Converter) DownAll(ts time.Time, dur time.Duration) []*metricspb.Resour
 	}
 	rms := c.collect(gen, now, 0, dur, scrapeCounts{})
 	clear(c.raw)
+	clear(c.starts)
 	clear(c.points)
 	clear(c.fams)
 	c.lc.reset() // its entries were in raw

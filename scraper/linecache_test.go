@@ -9,6 +9,7 @@ import (
 	"strings"
 	"testing"
 	"time"
+	"unsafe"
 
 	"github.com/prometheus/common/model"
 	"github.com/prometheus/prometheus/model/relabel"
@@ -383,4 +384,12 @@ func FuzzLineCacheOpenMetrics(f *testing.F) {
 	f.Fuzz(func(t *testing.T, a, b []byte) {
 		convertBoth(t, ctOM, a, b, a, b, b)
 	})
+}
+
+// One seriesEntry exists per sample line of every target: it stays in the
+// 48-byte size class (see seriesEntry.created).
+func TestSeriesEntrySize(t *testing.T) {
+	if n := unsafe.Sizeof(seriesEntry{}); n > 48 {
+		t.Errorf("seriesEntry is %d bytes, want at most 48", n)
+	}
 }

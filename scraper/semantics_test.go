@@ -595,6 +595,16 @@ other_created 1700000002
 			t.Errorf("after a restart: start %d, want the new gauge value", p.StartTimeUnixNano)
 		}
 	}
+	// The gauges' point keys go with their series when those leave the page.
+	if len(c.starts) != 3 {
+		t.Errorf("%d _created gauges' keys kept, want 3", len(c.starts))
+	}
+	if _, err := c.Convert([]byte("# TYPE req_total counter\nreq_total{code=\"200\"} 3\n"), ctText, t0.Add(2*time.Minute)); err != nil {
+		t.Fatal(err)
+	}
+	if len(c.starts) != 0 {
+		t.Errorf("%d _created gauges' keys kept after their series left the page", len(c.starts))
+	}
 }
 
 // The resource names the target's host in server.address when it is worth

@@ -867,34 +867,33 @@ type itemDecoder[T any] interface {
 // decode is left out; the decoder checked every record it kept, so none
 // does.
 func fieldItems[T any](b []byte, first *bool, name string, msgs []*T, records []byte, pool *sync.Pool, fn func([]byte, *T) []byte) []byte {
-	_, _, received := pipeline.NextRecord(records)
-	if len(msgs) == 0 && !received {
-		return b
+	if _, _, received := pipeline.NextRecord(records); !received {
+		return fieldList(b, first, name, msgs, fn)
 	}
-	b = key(b, first, name)
-	b = append(b, '[')
-	for i, m := range msgs {
-		if i > 0 {
+	if len(msgs) > 0 {
+		b = fieldList(b, first, name, msgs, fn)
+		b = append(b[:len(b)-1], ',') // the list goes on with the records
+	} else {
+		b = key(b, first, name)
+		b = append(b, '[')
+	}
+	comma := false
+	d := pool.Get().(itemDecoder[T])
+	for rec, rest, ok := pipeline.NextRecord(records); ok; rec, rest, ok = pipeline.NextRecord(rest) {
+		m, err := d.Decode(rec)
+		if err != nil {
+			continue
+		}
+		if comma {
 			b = append(b, ',')
 		}
+		comma = true
 		b = fn(b, m)
 	}
-	if received {
-		comma := len(msgs) > 0
-		d := pool.Get().(itemDecoder[T])
-		for rec, rest, ok := pipeline.NextRecord(records); ok; rec, rest, ok = pipeline.NextRecord(rest) {
-			m, err := d.Decode(rec)
-			if err != nil {
-				continue
-			}
-			if comma {
-				b = append(b, ',')
-			}
-			comma = true
-			b = fn(b, m)
-		}
-		d.Reset()
-		pool.Put(d)
+	d.Reset()
+	pool.Put(d)
+	if !comma && len(msgs) > 0 {
+		b = b[:len(b)-1] // no record decoded: drop the comma
 	}
 	return append(b, ']')
 }

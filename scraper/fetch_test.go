@@ -209,3 +209,62 @@ func TestFetchSlowBody(t *testing.T) {
 		t.Errorf("log does not say why: %s", log)
 	}
 }
+
+// One Manager's gzip readers are reused from page to page: every gzipped
+// page reads whole, a broken gzip body in between fails only its own
+// scrape, and plain pages still read.
+func TestFetchGzipReadersReused(t *testing.T) {
+	gz := func(s string) []byte {
+		var b bytes.Buffer
+		zw := gzip.NewWriter(&b)
+		_, _ = zw.Write([]byte(s))
+		_ = zw.Close()
+		return b.Bytes()
+	}
+	var n atomic.Int64
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		i := n.Add(1)
+		w.Header().Set("Content-Type", ctText)
+		page := "# TYPE g gauge\ng " + strconv.FormatInt(i, 10) + "\n"
+		switch i % 4 {
+		case 0: // plain
+			_, _ = w.Write([]byte(page))
+		case 2: // not gzip at all
+			w.Header().Set("Content-Encoding", "gzip")
+			_, _ = w.Write([]byte(page))
+		case 3: // cut short
+			w.Header().Set("Content-Encoding", "gzip")
+			z := gz(page)
+			_, _ = w.Write(z[:len(z)-6])
+		default:
+			w.Header().Set("Content-Encoding", "gzip")
+			_, _ = w.Write(gz(page))
+		}
+	}))
+	defer srv.Close()
+	tg := fixtureTarget("j")
+	tg.Address = strings.TrimPrefix(srv.URL, "http://")
+	col := &collect{ch: make(chan struct{}, 1)}
+	m, err := New(Options{Targets: []Target{tg}, Next: col, Logger: quiet()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := int64(1); i <= 12; i++ {
+		col.b = nil
+		m.ScrapeAll(context.Background())
+		if len(col.b) != 1 {
+			t.Fatalf("scrape %d: %d batches", i, len(col.b))
+		}
+		b := col.b[0]
+		if i%4 == 2 || i%4 == 3 {
+			if upOf(t, b) != 0 {
+				t.Errorf("scrape %d of a broken gzip body: up != 0", i)
+			}
+			continue
+		}
+		g := findPoints(b.Metrics[0], "g")
+		if upOf(t, b) != 1 || g == nil || g.GetGauge().DataPoints[0].GetAsDouble() != float64(i) {
+			t.Errorf("scrape %d: up %v, g %v", i, upOf(t, b), g)
+		}
+	}
+}

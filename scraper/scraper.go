@@ -2,7 +2,6 @@ package scraper
 
 import (
 	"bytes"
-	"compress/gzip"
 	"context"
 	"errors"
 	"fmt"
@@ -16,6 +15,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/klauspost/compress/gzip"
 	"github.com/prometheus/prometheus/model/relabel"
 	metricspb "go.opentelemetry.io/proto/otlp/metrics/v1"
 
@@ -71,15 +71,19 @@ type Manager struct {
 	opts  Options
 	loops []*loop
 	// bodies holds page buffers between scrapes, shared by every loop
-	// rather than one per target: loops are spread over the interval (see
-	// phase), so only the few scrapes in flight at once hold a page. A
+	// rather than one per target: only the scrapes in flight at once hold
+	// a page, and a phase group's are in flight together (see phase). A
 	// free list, not a sync.Pool: the GC empties a Pool every cycle, and
 	// regrowing a page buffer from scratch costs a copy per doubling.
-	bodies chan *bytes.Buffer
+	bodies bodyList
+	// gzipReaders are the readers of gzipped pages, reset for each one
+	// (a reader is about 40 KB of window and tables).
+	gzipReaders sync.Pool
 }
 
-// freeBodies bounds the page buffers kept between scrapes.
-const freeBodies = 8
+// freeBodies bounds the page buffers kept between scrapes: a phase group's
+// worth, the most that are in flight at once unless scrapes overrun.
+const freeBodies = phaseGroup
 
 // startSpread is the window the targets' first scrapes are spread over.
 const startSpread = 250 * time.Millisecond
@@ -117,7 +121,7 @@ func New(opts Options) (*Manager, error) {
 			DisableCompression:  true, // we ask for and decode gzip ourselves
 		}}
 	}
-	m := &Manager{opts: opts, bodies: make(chan *bytes.Buffer, freeBodies)}
+	m := &Manager{opts: opts}
 	perJob := map[string]int{} // targets kept so far, by job
 	for i, t := range opts.Targets {
 		if t.JobName == "" {
@@ -280,11 +284,10 @@ func (l *loop) scrapeAndSend(ctx context.Context) {
 func (l *loop) scrape(ctx context.Context) []*metricspb.ResourceMetrics {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	buf := l.m.getBody()
-	buf.Grow(l.size + l.size/8)
+	buf := l.m.bodies.get(l.size + l.size/8)
 	defer func() {
 		l.size = buf.Len()
-		l.m.putBody(buf)
+		l.m.bodies.put(buf)
 	}()
 	start := time.Now()
 	ct, err := l.fetch(ctx, buf)
@@ -299,25 +302,68 @@ func (l *loop) scrape(ctx context.Context) []*metricspb.ResourceMetrics {
 	return l.conv.DownAll(start, time.Since(start))
 }
 
-// putBody returns a page buffer to the pool, unless one huge page grew it:
-// that memory goes back to the GC instead of staying pinned.
-func (m *Manager) putBody(b *bytes.Buffer) {
+// bodyList is the free list of page buffers.
+type bodyList struct {
+	mu   sync.Mutex
+	free []*bytes.Buffer
+}
+
+// get returns an empty buffer of at least size bytes: the smallest free one
+// that fits, else the largest grown to fit (the targets of a job serve
+// pages of different sizes, and a buffer handed to a bigger page than it
+// fits is regrown at once).
+func (l *bodyList) get(size int) *bytes.Buffer {
+	l.mu.Lock()
+	fit, largest := -1, -1
+	for i, b := range l.free {
+		if b.Cap() >= size && (fit < 0 || b.Cap() < l.free[fit].Cap()) {
+			fit = i
+		}
+		if largest < 0 || b.Cap() > l.free[largest].Cap() {
+			largest = i
+		}
+	}
+	best := fit
+	if best < 0 {
+		best = largest
+	}
+	var b *bytes.Buffer
+	if best >= 0 {
+		b = l.free[best]
+		last := len(l.free) - 1
+		l.free[best], l.free[last] = l.free[last], nil
+		l.free = l.free[:last]
+	}
+	l.mu.Unlock()
+	if b == nil {
+		b = new(bytes.Buffer)
+	}
+	b.Grow(size)
+	return b
+}
+
+// put returns b to the list, unless one huge page grew it (that memory goes
+// back to the GC instead of staying pinned). With freeBodies kept, the
+// smallest gives way to a bigger one.
+func (l *bodyList) put(b *bytes.Buffer) {
 	if b.Cap() > 16<<20 {
 		return
 	}
 	b.Reset()
-	select {
-	case m.bodies <- b:
-	default: // enough kept
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if len(l.free) < freeBodies {
+		l.free = append(l.free, b)
+		return
 	}
-}
-
-func (m *Manager) getBody() *bytes.Buffer {
-	select {
-	case b := <-m.bodies:
-		return b
-	default:
-		return new(bytes.Buffer)
+	small := 0
+	for i, f := range l.free {
+		if f.Cap() < l.free[small].Cap() {
+			small = i
+		}
+	}
+	if b.Cap() > l.free[small].Cap() {
+		l.free[small] = b
 	}
 }
 
@@ -350,11 +396,15 @@ func (l *loop) fetch(ctx context.Context, buf *bytes.Buffer) (string, error) {
 	}
 	var body io.Reader = resp.Body
 	if gzipped {
-		gz, err := gzip.NewReader(resp.Body)
-		if err != nil {
+		gz, _ := l.m.gzipReaders.Get().(*gzip.Reader)
+		if gz == nil {
+			gz = new(gzip.Reader)
+		}
+		if err := gz.Reset(resp.Body); err != nil {
+			l.m.gzipReaders.Put(gz)
 			return "", fmt.Errorf("gzip: %w", err)
 		}
-		defer gz.Close()
+		defer l.m.gzipReaders.Put(gz)
 		body = gz
 	}
 	// At most limit+1 (decompressed) bytes are read: one more than allowed

@@ -549,3 +549,66 @@ func TestParseErrorLineAfterMetadata(t *testing.T) {
 		}
 	}
 }
+
+// TestBodyListFits checks the page buffers' free list: a page gets the
+// smallest free buffer that fits it, a bigger page than any grows the
+// largest, and the list keeps at most freeBodies, the biggest.
+func TestBodyListFits(t *testing.T) {
+	var l bodyList
+	sizes := []int{40 << 10, 90 << 10, 60 << 10}
+	var bufs []*bytes.Buffer
+	for _, n := range sizes {
+		bufs = append(bufs, l.get(n))
+	}
+	for i, b := range bufs {
+		if b.Cap() < sizes[i] {
+			t.Fatalf("get(%d) returned a buffer of cap %d", sizes[i], b.Cap())
+		}
+		b.Write(make([]byte, sizes[i]))
+		l.put(b)
+	}
+	if len(l.free) != 3 {
+		t.Fatalf("free list holds %d buffers, want 3", len(l.free))
+	}
+	if b := l.get(50 << 10); b != bufs[2] {
+		t.Errorf("get(50 KiB) = buffer of cap %d, want the 60 KiB one (cap %d)", b.Cap(), bufs[2].Cap())
+	} else if b.Len() != 0 {
+		t.Errorf("a reused buffer holds %d bytes", b.Len())
+	}
+	if b := l.get(200 << 10); b != bufs[1] || b.Cap() < 200<<10 {
+		t.Errorf("get(200 KiB) did not grow the largest free buffer")
+	}
+	if b := l.get(1); b != bufs[0] {
+		t.Errorf("get(1) did not return the last free buffer")
+	}
+	if b := l.get(1); b == nil || b.Cap() < 1 || b == bufs[0] || b == bufs[1] || b == bufs[2] {
+		t.Errorf("get on an empty list did not return a new buffer")
+	}
+
+	for range freeBodies + 4 {
+		b := new(bytes.Buffer)
+		b.Grow(1 << 10)
+		l.put(b)
+	}
+	big := new(bytes.Buffer)
+	big.Grow(1 << 20)
+	l.put(big)
+	if len(l.free) != freeBodies {
+		t.Fatalf("free list holds %d buffers, want %d", len(l.free), freeBodies)
+	}
+	found := false
+	for _, b := range l.free {
+		found = found || b == big
+	}
+	if !found {
+		t.Error("a full list did not keep a bigger buffer in place of its smallest")
+	}
+	huge := new(bytes.Buffer)
+	huge.Grow(17 << 20)
+	l.put(huge)
+	for _, b := range l.free {
+		if b == huge {
+			t.Error("the list kept a buffer over 16 MiB")
+		}
+	}
+}

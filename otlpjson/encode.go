@@ -50,9 +50,51 @@ func (e *MetricsEncoder) AppendMetrics(dst []byte, rms []*metricspb.ResourceMetr
 // appendMetricsRequest is AppendMetrics, reusing the encodings stored with
 // shared point attributes (pipeline.Encoded) when stored is set.
 func appendMetricsRequest(dst []byte, rms []*metricspb.ResourceMetrics, skip []string, stored bool) []byte {
+	pw := &pointWriter{stored: stored}
 	return appendRequest(dst, pipeline.Metrics, rms, func(b []byte, r *metricspb.ResourceMetrics) []byte {
-		return appendResourceMetrics(b, r, skip, stored)
+		return appendResourceMetrics(b, r, skip, pw)
 	})
+}
+
+// pointWriter is what the data-point writers of one call carry: whether
+// they use stored attribute encodings, and the digits of the last start
+// and time written. A scrape's points share its time and mostly one start
+// (the first scrape's), and formatting the two 19-digit decimals of each
+// point was a twentieth of the scrape path's instructions.
+type pointWriter struct {
+	stored bool
+	last   [2]timeDigits // start, time
+}
+
+type timeDigits struct {
+	v uint64
+	n uint8
+	d [20]byte
+}
+
+// times writes a point's startTimeUnixNano and timeUnixNano fields, as
+// fieldUint64 does.
+func (pw *pointWriter) times(b []byte, first *bool, start, time uint64) []byte {
+	if start != 0 {
+		b = key(b, first, "startTimeUnixNano")
+		b = pw.last[0].append(b, start)
+	}
+	if time != 0 {
+		b = key(b, first, "timeUnixNano")
+		b = pw.last[1].append(b, time)
+	}
+	return b
+}
+
+// append writes v as a quoted decimal, from the last digits if v is the
+// last value.
+func (t *timeDigits) append(b []byte, v uint64) []byte {
+	if v != t.v || t.n == 0 {
+		t.v, t.n = v, uint8(len(strconv.AppendUint(t.d[:0], v, 10)))
+	}
+	b = append(b, '"')
+	b = append(b, t.d[:t.n]...)
+	return append(b, '"')
 }
 
 // appendRequest appends the export request of signal s holding xs, each
@@ -101,7 +143,7 @@ const RequestEnd = "]}"
 // ResourceMetrics, as an element of a request's list (see RequestStart),
 // reusing stored point attribute encodings as e.AppendMetrics does.
 func (e *MetricsEncoder) AppendResourceMetrics(dst []byte, rm *metricspb.ResourceMetrics, skipResourceKeys ...string) []byte {
-	return appendResourceMetrics(dst, rm, skipResourceKeys, true)
+	return appendResourceMetrics(dst, rm, skipResourceKeys, &pointWriter{stored: true})
 }
 
 // AppendResourceSpans appends the OTLP/JSON encoding of one ResourceSpans,
@@ -530,7 +572,7 @@ func appendScope(b []byte, s *commonpb.InstrumentationScope) []byte {
 
 // ---- metrics ----
 
-func appendResourceMetrics(b []byte, rm *metricspb.ResourceMetrics, skip []string, stored bool) []byte {
+func appendResourceMetrics(b []byte, rm *metricspb.ResourceMetrics, skip []string, pw *pointWriter) []byte {
 	b = append(b, '{')
 	if rm == nil {
 		return append(b, '}')
@@ -541,13 +583,13 @@ func appendResourceMetrics(b []byte, rm *metricspb.ResourceMetrics, skip []strin
 		b = appendResource(b, rm.Resource, skip)
 	}
 	b = fieldList(b, &first, "scopeMetrics", rm.ScopeMetrics, func(b []byte, sm *metricspb.ScopeMetrics) []byte {
-		return appendScopeMetrics(b, sm, stored)
+		return appendScopeMetrics(b, sm, pw)
 	})
 	b = fieldString(b, &first, "schemaUrl", rm.SchemaUrl)
 	return append(b, '}')
 }
 
-func appendScopeMetrics(b []byte, sm *metricspb.ScopeMetrics, stored bool) []byte {
+func appendScopeMetrics(b []byte, sm *metricspb.ScopeMetrics, pw *pointWriter) []byte {
 	b = append(b, '{')
 	if sm == nil {
 		return append(b, '}')
@@ -558,7 +600,7 @@ func appendScopeMetrics(b []byte, sm *metricspb.ScopeMetrics, stored bool) []byt
 		b = appendScope(b, sm.Scope)
 	}
 	b = fieldList(b, &first, "metrics", sm.Metrics, func(b []byte, m *metricspb.Metric) []byte {
-		return appendMetric(b, m, stored)
+		return appendMetric(b, m, pw)
 	})
 	b = fieldString(b, &first, "schemaUrl", sm.SchemaUrl)
 	return append(b, '}')
@@ -566,7 +608,7 @@ func appendScopeMetrics(b []byte, sm *metricspb.ScopeMetrics, stored bool) []byt
 
 // appendMetric writes one metric; c (nil for none) caches shared point
 // attributes.
-func appendMetric(b []byte, m *metricspb.Metric, stored bool) []byte {
+func appendMetric(b []byte, m *metricspb.Metric, pw *pointWriter) []byte {
 	b = append(b, '{')
 	if m == nil {
 		return append(b, '}')
@@ -581,7 +623,7 @@ func appendMetric(b []byte, m *metricspb.Metric, stored bool) []byte {
 		b = append(b, '{')
 		if d.Gauge != nil && len(d.Gauge.DataPoints) > 0 {
 			b = append(b, `"dataPoints":`...)
-			b = appendNumberDataPoints(b, d.Gauge.DataPoints, stored)
+			b = appendNumberDataPoints(b, d.Gauge.DataPoints, pw)
 		}
 		b = append(b, '}')
 	case *metricspb.Metric_Sum:
@@ -591,7 +633,7 @@ func appendMetric(b []byte, m *metricspb.Metric, stored bool) []byte {
 			f := true
 			if len(s.DataPoints) > 0 {
 				b = key(b, &f, "dataPoints")
-				b = appendNumberDataPoints(b, s.DataPoints, stored)
+				b = appendNumberDataPoints(b, s.DataPoints, pw)
 			}
 			b = fieldInt32(b, &f, "aggregationTemporality", int32(s.AggregationTemporality))
 			b = fieldBool(b, &f, "isMonotonic", s.IsMonotonic)
@@ -603,7 +645,7 @@ func appendMetric(b []byte, m *metricspb.Metric, stored bool) []byte {
 		if h := d.Histogram; h != nil {
 			f := true
 			b = fieldList(b, &f, "dataPoints", h.DataPoints, func(b []byte, p *metricspb.HistogramDataPoint) []byte {
-				return appendHistogramDataPoint(b, p, stored)
+				return appendHistogramDataPoint(b, p, pw)
 			})
 			b = fieldInt32(b, &f, "aggregationTemporality", int32(h.AggregationTemporality))
 		}
@@ -614,7 +656,7 @@ func appendMetric(b []byte, m *metricspb.Metric, stored bool) []byte {
 		if h := d.ExponentialHistogram; h != nil {
 			f := true
 			b = fieldList(b, &f, "dataPoints", h.DataPoints, func(b []byte, p *metricspb.ExponentialHistogramDataPoint) []byte {
-				return appendExpHistogramDataPoint(b, p, stored)
+				return appendExpHistogramDataPoint(b, p, pw)
 			})
 			b = fieldInt32(b, &f, "aggregationTemporality", int32(h.AggregationTemporality))
 		}
@@ -625,7 +667,7 @@ func appendMetric(b []byte, m *metricspb.Metric, stored bool) []byte {
 		if s := d.Summary; s != nil {
 			f := true
 			b = fieldList(b, &f, "dataPoints", s.DataPoints, func(b []byte, p *metricspb.SummaryDataPoint) []byte {
-				return appendSummaryDataPoint(b, p, stored)
+				return appendSummaryDataPoint(b, p, pw)
 			})
 		}
 		b = append(b, '}')
@@ -634,7 +676,7 @@ func appendMetric(b []byte, m *metricspb.Metric, stored bool) []byte {
 	return append(b, '}')
 }
 
-func appendNumberDataPoints(b []byte, ps []*metricspb.NumberDataPoint, stored bool) []byte {
+func appendNumberDataPoints(b []byte, ps []*metricspb.NumberDataPoint, pw *pointWriter) []byte {
 	b = append(b, '[')
 	for i, p := range ps {
 		if i > 0 {
@@ -643,9 +685,8 @@ func appendNumberDataPoints(b []byte, ps []*metricspb.NumberDataPoint, stored bo
 		b = append(b, '{')
 		if p != nil {
 			first := true
-			b = fieldPointAttrs(b, &first, p.Attributes, stored)
-			b = fieldUint64(b, &first, "startTimeUnixNano", p.StartTimeUnixNano)
-			b = fieldUint64(b, &first, "timeUnixNano", p.TimeUnixNano)
+			b = fieldPointAttrs(b, &first, p.Attributes, pw.stored)
+			b = pw.times(b, &first, p.StartTimeUnixNano, p.TimeUnixNano)
 			switch v := p.Value.(type) {
 			case *metricspb.NumberDataPoint_AsDouble:
 				b = key(b, &first, "asDouble")
@@ -729,15 +770,14 @@ func appendDoubles(b []byte, first *bool, name string, vs []float64) []byte {
 	return append(b, ']')
 }
 
-func appendHistogramDataPoint(b []byte, p *metricspb.HistogramDataPoint, stored bool) []byte {
+func appendHistogramDataPoint(b []byte, p *metricspb.HistogramDataPoint, pw *pointWriter) []byte {
 	b = append(b, '{')
 	if p == nil {
 		return append(b, '}')
 	}
 	first := true
-	b = fieldPointAttrs(b, &first, p.Attributes, stored)
-	b = fieldUint64(b, &first, "startTimeUnixNano", p.StartTimeUnixNano)
-	b = fieldUint64(b, &first, "timeUnixNano", p.TimeUnixNano)
+	b = fieldPointAttrs(b, &first, p.Attributes, pw.stored)
+	b = pw.times(b, &first, p.StartTimeUnixNano, p.TimeUnixNano)
 	b = fieldUint64(b, &first, "count", p.Count)
 	b = fieldOptDouble(b, &first, "sum", p.Sum)
 	b = appendUint64s(b, &first, "bucketCounts", p.BucketCounts)
@@ -761,15 +801,14 @@ func appendBuckets(b []byte, first *bool, name string, bk *metricspb.Exponential
 	return append(b, '}')
 }
 
-func appendExpHistogramDataPoint(b []byte, p *metricspb.ExponentialHistogramDataPoint, stored bool) []byte {
+func appendExpHistogramDataPoint(b []byte, p *metricspb.ExponentialHistogramDataPoint, pw *pointWriter) []byte {
 	b = append(b, '{')
 	if p == nil {
 		return append(b, '}')
 	}
 	first := true
-	b = fieldPointAttrs(b, &first, p.Attributes, stored)
-	b = fieldUint64(b, &first, "startTimeUnixNano", p.StartTimeUnixNano)
-	b = fieldUint64(b, &first, "timeUnixNano", p.TimeUnixNano)
+	b = fieldPointAttrs(b, &first, p.Attributes, pw.stored)
+	b = pw.times(b, &first, p.StartTimeUnixNano, p.TimeUnixNano)
 	b = fieldUint64(b, &first, "count", p.Count)
 	b = fieldOptDouble(b, &first, "sum", p.Sum)
 	b = fieldInt32(b, &first, "scale", p.Scale)
@@ -784,15 +823,14 @@ func appendExpHistogramDataPoint(b []byte, p *metricspb.ExponentialHistogramData
 	return append(b, '}')
 }
 
-func appendSummaryDataPoint(b []byte, p *metricspb.SummaryDataPoint, stored bool) []byte {
+func appendSummaryDataPoint(b []byte, p *metricspb.SummaryDataPoint, pw *pointWriter) []byte {
 	b = append(b, '{')
 	if p == nil {
 		return append(b, '}')
 	}
 	first := true
-	b = fieldPointAttrs(b, &first, p.Attributes, stored)
-	b = fieldUint64(b, &first, "startTimeUnixNano", p.StartTimeUnixNano)
-	b = fieldUint64(b, &first, "timeUnixNano", p.TimeUnixNano)
+	b = fieldPointAttrs(b, &first, p.Attributes, pw.stored)
+	b = pw.times(b, &first, p.StartTimeUnixNano, p.TimeUnixNano)
 	b = fieldUint64(b, &first, "count", p.Count)
 	b = fieldDouble(b, &first, "sum", p.Sum)
 	if len(p.QuantileValues) > 0 {

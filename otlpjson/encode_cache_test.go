@@ -8,9 +8,11 @@ import (
 	"testing"
 
 	"github.com/otelstep/otelstep/pipeline"
+	colmetricspb "go.opentelemetry.io/proto/otlp/collector/metrics/v1"
 	commonpb "go.opentelemetry.io/proto/otlp/common/v1"
 	metricspb "go.opentelemetry.io/proto/otlp/metrics/v1"
 	resourcepb "go.opentelemetry.io/proto/otlp/resource/v1"
+	"google.golang.org/protobuf/proto"
 )
 
 func sv(k, v string) *commonpb.KeyValue {
@@ -249,4 +251,32 @@ func sharedBatch1000(shared bool) []*metricspb.ResourceMetrics {
 		})
 	}
 	return rms
+}
+
+// Points that repeat the last start or time (as a scrape's do) and points
+// that do not, zeros among them, in every point type: the timestamps the
+// writer keeps the digits of come out as protojson writes them, through
+// both encoders.
+func TestPointTimesRepeat(t *testing.T) {
+	const t0, t1 = 1_780_000_000_000_000_000, 1_780_000_015_000_000_000
+	times := [][2]uint64{{t0, t1}, {t0, t1}, {0, t1}, {t0, t1}, {t0 + 1, t1}, {t0 + 1, 0}, {5, 7}, {t0, t1}, {t0, t1 + 9}}
+	var num []*metricspb.NumberDataPoint
+	var hist []*metricspb.HistogramDataPoint
+	var sum []*metricspb.SummaryDataPoint
+	for i, tt := range times {
+		num = append(num, &metricspb.NumberDataPoint{StartTimeUnixNano: tt[0], TimeUnixNano: tt[1], Value: &metricspb.NumberDataPoint_AsDouble{AsDouble: float64(i)}})
+		hist = append(hist, &metricspb.HistogramDataPoint{StartTimeUnixNano: tt[1], TimeUnixNano: tt[0], Count: uint64(i)})
+		sum = append(sum, &metricspb.SummaryDataPoint{StartTimeUnixNano: tt[0], TimeUnixNano: tt[1], Count: uint64(i)})
+	}
+	rms := []*metricspb.ResourceMetrics{{ScopeMetrics: []*metricspb.ScopeMetrics{{Metrics: []*metricspb.Metric{
+		{Name: "g", Data: &metricspb.Metric_Gauge{Gauge: &metricspb.Gauge{DataPoints: num}}},
+		{Name: "h", Data: &metricspb.Metric_Histogram{Histogram: &metricspb.Histogram{DataPoints: hist}}},
+		{Name: "s", Data: &metricspb.Metric_Summary{Summary: &metricspb.Summary{DataPoints: sum}}},
+		{Name: "g2", Data: &metricspb.Metric_Gauge{Gauge: &metricspb.Gauge{DataPoints: num[3:]}}},
+	}}}}}
+	req := &colmetricspb.ExportMetricsServiceRequest{ResourceMetrics: rms}
+	var e MetricsEncoder
+	for i, enc := range [][]byte{AppendMetrics(nil, rms), e.AppendMetrics(nil, rms)} {
+		crossCheck(t, i, req, enc, func(b []byte) (proto.Message, error) { return DecodeMetrics(b) })
+	}
 }

@@ -305,6 +305,12 @@ func appendFloat(b []byte, f float64) []byte {
 	case math.IsInf(f, -1):
 		return append(b, `"-Infinity"`...)
 	}
+	if f > -1<<53 && f < 1<<53 && f == float64(int64(f)) && f != 0 {
+		// An integer (most gauges and every counter of whole units): its
+		// shortest form is its digits, which AppendInt writes in a fifth
+		// of the time. Zero is left to AppendFloat for its sign.
+		return strconv.AppendInt(b, int64(f), 10)
+	}
 	fmt := byte('f')
 	if abs := math.Abs(f); abs != 0 && (abs < 1e-6 || abs >= 1e21) {
 		fmt = 'e'

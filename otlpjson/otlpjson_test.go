@@ -308,6 +308,11 @@ func TestAppendFloatMatchesEncodingJSON(t *testing.T) {
 	for range 20000 {
 		vals = append(vals, math.Float64frombits(r.Uint64()), r.NormFloat64()*math.Pow(10, float64(r.IntN(60)-30)))
 	}
+	// integers, which take AppendInt: around the edge of its range too
+	vals = append(vals, 1<<53, 1<<53-1, 1<<53+2, -(1 << 53), -(1<<53 - 1), 1e15, 1e16, 1e17, -1e18, 4294967296, 1410, -273)
+	for range 20000 {
+		vals = append(vals, float64(r.Int64N(1<<55)-1<<54), float64(r.Int64N(1e6)-5e5), math.Trunc(r.NormFloat64()*math.Pow(10, float64(r.IntN(25)))))
+	}
 	for _, f := range vals {
 		if math.IsNaN(f) || math.IsInf(f, 0) {
 			continue

@@ -227,16 +227,8 @@ func sampleTail(page []byte, i int) (v float64, ts int64, hasTS bool, next int, 
 	if j == vs || j == len(page) || (page[j] != ' ' && page[j] != '\t' && page[j] != '\n') {
 		return 0, 0, false, 0, false
 	}
-	tok := page[vs:j]
-	if bytes.ContainsAny(tok, "pP") { // PromParser refuses hex floats
+	if v, ok = parseValue(page[vs:j]); !ok {
 		return 0, 0, false, 0, false
-	}
-	v, err := strconv.ParseFloat(unsafe.String(unsafe.SliceData(tok), len(tok)), 64)
-	if err != nil {
-		return 0, 0, false, 0, false
-	}
-	if math.IsNaN(v) {
-		v = math.Float64frombits(value.NormalNaN)
 	}
 	j = skipBlanks(page, j)
 	if j < len(page) && page[j] >= '0' && page[j] <= '9' {
@@ -244,6 +236,7 @@ func sampleTail(page []byte, i int) (v float64, ts int64, hasTS bool, next int, 
 		for j < len(page) && page[j] >= '0' && page[j] <= '9' {
 			j++
 		}
+		var err error
 		ts, err = strconv.ParseInt(unsafe.String(&page[s], j-s), 10, 64)
 		if err != nil {
 			return 0, 0, false, 0, false
@@ -271,18 +264,74 @@ func sampleTailOM(page []byte, i int) (v float64, ts int64, hasTS bool, next int
 	if j == i+1 || j == len(page) || page[j] != '\n' {
 		return 0, 0, false, 0, false
 	}
-	tok := page[i+1 : j]
-	if bytes.ContainsAny(tok, "pP") {
+	if v, ok = parseValue(page[i+1 : j]); !ok {
 		return 0, 0, false, 0, false
+	}
+	return v, 0, false, j + 1, true
+}
+
+// parseValue parses a sample value as textparse does (strconv.ParseFloat,
+// no hex floats, NaN made Prometheus's NaN). Plain decimals, most values,
+// take a shorter way that gives the same float (parseDecimal).
+func parseValue(tok []byte) (float64, bool) {
+	if v, ok := parseDecimal(tok); ok {
+		return v, true
+	}
+	if bytes.ContainsAny(tok, "pP") { // PromParser refuses hex floats
+		return 0, false
 	}
 	v, err := strconv.ParseFloat(unsafe.String(unsafe.SliceData(tok), len(tok)), 64)
 	if err != nil {
-		return 0, 0, false, 0, false
+		return 0, false
 	}
 	if math.IsNaN(v) {
 		v = math.Float64frombits(value.NormalNaN)
 	}
-	return v, 0, false, j + 1, true
+	return v, true
+}
+
+// pow10 are the powers of ten a float64 holds exactly.
+var pow10 = [...]float64{1e0, 1e1, 1e2, 1e3, 1e4, 1e5, 1e6, 1e7, 1e8, 1e9, 1e10, 1e11,
+	1e12, 1e13, 1e14, 1e15, 1e16, 1e17, 1e18, 1e19, 1e20, 1e21, 1e22}
+
+// parseDecimal parses [+-]digits[.digits] whose digits, without the point,
+// make an integer of at most 2^53 with at most 22 after the point: both the
+// integer and the power of ten are exact float64s, so their quotient,
+// rounded once by the division, is the correctly rounded value that
+// strconv.ParseFloat returns (its own exact fast path is this one). ok is
+// false for anything else, which strconv parses.
+func parseDecimal(tok []byte) (v float64, ok bool) {
+	i, neg := 0, false
+	if len(tok) > 0 && (tok[0] == '-' || tok[0] == '+') {
+		neg, i = tok[0] == '-', 1
+	}
+	var m uint64
+	digits, frac, point := 0, 0, false
+	for ; i < len(tok); i++ {
+		c := tok[i]
+		switch {
+		case '0' <= c && c <= '9':
+			if digits++; digits > 16 {
+				return 0, false
+			}
+			m = m*10 + uint64(c-'0')
+			if point {
+				frac++
+			}
+		case c == '.' && !point:
+			point = true
+		default:
+			return 0, false
+		}
+	}
+	if digits == 0 || m > 1<<53 || frac >= len(pow10) {
+		return 0, false
+	}
+	v = float64(m) / pow10[frac]
+	if neg {
+		v = -v
+	}
+	return v, true
 }
 
 func skipBlanks(b []byte, i int) int {

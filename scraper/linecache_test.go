@@ -3,6 +3,8 @@ package scraper
 import (
 	"bytes"
 	"fmt"
+	"math"
+	"math/rand/v2"
 	"regexp"
 	"sort"
 	"strconv"
@@ -13,6 +15,7 @@ import (
 
 	"github.com/prometheus/common/model"
 	"github.com/prometheus/prometheus/model/relabel"
+	"github.com/prometheus/prometheus/model/value"
 	metricspb "go.opentelemetry.io/proto/otlp/metrics/v1"
 	"google.golang.org/protobuf/proto"
 )
@@ -392,4 +395,67 @@ func TestSeriesEntrySize(t *testing.T) {
 	if n := unsafe.Sizeof(seriesEntry{}); n > 48 {
 		t.Errorf("seriesEntry is %d bytes, want at most 48", n)
 	}
+}
+
+// parseValueRef is parseValue without its decimal shortcut.
+func parseValueRef(tok []byte) (float64, bool) {
+	if bytes.ContainsAny(tok, "pP") {
+		return 0, false
+	}
+	v, err := strconv.ParseFloat(string(tok), 64)
+	if err != nil {
+		return 0, false
+	}
+	if math.IsNaN(v) {
+		v = math.Float64frombits(value.NormalNaN)
+	}
+	return v, true
+}
+
+func checkParseValue(t *testing.T, tok string) {
+	t.Helper()
+	got, ok := parseValue([]byte(tok))
+	want, wok := parseValueRef([]byte(tok))
+	if ok != wok || math.Float64bits(got) != math.Float64bits(want) {
+		t.Fatalf("parseValue(%q) = %v (%x), %v; strconv: %v (%x), %v", tok, got, math.Float64bits(got), ok, want, math.Float64bits(want), wok)
+	}
+}
+
+// The decimal shortcut gives strconv's float, bit for bit, and leaves
+// everything else to it.
+func TestParseValueMatchesStrconv(t *testing.T) {
+	for _, tok := range []string{"0", "-0", "+0", "0.", ".5", "-.5", ".", "-", "+", "", "1e5", "1E-3", "00012", "-00.000",
+		"9007199254740992", "9007199254740993", "-9007199254740992", "90071992547409921", "1234567890123456", "12345678901234567",
+		"1.7976931348623157", "123456789012345.6", "0.0000000000000000000001", "0.00000000000000000000001", "1.5.5", "1..5",
+		"Inf", "-Inf", "+Inf", "NaN", "nan", "1_0", "0x10", "0x1p-2", "1e400", "4.9e-324", "0.1", "0.2", "0.3", "2.675",
+		"1410", "-273.15", "3.14159265358979", "100.00000000000001"} {
+		checkParseValue(t, tok)
+	}
+	r := rand.New(rand.NewPCG(4, 4))
+	for range 200_000 {
+		var b []byte
+		switch r.IntN(3) {
+		case 0:
+			b = append(b, '-')
+		case 1:
+			if r.IntN(4) == 0 {
+				b = append(b, '+')
+			}
+		}
+		n, point := 1+r.IntN(18), r.IntN(19)
+		for k := range n {
+			if k == point {
+				b = append(b, '.')
+			}
+			b = append(b, byte('0'+r.IntN(10)))
+		}
+		checkParseValue(t, string(b))
+	}
+}
+
+func FuzzParseValue(f *testing.F) {
+	for _, s := range []string{"0", "-1.5", "9007199254740993", "1e5", ".5", "NaN"} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, tok string) { checkParseValue(t, tok) })
 }

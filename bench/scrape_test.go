@@ -9,6 +9,7 @@ import (
 	"bytes"
 	"io"
 	"os"
+	"runtime"
 	"testing"
 	"time"
 
@@ -25,7 +26,7 @@ import (
 const textType = "text/plain; version=0.0.4; charset=utf-8"
 
 // samples counts the page's samples as textparse sees them.
-func samples(b *testing.B, page []byte) int {
+func samples(b testing.TB, page []byte) int {
 	p, err := textparse.New(page, textType, labels.NewSymbolTable(), textparse.ParserOptions{})
 	if err != nil {
 		b.Fatal(err)
@@ -174,5 +175,28 @@ func TestShiftValues(t *testing.T) {
 				t.Fatalf("%s +%d: only %d of %d lines changed", name, n, changed, p.Samples)
 			}
 		}
+	}
+}
+
+// The ceiling counts the CPU time of its thread: it reads, and a page of n
+// samples parses at a positive rate.
+func TestTextparseRate(t *testing.T) {
+	runtime.LockOSThread()
+	defer runtime.UnlockOSThread()
+	a, err := threadCPU()
+	if err != nil {
+		t.Fatalf("thread CPU time: %v", err)
+	}
+	for { // burn 20 ms of this thread's CPU
+		if b, _ := threadCPU(); b-a > 20*time.Millisecond {
+			break
+		}
+	}
+	page, err := os.ReadFile("testdata/node.txt")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r := TextparseRate([]Page{{Name: "node", Body: page, Samples: samples(t, page)}}, 20*time.Millisecond); r <= 0 {
+		t.Fatalf("TextparseRate = %v", r)
 	}
 }

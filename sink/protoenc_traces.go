@@ -39,7 +39,7 @@ func appendBytes(dst []byte, num protowire.Number, b []byte) []byte {
 	if len(b) == 0 {
 		return dst
 	}
-	dst = protowire.AppendTag(dst, num, protowire.BytesType)
+	dst = appendTag(dst, num, protowire.BytesType)
 	return protowire.AppendBytes(dst, b)
 }
 
@@ -54,7 +54,7 @@ func appendFixed32(dst []byte, num protowire.Number, v uint32) []byte {
 	if v == 0 {
 		return dst
 	}
-	dst = protowire.AppendTag(dst, num, protowire.Fixed32Type)
+	dst = appendTag(dst, num, protowire.Fixed32Type)
 	return protowire.AppendFixed32(dst, v)
 }
 
@@ -179,8 +179,8 @@ func (e *MetricsProtoEncoder) appendSpan(dst []byte, s *tracepb.Span) []byte {
 	}
 	dst = appendVarint(dst, 14, uint64(s.DroppedLinksCount))
 	if st := s.Status; st != nil {
-		dst = protowire.AppendTag(dst, 15, protowire.BytesType)
-		dst = protowire.AppendVarint(dst, uint64(strSize(2, st.Message)+enumSize(3, int32(st.Code))))
+		dst = appendTag(dst, 15, protowire.BytesType)
+		dst = appendUvarint(dst, uint64(strSize(2, st.Message)+enumSize(3, int32(st.Code))))
 		dst = appendStr(dst, 2, st.Message)
 		dst = appendEnum(dst, 3, int32(st.Code))
 	}

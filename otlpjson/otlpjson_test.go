@@ -1062,7 +1062,7 @@ func TestSkipIgnoresCase(t *testing.T) {
 	}
 }
 
-// plain8 says true exactly when all eight bytes pass safe[]: every byte
+// plainWord says true exactly when all eight bytes pass safe[]: every byte
 // value at every position, and random words biased towards the edges.
 func TestPlain8(t *testing.T) {
 	allSafe := func(s string) bool {
@@ -1077,8 +1077,8 @@ func TestPlain8(t *testing.T) {
 		for pos := range 8 {
 			b := []byte("abcdefgh")
 			b[pos] = byte(c)
-			if got, want := plain8(string(b)), allSafe(string(b)); got != want {
-				t.Fatalf("plain8(%q) = %v, want %v", b, got, want)
+			if got, want := plainWord(load8(string(b))), allSafe(string(b)); got != want {
+				t.Fatalf("plainWord(%q) = %v, want %v", b, got, want)
 			}
 		}
 	}
@@ -1093,8 +1093,8 @@ func TestPlain8(t *testing.T) {
 				b[i] = byte(r.Uint32())
 			}
 		}
-		if got, want := plain8(string(b[:])), allSafe(string(b[:])); got != want {
-			t.Fatalf("plain8(%q) = %v, want %v", b, got, want)
+		if got, want := plainWord(load8(string(b[:]))), allSafe(string(b[:])); got != want {
+			t.Fatalf("plainWord(%q) = %v, want %v", b, got, want)
 		}
 	}
 }

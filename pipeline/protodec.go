@@ -521,6 +521,13 @@ func (d *decoder) str(q, end int) (string, int, *DecodeError) {
 	for len(b) >= 8 && binary.LittleEndian.Uint64(b)&0x8080808080808080 == 0 {
 		b = b[8:]
 	}
+	if n := len(b); n > 0 && n < 8 && cap(b) >= 8 {
+		// The last n < 8 bytes in one load too, the bytes after them
+		// (still the body's) masked off: keys are short.
+		if binary.LittleEndian.Uint64(b[:8])&(0x8080808080808080>>(64-8*n)) == 0 {
+			b = b[n:]
+		}
+	}
 	for len(b) > 0 && b[0] < 0x80 {
 		b = b[1:]
 	}

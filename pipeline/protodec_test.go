@@ -1008,3 +1008,47 @@ func TestDecodePooledConcurrent(t *testing.T) {
 		}
 	}
 }
+
+// A short string's bytes are checked in one load with what follows it in
+// the body masked off: an ASCII name of 1 to 7 bytes followed by bytes
+// above 0x7f passes, and one with a byte above 0x7f that is not UTF-8, at
+// any position, is refused.
+func TestShortStringUTF8(t *testing.T) {
+	body := func(name string) []byte {
+		var span []byte
+		span = protowire.AppendTag(span, 5, protowire.BytesType)
+		span = protowire.AppendString(span, name)
+		// flags: field 16, whose tag's first byte is 0x85
+		span = protowire.AppendTag(span, 16, protowire.Fixed32Type)
+		span = protowire.AppendFixed32(span, 0xffffffff)
+		span = protowire.AppendTag(span, 1, protowire.BytesType)
+		span = protowire.AppendBytes(span, bytes.Repeat([]byte{0xff}, 16))
+		ss := protowire.AppendBytes(protowire.AppendTag(nil, 2, protowire.BytesType), span)
+		rs := protowire.AppendBytes(protowire.AppendTag(nil, 2, protowire.BytesType), ss)
+		return protowire.AppendBytes(protowire.AppendTag(nil, 1, protowire.BytesType), rs)
+	}
+	for n := 1; n <= 9; n++ {
+		name := strings.Repeat("a", n)
+		rss, err := pipeline.DecodeTracesOwned(body(name))
+		if err != nil {
+			t.Fatalf("ASCII name of %d bytes: %v", n, err)
+		}
+		if spans, err := pipeline.SpansOf(rss[0].ScopeSpans[0]); err != nil || spans[0].Name != name {
+			t.Fatalf("ASCII name of %d bytes read as %v, %v", n, spans, err)
+		}
+		for k := range n {
+			bad := []byte(name)
+			bad[k] = 0xff
+			if _, err := pipeline.DecodeTracesOwned(body(string(bad))); err == nil || !strings.Contains(err.Error(), "invalid UTF-8") {
+				t.Fatalf("name %q: err %v, want invalid UTF-8", bad, err)
+			}
+			ok := []byte(name)
+			copy(ok[k:], "é")
+			if k+2 <= n {
+				if _, err := pipeline.DecodeTracesOwned(body(string(ok))); err != nil {
+					t.Fatalf("name %q: %v", ok, err)
+				}
+			}
+		}
+	}
+}

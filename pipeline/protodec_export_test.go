@@ -36,3 +36,16 @@ func IsWireTypeError(err error) bool {
 }
 
 const MaxDepth = maxDepth
+
+// CheckItem runs both checks of a span (Traces) or log record (Logs)
+// record: the validator and decoding into scratch.
+func CheckItem(s Signal, rec []byte, lenient bool) (valid, decodes bool) {
+	d := getDecoder(append([]byte(nil), rec...))
+	defer putDecoder(d)
+	d.lenient = lenient
+	sd := d.scratchDecoder()
+	if s == Traces {
+		return d.validSpan(0, len(rec)), sd.span(sd.span0(), 0, len(rec)) == nil
+	}
+	return d.validLogRecord(0, len(rec)), sd.logRecord(sd.logRecord0(), 0, len(rec)) == nil
+}

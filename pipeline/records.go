@@ -208,15 +208,22 @@ func (d *decoder) scratchDecoder() *decoder {
 	return sd
 }
 
-// checkSpan checks the span in [a, z) of d.b by decoding it into the
-// scratch decoder's Span, and forgets it.
+// checkSpan checks the span in [a, z) of d.b: validSpan, or when that says
+// no, decoding it into the scratch decoder's Span, which names the error
+// (validate.go).
 func (d *decoder) checkSpan(a, z int) *DecodeError {
+	if d.validSpan(a, z) {
+		return nil
+	}
 	sd := d.scratchDecoder()
 	return sd.span(sd.span0(), a, z)
 }
 
 // checkLogRecord is checkSpan for a log record.
 func (d *decoder) checkLogRecord(a, z int) *DecodeError {
+	if d.validLogRecord(a, z) {
+		return nil
+	}
 	sd := d.scratchDecoder()
 	return sd.logRecord(sd.logRecord0(), a, z)
 }

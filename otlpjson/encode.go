@@ -893,7 +893,7 @@ func appendScopeSpans(b []byte, ss *tracepb.ScopeSpans) []byte {
 		b = key(b, &first, "scope")
 		b = appendScope(b, ss.Scope)
 	}
-	b = fieldItems(b, &first, "spans", ss.Spans, pipeline.Records(ss), &spanDecoders, appendSpan)
+	b = fieldItems(b, &first, "spans", ss.Spans, pipeline.Records(ss), appendSpanRecord, &spanDecoders, appendSpan)
 	b = fieldString(b, &first, "schemaUrl", ss.SchemaUrl)
 	return append(b, '}')
 }
@@ -912,11 +912,12 @@ type itemDecoder[T any] interface {
 }
 
 // fieldItems writes the list of a scope message's items: msgs (items built
-// as messages), then the items among records (received), decoded one at a
-// time by a decoder from pool, each written with fn. A record that does not
-// decode is left out; the decoder checked every record it kept, so none
+// as messages), then the items among records (received). Each record is
+// written by direct (if not nil) from its bytes, or else decoded by a
+// decoder from pool and written with fn, as msgs are. A record that does
+// not decode is left out; the decoder checked every record it kept, so none
 // does.
-func fieldItems[T any](b []byte, first *bool, name string, msgs []*T, records []byte, pool *sync.Pool, fn func([]byte, *T) []byte) []byte {
+func fieldItems[T any](b []byte, first *bool, name string, msgs []*T, records []byte, direct func(b, rec []byte) ([]byte, bool), pool *sync.Pool, fn func([]byte, *T) []byte) []byte {
 	if _, _, received := pipeline.NextRecord(records); !received {
 		return fieldList(b, first, name, msgs, fn)
 	}
@@ -928,8 +929,23 @@ func fieldItems[T any](b []byte, first *bool, name string, msgs []*T, records []
 		b = append(b, '[')
 	}
 	comma := false
-	d := pool.Get().(itemDecoder[T])
+	var d itemDecoder[T]
 	for rec, rest, ok := pipeline.NextRecord(records); ok; rec, rest, ok = pipeline.NextRecord(rest) {
+		if direct != nil {
+			at := len(b)
+			if comma {
+				b = append(b, ',')
+			}
+			var done bool
+			if b, done = direct(b, rec); done {
+				comma = true
+				continue
+			}
+			b = b[:at]
+		}
+		if d == nil {
+			d = pool.Get().(itemDecoder[T])
+		}
 		m, err := d.Decode(rec)
 		if err != nil {
 			continue
@@ -940,8 +956,10 @@ func fieldItems[T any](b []byte, first *bool, name string, msgs []*T, records []
 		comma = true
 		b = fn(b, m)
 	}
-	d.Reset()
-	pool.Put(d)
+	if d != nil {
+		d.Reset()
+		pool.Put(d)
+	}
 	if !comma && len(msgs) > 0 {
 		b = b[:len(b)-1] // no record decoded: drop the comma
 	}
@@ -1045,7 +1063,7 @@ func appendScopeLogs(b []byte, sl *logspb.ScopeLogs) []byte {
 		b = key(b, &first, "scope")
 		b = appendScope(b, sl.Scope)
 	}
-	b = fieldItems(b, &first, "logRecords", sl.LogRecords, pipeline.Records(sl), &logRecordDecoders, appendLogRecord)
+	b = fieldItems(b, &first, "logRecords", sl.LogRecords, pipeline.Records(sl), nil, &logRecordDecoders, appendLogRecord)
 	b = fieldString(b, &first, "schemaUrl", sl.SchemaUrl)
 	return append(b, '}')
 }

@@ -1,0 +1,551 @@
+package otlpjson
+
+import (
+	"encoding/base64"
+	"math"
+	"strconv"
+	"unsafe"
+
+	"google.golang.org/protobuf/encoding/protowire"
+)
+
+// JSON straight from item records.
+//
+// A span the receiver kept as its wire record (pipeline.Records) was checked
+// when it arrived. Decoding it again into a Span only to write that Span's
+// JSON filled a message and its attribute slabs per span: a tenth of the
+// traces path's CPU. appendSpanRecord writes the same JSON from the record's
+// bytes: it reads the span's fields once, then writes them in JSON's order
+// (flags, field 16, comes fourth) and walks attributes, events and links
+// where they are.
+//
+// It handles the form every encoder sends: each message field at most once
+// where proto.Unmarshal would merge repeats (status, a KeyValue's value, an
+// AnyValue's member), every known field with its own wire type. On anything
+// else it reports !ok and the caller decodes the record (fieldItems): the
+// output is appendSpan's for the decoded span either way, which the tests
+// and the fuzzers check.
+
+// readField reads the field of b at p: its number and wire type, its value
+// (a varint or fixed value in v; a length-delimited one is b[a:z]) and the
+// position after it; next < 0 on malformed bytes (a checked record has
+// none). The common case, a one-byte tag and a one-byte length or varint,
+// takes no call.
+func readField(b []byte, p int) (num protowire.Number, typ protowire.Type, v uint64, a, z, next int) {
+	if p < len(b) && b[p] < 0x80 && p+1 < len(b) {
+		num, typ = protowire.Number(b[p]>>3), protowire.Type(b[p]&7)
+		if c := b[p+1]; c < 0x80 {
+			switch typ {
+			case protowire.BytesType:
+				if a, z = p+2, p+2+int(c); z <= len(b) {
+					return num, typ, 0, a, z, z
+				}
+			case protowire.VarintType:
+				return num, typ, uint64(c), 0, 0, p + 2
+			}
+		}
+	}
+	return readFieldSlow(b, p)
+}
+
+func readFieldSlow(b []byte, p int) (num protowire.Number, typ protowire.Type, v uint64, a, z, next int) {
+	num, typ, n := protowire.ConsumeTag(b[p:])
+	if n < 0 {
+		return 0, 0, 0, 0, 0, -1
+	}
+	p += n
+	switch typ {
+	case protowire.VarintType:
+		v, n = protowire.ConsumeVarint(b[p:])
+	case protowire.Fixed64Type:
+		v, n = protowire.ConsumeFixed64(b[p:])
+	case protowire.Fixed32Type:
+		var x uint32
+		x, n = protowire.ConsumeFixed32(b[p:])
+		v = uint64(x)
+	case protowire.BytesType:
+		var l uint64
+		if l, n = protowire.ConsumeVarint(b[p:]); n >= 0 {
+			if l > uint64(len(b)-p-n) {
+				return 0, 0, 0, 0, 0, -1
+			}
+			a, z = p+n, p+n+int(l)
+			return num, typ, 0, a, z, z
+		}
+	default:
+		n = protowire.ConsumeFieldValue(num, typ, b[p:])
+	}
+	if n < 0 {
+		return 0, 0, 0, 0, 0, -1
+	}
+	return num, typ, v, 0, 0, p + n
+}
+
+// str is b as a string without a copy: the record outlives the encoding.
+func str(b []byte) string { return unsafe.String(unsafe.SliceData(b), len(b)) }
+
+// spanRecord is what appendSpanRecord reads of a span before writing it:
+// values, and the bounds of each repeated field's run in the record (from
+// its first element to the end of its last).
+type spanRecord struct {
+	traceID, spanID, traceState, parentSpanID, name, status []byte
+	kind, start, end                                        uint64
+	droppedAttrs, droppedEvents, droppedLinks, flags        uint64
+	attrs, events, links                                    [2]int
+	hasStatus                                               bool
+}
+
+// run extends the run r of a repeated field with the element at [p, next).
+func run(r *[2]int, p, next int) {
+	if r[1] == 0 {
+		r[0] = p
+	}
+	r[1] = next
+}
+
+// appendSpanRecord writes the JSON object of the span record rec (see the
+// comment above); on !ok b holds a partial object the caller drops.
+func appendSpanRecord(b, rec []byte) (_ []byte, ok bool) {
+	var s spanRecord
+	for p := 0; p < len(rec); {
+		num, typ, v, a, z, next := readField(rec, p)
+		if next < 0 {
+			return b, false
+		}
+		want := protowire.BytesType
+		switch num {
+		case 1:
+			s.traceID = rec[a:z]
+		case 2:
+			s.spanID = rec[a:z]
+		case 3:
+			s.traceState = rec[a:z]
+		case 4:
+			s.parentSpanID = rec[a:z]
+		case 5:
+			s.name = rec[a:z]
+		case 6:
+			s.kind, want = v, protowire.VarintType
+		case 7:
+			s.start, want = v, protowire.Fixed64Type
+		case 8:
+			s.end, want = v, protowire.Fixed64Type
+		case 9:
+			run(&s.attrs, p, next)
+		case 10:
+			s.droppedAttrs, want = v, protowire.VarintType
+		case 11:
+			run(&s.events, p, next)
+		case 12:
+			s.droppedEvents, want = v, protowire.VarintType
+		case 13:
+			run(&s.links, p, next)
+		case 14:
+			s.droppedLinks, want = v, protowire.VarintType
+		case 15:
+			if s.hasStatus {
+				return b, false // repeats merge
+			}
+			s.hasStatus, s.status = true, rec[a:z]
+		case 16:
+			s.flags, want = v, protowire.Fixed32Type
+		default:
+			want = typ
+		}
+		if typ != want {
+			return b, false
+		}
+		p = next
+	}
+
+	b = append(b, '{')
+	first := true
+	b = fieldHex(b, &first, "traceId", s.traceID)
+	b = fieldHex(b, &first, "spanId", s.spanID)
+	b = fieldString(b, &first, "traceState", str(s.traceState))
+	b = fieldHex(b, &first, "parentSpanId", s.parentSpanID)
+	b = fieldUint32(b, &first, "flags", uint32(s.flags))
+	b = fieldString(b, &first, "name", str(s.name))
+	b = fieldInt32(b, &first, "kind", int32(s.kind))
+	b = fieldUint64(b, &first, "startTimeUnixNano", s.start)
+	b = fieldUint64(b, &first, "endTimeUnixNano", s.end)
+	if s.attrs[1] > 0 {
+		b = key(b, &first, "attributes")
+		if b, ok = appendKeyValueRecords(b, rec[s.attrs[0]:s.attrs[1]], 9, 0); !ok {
+			return b, false
+		}
+	}
+	b = fieldUint32(b, &first, "droppedAttributesCount", uint32(s.droppedAttrs))
+	if s.events[1] > 0 {
+		b = key(b, &first, "events")
+		if b, ok = appendEach(b, rec[s.events[0]:s.events[1]], 11, appendEventRecord); !ok {
+			return b, false
+		}
+	}
+	b = fieldUint32(b, &first, "droppedEventsCount", uint32(s.droppedEvents))
+	if s.links[1] > 0 {
+		b = key(b, &first, "links")
+		if b, ok = appendEach(b, rec[s.links[0]:s.links[1]], 13, appendLinkRecord); !ok {
+			return b, false
+		}
+	}
+	b = fieldUint32(b, &first, "droppedLinksCount", uint32(s.droppedLinks))
+	if s.hasStatus {
+		b = key(b, &first, "status")
+		if b, ok = appendStatusRecord(b, s.status); !ok {
+			return b, false
+		}
+	}
+	return append(b, '}'), true
+}
+
+// appendEach writes a JSON array of the messages in the fields num of rec,
+// each with fn.
+func appendEach(b, rec []byte, num protowire.Number, fn func(b, rec []byte) ([]byte, bool)) (_ []byte, ok bool) {
+	b = append(b, '[')
+	n := 0
+	for p := 0; p < len(rec); {
+		fnum, typ, _, a, z, next := readField(rec, p)
+		if next < 0 {
+			return b, false
+		}
+		p = next
+		if fnum != num {
+			continue
+		}
+		if typ != protowire.BytesType {
+			return b, false
+		}
+		if n > 0 {
+			b = append(b, ',')
+		}
+		n++
+		if b, ok = fn(b, rec[a:z]); !ok {
+			return b, false
+		}
+	}
+	return append(b, ']'), true
+}
+
+func appendEventRecord(b, rec []byte) (_ []byte, ok bool) {
+	var (
+		time, dropped uint64
+		name          []byte
+		attrs         [2]int
+	)
+	for p := 0; p < len(rec); {
+		num, typ, v, a, z, next := readField(rec, p)
+		if next < 0 {
+			return b, false
+		}
+		want := protowire.BytesType
+		switch num {
+		case 1:
+			time, want = v, protowire.Fixed64Type
+		case 2:
+			name = rec[a:z]
+		case 3:
+			run(&attrs, p, next)
+		case 4:
+			dropped, want = v, protowire.VarintType
+		default:
+			want = typ
+		}
+		if typ != want {
+			return b, false
+		}
+		p = next
+	}
+	b = append(b, '{')
+	first := true
+	b = fieldUint64(b, &first, "timeUnixNano", time)
+	b = fieldString(b, &first, "name", str(name))
+	if attrs[1] > 0 {
+		b = key(b, &first, "attributes")
+		if b, ok = appendKeyValueRecords(b, rec[attrs[0]:attrs[1]], 3, 0); !ok {
+			return b, false
+		}
+	}
+	b = fieldUint32(b, &first, "droppedAttributesCount", uint32(dropped))
+	return append(b, '}'), true
+}
+
+func appendLinkRecord(b, rec []byte) (_ []byte, ok bool) {
+	var (
+		traceID, spanID, traceState []byte
+		dropped, flags              uint64
+		attrs                       [2]int
+	)
+	for p := 0; p < len(rec); {
+		num, typ, v, a, z, next := readField(rec, p)
+		if next < 0 {
+			return b, false
+		}
+		want := protowire.BytesType
+		switch num {
+		case 1:
+			traceID = rec[a:z]
+		case 2:
+			spanID = rec[a:z]
+		case 3:
+			traceState = rec[a:z]
+		case 4:
+			run(&attrs, p, next)
+		case 5:
+			dropped, want = v, protowire.VarintType
+		case 6:
+			flags, want = v, protowire.Fixed32Type
+		default:
+			want = typ
+		}
+		if typ != want {
+			return b, false
+		}
+		p = next
+	}
+	b = append(b, '{')
+	first := true
+	b = fieldHex(b, &first, "traceId", traceID)
+	b = fieldHex(b, &first, "spanId", spanID)
+	b = fieldString(b, &first, "traceState", str(traceState))
+	if attrs[1] > 0 {
+		b = key(b, &first, "attributes")
+		if b, ok = appendKeyValueRecords(b, rec[attrs[0]:attrs[1]], 4, 0); !ok {
+			return b, false
+		}
+	}
+	b = fieldUint32(b, &first, "droppedAttributesCount", uint32(dropped))
+	b = fieldUint32(b, &first, "flags", uint32(flags))
+	return append(b, '}'), true
+}
+
+func appendStatusRecord(b, rec []byte) ([]byte, bool) {
+	var (
+		message []byte
+		code    uint64
+	)
+	for p := 0; p < len(rec); {
+		num, typ, v, a, z, next := readField(rec, p)
+		if next < 0 {
+			return b, false
+		}
+		want := protowire.BytesType
+		switch num {
+		case 2:
+			message = rec[a:z]
+		case 3:
+			code, want = v, protowire.VarintType
+		default:
+			want = typ
+		}
+		if typ != want {
+			return b, false
+		}
+		p = next
+	}
+	b = append(b, '{')
+	first := true
+	b = fieldString(b, &first, "message", str(message))
+	b = fieldInt32(b, &first, "code", int32(code))
+	return append(b, '}'), true
+}
+
+// maxRecordDepth bounds the nesting of values appendKeyValueRecords
+// follows; the decoder refused deeper ones at receipt.
+const maxRecordDepth = 64
+
+// appendKeyValueRecords writes a JSON array of the KeyValue messages in the
+// fields num of rec, at nesting depth lv.
+func appendKeyValueRecords(b, rec []byte, num protowire.Number, lv int) (_ []byte, ok bool) {
+	if lv > maxRecordDepth {
+		return b, false
+	}
+	b = append(b, '[')
+	n := 0
+	for p := 0; p < len(rec); {
+		fnum, typ, _, a, z, next := readField(rec, p)
+		if next < 0 {
+			return b, false
+		}
+		p = next
+		if fnum != num {
+			continue
+		}
+		if typ != protowire.BytesType {
+			return b, false
+		}
+		if n > 0 {
+			b = append(b, ',')
+		}
+		n++
+		if b, ok = appendKeyValueRecord(b, rec[a:z], lv); !ok {
+			return b, false
+		}
+	}
+	return append(b, ']'), true
+}
+
+func appendKeyValueRecord(b, rec []byte, lv int) (_ []byte, ok bool) {
+	var (
+		k, value []byte
+		strindex uint64
+		hasValue bool
+	)
+	for p := 0; p < len(rec); {
+		num, typ, v, a, z, next := readField(rec, p)
+		if next < 0 {
+			return b, false
+		}
+		want := protowire.BytesType
+		switch num {
+		case 1:
+			k = rec[a:z]
+		case 2:
+			if hasValue {
+				return b, false // repeats merge
+			}
+			hasValue, value = true, rec[a:z]
+		case 3:
+			strindex, want = v, protowire.VarintType
+		default:
+			want = typ
+		}
+		if typ != want {
+			return b, false
+		}
+		p = next
+	}
+	b = append(b, '{')
+	first := true
+	b = fieldString(b, &first, "key", str(k))
+	if hasValue {
+		b = key(b, &first, "value")
+		if b, ok = appendAnyValueRecord(b, value, lv+1); !ok {
+			return b, false
+		}
+	}
+	b = fieldInt32(b, &first, "keyStrindex", int32(strindex))
+	return append(b, '}'), true
+}
+
+// appendAnyValueRecord writes the AnyValue record rec, which must hold at
+// most one member: several would be the last one, or a merge of arrays or
+// kvlists, which decoding handles.
+func appendAnyValueRecord(b, rec []byte, lv int) (_ []byte, ok bool) {
+	var (
+		num     protowire.Number
+		typ     protowire.Type
+		v       uint64
+		val     []byte
+		members int
+	)
+	for p := 0; p < len(rec); {
+		n, t, x, a, z, next := readField(rec, p)
+		if next < 0 {
+			return b, false
+		}
+		p = next
+		if n < 1 || n > 8 {
+			continue
+		}
+		if members++; members > 1 {
+			return b, false
+		}
+		num, typ, v, val = n, t, x, rec[a:z]
+	}
+	if members == 0 {
+		return append(b, '{', '}'), true
+	}
+	want := protowire.BytesType
+	switch num {
+	case 2, 3, 8:
+		want = protowire.VarintType
+	case 4:
+		want = protowire.Fixed64Type
+	}
+	if typ != want {
+		return b, false
+	}
+	b = append(b, '{')
+	switch num {
+	case 1:
+		b = append(b, `"stringValue":`...)
+		b = appendString(b, str(val))
+	case 2:
+		if v != 0 {
+			b = append(b, `"boolValue":true`...)
+		} else {
+			b = append(b, `"boolValue":false`...)
+		}
+	case 3:
+		b = append(b, `"intValue":"`...)
+		b = strconv.AppendInt(b, int64(v), 10)
+		b = append(b, '"')
+	case 4:
+		b = append(b, `"doubleValue":`...)
+		b = appendFloat(b, math.Float64frombits(v))
+	case 5:
+		b = append(b, `"arrayValue":{`...)
+		if values, ok := fieldRun(val, 1); !ok {
+			return b, false
+		} else if len(values) > 0 {
+			b = append(b, `"values":[`...)
+			n := 0
+			for p := 0; p < len(values); {
+				fnum, t, _, a, z, next := readField(values, p)
+				if next < 0 || (fnum == 1 && t != protowire.BytesType) {
+					return b, false
+				}
+				p = next
+				if fnum != 1 {
+					continue
+				}
+				if n > 0 {
+					b = append(b, ',')
+				}
+				n++
+				if b, ok = appendAnyValueRecord(b, values[a:z], lv+1); !ok {
+					return b, false
+				}
+			}
+			b = append(b, ']')
+		}
+		b = append(b, '}')
+	case 6:
+		b = append(b, `"kvlistValue":{`...)
+		if values, ok := fieldRun(val, 1); !ok {
+			return b, false
+		} else if len(values) > 0 {
+			b = append(b, `"values":`...)
+			if b, ok = appendKeyValueRecords(b, values, 1, lv+1); !ok {
+				return b, false
+			}
+		}
+		b = append(b, '}')
+	case 7:
+		b = append(b, `"bytesValue":"`...)
+		b = base64.StdEncoding.AppendEncode(b, val)
+		b = append(b, '"')
+	case 8:
+		b = append(b, `"stringValueStrindex":`...)
+		b = strconv.AppendInt(b, int64(int32(v)), 10)
+	}
+	return append(b, '}'), true
+}
+
+// fieldRun returns the part of rec from its first field num to the end of
+// its last (empty if it has none).
+func fieldRun(rec []byte, num protowire.Number) (_ []byte, ok bool) {
+	var r [2]int
+	for p := 0; p < len(rec); {
+		n, _, _, _, _, next := readField(rec, p)
+		if next < 0 {
+			return nil, false
+		}
+		if n == num {
+			run(&r, p, next)
+		}
+		p = next
+	}
+	return rec[r[0]:r[1]], true
+}

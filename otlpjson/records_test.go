@@ -1,0 +1,200 @@
+package otlpjson
+
+import (
+	"bytes"
+	"math/rand/v2"
+	"strconv"
+	"testing"
+
+	coltracepb "go.opentelemetry.io/proto/otlp/collector/trace/v1"
+	commonpb "go.opentelemetry.io/proto/otlp/common/v1"
+	tracepb "go.opentelemetry.io/proto/otlp/trace/v1"
+	"google.golang.org/protobuf/encoding/protowire"
+	"google.golang.org/protobuf/proto"
+
+	"github.com/otelstep/otelstep/pipeline"
+)
+
+// checkSpanRecords compares, for every span record the receiver's decoder
+// kept from body, appendSpanRecord with appendSpan of the decoded span. It
+// returns how many records took the direct path and how many there were.
+func checkSpanRecords(t *testing.T, body []byte) (direct, all int) {
+	t.Helper()
+	rss, err := pipeline.DecodeTracesOwned(bytes.Clone(body))
+	if err != nil {
+		return 0, 0
+	}
+	var d pipeline.SpanDecoder
+	for _, rs := range rss {
+		for _, ss := range rs.ScopeSpans {
+			records := pipeline.Records(ss)
+			for rec, rest, ok := pipeline.NextRecord(records); ok; rec, rest, ok = pipeline.NextRecord(rest) {
+				all++
+				s, err := d.Decode(rec)
+				if err != nil {
+					t.Fatalf("a kept record does not decode: %v", err)
+				}
+				want := appendSpan(nil, s)
+				got, ok := appendSpanRecord([]byte("prefix"), rec)
+				if !ok {
+					continue
+				}
+				direct++
+				if !bytes.HasPrefix(got, []byte("prefix")) || !bytes.Equal(got[len("prefix"):], want) {
+					t.Fatalf("JSON from the record differs from the decoded span's\nrecord:  %s\ndecoded: %s\nspan: %v", got, want, s)
+				}
+			}
+		}
+	}
+	return direct, all
+}
+
+// Every span proto.Marshal writes (the form every SDK sends) takes the
+// direct path and writes what the decoded span writes.
+func TestSpanRecordJSONMatchesDecoded(t *testing.T) {
+	g := gen{rand.New(rand.NewPCG(3, 11))}
+	n := 3000
+	if testing.Short() {
+		n = 300
+	}
+	direct, all := 0, 0
+	for range n {
+		body, err := proto.Marshal(&coltracepb.ExportTraceServiceRequest{ResourceSpans: g.traces()})
+		if err != nil {
+			t.Fatal(err)
+		}
+		d, a := checkSpanRecords(t, body)
+		direct, all = direct+d, all+a
+	}
+	if all < n || direct != all {
+		t.Fatalf("%d of %d span records took the direct path, want all (and at least %d)", direct, all, n)
+	}
+}
+
+// Records in a form the direct path leaves to decoding still write what
+// the decoded span writes, through fieldItems.
+func TestSpanRecordJSONFallsBack(t *testing.T) {
+	span := &tracepb.Span{TraceId: bytes.Repeat([]byte{1}, 16), SpanId: bytes.Repeat([]byte{2}, 8), Name: "op",
+		Attributes: []*commonpb.KeyValue{{Key: "k", Value: &commonpb.AnyValue{Value: &commonpb.AnyValue_StringValue{StringValue: "v"}}}},
+		Status:     &tracepb.Status{Message: "m"}}
+	rec, err := proto.Marshal(span)
+	if err != nil {
+		t.Fatal(err)
+	}
+	kv := func(value []byte) []byte {
+		b := protowire.AppendTag(nil, 1, protowire.BytesType)
+		b = protowire.AppendString(b, "k")
+		return append(b, value...)
+	}
+	value := func(members ...[]byte) []byte {
+		var av []byte
+		for _, m := range members {
+			av = append(av, m...)
+		}
+		return protowire.AppendBytes(protowire.AppendTag(nil, 2, protowire.BytesType), av)
+	}
+	strMember := func(s string) []byte {
+		return protowire.AppendString(protowire.AppendTag(nil, 1, protowire.BytesType), s)
+	}
+	intMember := protowire.AppendVarint(protowire.AppendTag(nil, 3, protowire.VarintType), 7)
+	attr := func(kvRec []byte) []byte {
+		return protowire.AppendBytes(protowire.AppendTag(nil, 9, protowire.BytesType), kvRec)
+	}
+	cases := []struct {
+		name string
+		rec  []byte
+	}{
+		// status twice: proto.Unmarshal merges the two
+		{"status repeated", append(bytes.Clone(rec), protowire.AppendBytes(protowire.AppendTag(nil, 15, protowire.BytesType),
+			protowire.AppendVarint(protowire.AppendTag(nil, 3, protowire.VarintType), 2))...)},
+		// an AnyValue with two members: the last wins
+		{"two members", append(bytes.Clone(rec), attr(kv(value(strMember("a"), intMember)))...)},
+		// a KeyValue's value twice: merged
+		{"value repeated", append(bytes.Clone(rec), attr(kv(append(value(strMember("a")), value(intMember)...)))...)},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			if _, ok := appendSpanRecord(nil, tc.rec); ok {
+				t.Fatal("the direct path took a record it should leave to decoding")
+			}
+			ss := &tracepb.ScopeSpans{}
+			records := protowire.AppendBytes(protowire.AppendTag(nil, 2, protowire.BytesType), rec)
+			records = protowire.AppendBytes(protowire.AppendTag(records, 2, protowire.BytesType), tc.rec)
+			records = protowire.AppendBytes(protowire.AppendTag(records, 2, protowire.BytesType), rec)
+			pipeline.SetRecords(ss, records)
+			spans, err := pipeline.SpansOf(ss)
+			if err != nil {
+				t.Fatal(err)
+			}
+			got := appendScopeSpans(nil, ss)
+			want := appendScopeSpans(nil, &tracepb.ScopeSpans{Spans: spans})
+			if !bytes.Equal(got, want) {
+				t.Fatalf("fieldItems with a fallback record\ngot:  %s\nwant: %s", got, want)
+			}
+		})
+	}
+}
+
+// FuzzSpanRecordJSON checks the direct path against decoding on whatever
+// request bodies the receiver's decoder accepts.
+func FuzzSpanRecordJSON(f *testing.F) {
+	g := gen{rand.New(rand.NewPCG(5, 8))}
+	for range 20 {
+		body, _ := proto.Marshal(&coltracepb.ExportTraceServiceRequest{ResourceSpans: g.traces()})
+		f.Add(body)
+	}
+	f.Fuzz(func(t *testing.T, body []byte) {
+		checkSpanRecords(t, body)
+	})
+}
+
+// BenchmarkSpanRecordJSON writes the JSON of received spans shaped like
+// the bench's load (8 attributes of 16 random characters), from their
+// records directly and by decoding each.
+func BenchmarkSpanRecordJSON(b *testing.B) {
+	r := rand.New(rand.NewPCG(1, 2))
+	const letters = "abcdefghijklmnopqrstuvwxyz0123456789"
+	str := func() string {
+		s := make([]byte, 16)
+		for i := range s {
+			s[i] = letters[r.IntN(len(letters))]
+		}
+		return string(s)
+	}
+	id := func(n int) []byte {
+		s := make([]byte, n)
+		for i := range s {
+			s[i] = byte(r.Uint32())
+		}
+		return s
+	}
+	ss := &tracepb.ScopeSpans{}
+	for i := range 100 {
+		s := &tracepb.Span{TraceId: id(16), SpanId: id(8), ParentSpanId: id(8), Name: "op-" + strconv.Itoa(i%7),
+			Kind: tracepb.Span_SPAN_KIND_SERVER, StartTimeUnixNano: 1_780_000_000_000_000_000 + uint64(i), EndTimeUnixNano: 1_780_000_000_100_000_000,
+			Status: &tracepb.Status{}}
+		for j := range 8 {
+			s.Attributes = append(s.Attributes, &commonpb.KeyValue{Key: "attr." + strconv.Itoa(j), Value: &commonpb.AnyValue{Value: &commonpb.AnyValue_StringValue{StringValue: str()}}})
+		}
+		ss.Spans = append(ss.Spans, s)
+	}
+	body, _ := proto.Marshal(&coltracepb.ExportTraceServiceRequest{ResourceSpans: []*tracepb.ResourceSpans{{ScopeSpans: []*tracepb.ScopeSpans{ss}}}})
+	kept, err := pipeline.DecodeTracesOwned(body)
+	if err != nil {
+		b.Fatal(err)
+	}
+	records := pipeline.Records(kept[0].ScopeSpans[0])
+	for _, bc := range []struct {
+		name   string
+		direct func(b, rec []byte) ([]byte, bool)
+	}{{"direct", appendSpanRecord}, {"decoded", nil}} {
+		b.Run(bc.name, func(b *testing.B) {
+			var out []byte
+			for b.Loop() {
+				out = fieldItems(out[:0], new(bool), "spans", nil, records, bc.direct, &spanDecoders, appendSpan)
+			}
+			b.SetBytes(int64(len(out)))
+			b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N)/100, "ns/span")
+		})
+	}
+}

@@ -1063,7 +1063,7 @@ func appendScopeLogs(b []byte, sl *logspb.ScopeLogs) []byte {
 		b = key(b, &first, "scope")
 		b = appendScope(b, sl.Scope)
 	}
-	b = fieldItems(b, &first, "logRecords", sl.LogRecords, pipeline.Records(sl), nil, &logRecordDecoders, appendLogRecord)
+	b = fieldItems(b, &first, "logRecords", sl.LogRecords, pipeline.Records(sl), appendLogRecordRecord, &logRecordDecoders, appendLogRecord)
 	b = fieldString(b, &first, "schemaUrl", sl.SchemaUrl)
 	return append(b, '}')
 }

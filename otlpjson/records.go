@@ -11,20 +11,22 @@ import (
 
 // JSON straight from item records.
 //
-// A span the receiver kept as its wire record (pipeline.Records) was checked
-// when it arrived. Decoding it again into a Span only to write that Span's
-// JSON filled a message and its attribute slabs per span: a tenth of the
-// traces path's CPU. appendSpanRecord writes the same JSON from the record's
-// bytes: it reads the span's fields once, then writes them in JSON's order
-// (flags, field 16, comes fourth) and walks attributes, events and links
-// where they are.
+// A span or log record the receiver kept as its wire record
+// (pipeline.Records) was checked when it arrived. Decoding it again into a
+// Span only to write that Span's JSON filled a message and its attribute
+// slabs, and cleared them, per span; while the GC marks, as it mostly does
+// under load, every pointer word of that costs a write barrier.
+// appendSpanRecord writes the same JSON from the record's bytes: it reads
+// the span's fields once, then writes them in JSON's order (flags, field
+// 16, comes fourth) and walks attributes, events and links where they are.
+// appendLogRecordRecord does the same for log records.
 //
 // It handles the form every encoder sends: each message field at most once
-// where proto.Unmarshal would merge repeats (status, a KeyValue's value, an
-// AnyValue's member), every known field with its own wire type. On anything
-// else it reports !ok and the caller decodes the record (fieldItems): the
-// output is appendSpan's for the decoded span either way, which the tests
-// and the fuzzers check.
+// where proto.Unmarshal would merge repeats (status, a log record's body, a
+// KeyValue's value, an AnyValue's member), every known field with its own
+// wire type. On anything else it reports !ok and the caller decodes the
+// record (fieldItems): the output is appendSpan's (appendLogRecord's) for
+// the decoded item either way, which the tests and the fuzzers check.
 
 // readField reads the field of b at p: its number and wire type, its value
 // (a varint or fixed value in v; a length-delimited one is b[a:z]) and the
@@ -196,6 +198,80 @@ func appendSpanRecord(b, rec []byte) (_ []byte, ok bool) {
 			return b, false
 		}
 	}
+	return append(b, '}'), true
+}
+
+// appendLogRecordRecord is appendSpanRecord for a log record.
+func appendLogRecordRecord(b, rec []byte) (_ []byte, ok bool) {
+	var (
+		time, observed, severity, dropped, flags uint64
+		severityText, body, traceID, spanID, ev  []byte
+		hasBody                                  bool
+		attrs                                    [2]int
+	)
+	for p := 0; p < len(rec); {
+		num, typ, v, a, z, next := readField(rec, p)
+		if next < 0 {
+			return b, false
+		}
+		want := protowire.BytesType
+		switch num {
+		case 1:
+			time, want = v, protowire.Fixed64Type
+		case 2:
+			severity, want = v, protowire.VarintType
+		case 3:
+			severityText = rec[a:z]
+		case 5:
+			if hasBody {
+				return b, false // repeats merge
+			}
+			hasBody, body = true, rec[a:z]
+		case 6:
+			run(&attrs, p, next)
+		case 7:
+			dropped, want = v, protowire.VarintType
+		case 8:
+			flags, want = v, protowire.Fixed32Type
+		case 9:
+			traceID = rec[a:z]
+		case 10:
+			spanID = rec[a:z]
+		case 11:
+			observed, want = v, protowire.Fixed64Type
+		case 12:
+			ev = rec[a:z]
+		default:
+			want = typ
+		}
+		if typ != want {
+			return b, false
+		}
+		p = next
+	}
+	b = append(b, '{')
+	first := true
+	b = fieldUint64(b, &first, "timeUnixNano", time)
+	b = fieldUint64(b, &first, "observedTimeUnixNano", observed)
+	b = fieldInt32(b, &first, "severityNumber", int32(severity))
+	b = fieldString(b, &first, "severityText", str(severityText))
+	if hasBody {
+		b = key(b, &first, "body")
+		if b, ok = appendAnyValueRecord(b, body, 1); !ok {
+			return b, false
+		}
+	}
+	if attrs[1] > 0 {
+		b = key(b, &first, "attributes")
+		if b, ok = appendKeyValueRecords(b, rec[attrs[0]:attrs[1]], 6, 0); !ok {
+			return b, false
+		}
+	}
+	b = fieldUint32(b, &first, "droppedAttributesCount", uint32(dropped))
+	b = fieldUint32(b, &first, "flags", uint32(flags))
+	b = fieldHex(b, &first, "traceId", traceID)
+	b = fieldHex(b, &first, "spanId", spanID)
+	b = fieldString(b, &first, "eventName", str(ev))
 	return append(b, '}'), true
 }
 

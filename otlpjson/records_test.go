@@ -6,8 +6,10 @@ import (
 	"strconv"
 	"testing"
 
+	collogspb "go.opentelemetry.io/proto/otlp/collector/logs/v1"
 	coltracepb "go.opentelemetry.io/proto/otlp/collector/trace/v1"
 	commonpb "go.opentelemetry.io/proto/otlp/common/v1"
+	logspb "go.opentelemetry.io/proto/otlp/logs/v1"
 	tracepb "go.opentelemetry.io/proto/otlp/trace/v1"
 	"google.golang.org/protobuf/encoding/protowire"
 	"google.golang.org/protobuf/proto"
@@ -27,47 +29,79 @@ func checkSpanRecords(t *testing.T, body []byte) (direct, all int) {
 	var d pipeline.SpanDecoder
 	for _, rs := range rss {
 		for _, ss := range rs.ScopeSpans {
-			records := pipeline.Records(ss)
-			for rec, rest, ok := pipeline.NextRecord(records); ok; rec, rest, ok = pipeline.NextRecord(rest) {
-				all++
-				s, err := d.Decode(rec)
-				if err != nil {
-					t.Fatalf("a kept record does not decode: %v", err)
-				}
-				want := appendSpan(nil, s)
-				got, ok := appendSpanRecord([]byte("prefix"), rec)
-				if !ok {
-					continue
-				}
-				direct++
-				if !bytes.HasPrefix(got, []byte("prefix")) || !bytes.Equal(got[len("prefix"):], want) {
-					t.Fatalf("JSON from the record differs from the decoded span's\nrecord:  %s\ndecoded: %s\nspan: %v", got, want, s)
-				}
-			}
+			n, k := checkRecords(t, pipeline.Records(ss), d.Decode, appendSpan, appendSpanRecord)
+			direct, all = direct+n, all+k
 		}
 	}
 	return direct, all
 }
 
-// Every span proto.Marshal writes (the form every SDK sends) takes the
-// direct path and writes what the decoded span writes.
-func TestSpanRecordJSONMatchesDecoded(t *testing.T) {
+// checkLogRecords is checkSpanRecords for log records.
+func checkLogRecords(t *testing.T, body []byte) (direct, all int) {
+	t.Helper()
+	rls, err := pipeline.DecodeLogsOwned(bytes.Clone(body))
+	if err != nil {
+		return 0, 0
+	}
+	var d pipeline.LogRecordDecoder
+	for _, rl := range rls {
+		for _, sl := range rl.ScopeLogs {
+			n, k := checkRecords(t, pipeline.Records(sl), d.Decode, appendLogRecord, appendLogRecordRecord)
+			direct, all = direct+n, all+k
+		}
+	}
+	return direct, all
+}
+
+// checkRecords compares direct with fn of the decoded item for each of
+// records.
+func checkRecords[T any](t *testing.T, records []byte, decode func([]byte) (*T, error), fn func([]byte, *T) []byte, direct func(b, rec []byte) ([]byte, bool)) (took, all int) {
+	t.Helper()
+	for rec, rest, ok := pipeline.NextRecord(records); ok; rec, rest, ok = pipeline.NextRecord(rest) {
+		all++
+		m, err := decode(rec)
+		if err != nil {
+			t.Fatalf("a kept record does not decode: %v", err)
+		}
+		want := fn(nil, m)
+		got, ok := direct([]byte("prefix"), rec)
+		if !ok {
+			continue
+		}
+		took++
+		if !bytes.HasPrefix(got, []byte("prefix")) || !bytes.Equal(got[len("prefix"):], want) {
+			t.Fatalf("JSON from the record differs from the decoded item's\nrecord:  %s\ndecoded: %s\nitem: %v", got, want, m)
+		}
+	}
+	return took, all
+}
+
+// Every span and log record proto.Marshal writes (the form every SDK sends)
+// takes the direct path and writes what the decoded item writes.
+func TestItemRecordJSONMatchesDecoded(t *testing.T) {
 	g := gen{rand.New(rand.NewPCG(3, 11))}
 	n := 3000
 	if testing.Short() {
 		n = 300
 	}
-	direct, all := 0, 0
+	var direct, all [2]int
 	for range n {
 		body, err := proto.Marshal(&coltracepb.ExportTraceServiceRequest{ResourceSpans: g.traces()})
 		if err != nil {
 			t.Fatal(err)
 		}
 		d, a := checkSpanRecords(t, body)
-		direct, all = direct+d, all+a
+		direct[0], all[0] = direct[0]+d, all[0]+a
+		if body, err = proto.Marshal(&collogspb.ExportLogsServiceRequest{ResourceLogs: g.logs()}); err != nil {
+			t.Fatal(err)
+		}
+		d, a = checkLogRecords(t, body)
+		direct[1], all[1] = direct[1]+d, all[1]+a
 	}
-	if all < n || direct != all {
-		t.Fatalf("%d of %d span records took the direct path, want all (and at least %d)", direct, all, n)
+	for i, kind := range []string{"span", "log"} {
+		if all[i] < n || direct[i] != all[i] {
+			t.Errorf("%d of %d %s records took the direct path, want all (and at least %d)", direct[i], all[i], kind, n)
+		}
 	}
 }
 
@@ -146,6 +180,51 @@ func FuzzSpanRecordJSON(f *testing.F) {
 	f.Fuzz(func(t *testing.T, body []byte) {
 		checkSpanRecords(t, body)
 	})
+}
+
+// FuzzLogRecordJSON is FuzzSpanRecordJSON for log records.
+func FuzzLogRecordJSON(f *testing.F) {
+	g := gen{rand.New(rand.NewPCG(5, 9))}
+	for range 20 {
+		body, _ := proto.Marshal(&collogspb.ExportLogsServiceRequest{ResourceLogs: g.logs()})
+		f.Add(body)
+	}
+	f.Fuzz(func(t *testing.T, body []byte) {
+		checkLogRecords(t, body)
+	})
+}
+
+// A log record whose body comes twice (proto.Unmarshal merges the two) is
+// left to decoding, and written as the decoded record.
+func TestLogRecordJSONFallsBack(t *testing.T) {
+	rec, err := proto.Marshal(&logspb.LogRecord{TimeUnixNano: 5, SeverityText: "WARN",
+		Body: &commonpb.AnyValue{Value: &commonpb.AnyValue_KvlistValue{KvlistValue: &commonpb.KeyValueList{
+			Values: []*commonpb.KeyValue{{Key: "a", Value: &commonpb.AnyValue{Value: &commonpb.AnyValue_IntValue{IntValue: 1}}}}}}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	body2, _ := proto.Marshal(&logspb.LogRecord{Body: &commonpb.AnyValue{Value: &commonpb.AnyValue_KvlistValue{KvlistValue: &commonpb.KeyValueList{
+		Values: []*commonpb.KeyValue{{Key: "b", Value: &commonpb.AnyValue{Value: &commonpb.AnyValue_BoolValue{BoolValue: true}}}}}}}})
+	twice := append(bytes.Clone(rec), body2...)
+	if _, ok := appendLogRecordRecord(nil, twice); ok {
+		t.Fatal("the direct path took a record whose body comes twice")
+	}
+	sl := &logspb.ScopeLogs{}
+	records := protowire.AppendBytes(protowire.AppendTag(nil, 2, protowire.BytesType), rec)
+	records = protowire.AppendBytes(protowire.AppendTag(records, 2, protowire.BytesType), twice)
+	pipeline.SetRecords(sl, records)
+	items, err := pipeline.LogRecordsOf(sl)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(items[1].Body.GetKvlistValue().GetValues()) != 2 {
+		t.Fatalf("decoding did not merge the bodies: %v", items[1].Body)
+	}
+	got := appendScopeLogs(nil, sl)
+	want := appendScopeLogs(nil, &logspb.ScopeLogs{LogRecords: items})
+	if !bytes.Equal(got, want) {
+		t.Fatalf("fieldItems with a fallback record\ngot:  %s\nwant: %s", got, want)
+	}
 }
 
 // BenchmarkSpanRecordJSON writes the JSON of received spans shaped like

@@ -13,8 +13,11 @@ import (
 	"testing"
 	"time"
 
+	"github.com/otelstep/otelstep/otlpjson"
 	"github.com/otelstep/otelstep/pipeline"
+	collogspb "go.opentelemetry.io/proto/otlp/collector/logs/v1"
 	colmetricspb "go.opentelemetry.io/proto/otlp/collector/metrics/v1"
+	coltracepb "go.opentelemetry.io/proto/otlp/collector/trace/v1"
 	metricspb "go.opentelemetry.io/proto/otlp/metrics/v1"
 	"google.golang.org/protobuf/proto"
 )
@@ -183,4 +186,41 @@ func encodeProto(re *requestEncoder, msg proto.Message, gz bool, out *bytes.Buff
 		return err
 	}
 	return zw.Close()
+}
+
+// BenchmarkReceivedTraces is a received traces request's way through
+// otelstep, without the sockets: the receipt decode (which copies the body,
+// as a receiver's read does), the JSONL encoding and the gzipped protobuf
+// of a 100-span request shaped like the load generator's. It allocates as
+// the process does, so the GC runs as it does there (see bench/README.md,
+// "Counting instructions").
+func BenchmarkReceivedTraces(b *testing.B) {
+	body, _ := proto.Marshal(&coltracepb.ExportTraceServiceRequest{ResourceSpans: randomSpans(100).Traces})
+	benchReceived(b, pipeline.Traces, body, 100)
+}
+
+// BenchmarkReceivedLogs is BenchmarkReceivedTraces for the logs fixture.
+func BenchmarkReceivedLogs(b *testing.B) {
+	rls := logsFixture(b)
+	body, _ := proto.Marshal(&collogspb.ExportLogsServiceRequest{ResourceLogs: rls})
+	benchReceived(b, pipeline.Logs, body, (&pipeline.Batch{Signal: pipeline.Logs, Logs: rls}).Items())
+}
+
+func benchReceived(b *testing.B, sig pipeline.Signal, body []byte, items int) {
+	var re requestEncoder
+	var out bytes.Buffer
+	var js []byte
+	b.ReportAllocs()
+	for b.Loop() {
+		batch, err := pipeline.UnmarshalRequest(sig, body)
+		if err != nil {
+			b.Fatal(err)
+		}
+		js = otlpjson.AppendTraces(js[:0], batch.Traces)
+		js = otlpjson.AppendLogs(js, batch.Logs)
+		if err := re.encode(batch, true, &out); err != nil {
+			b.Fatal(err)
+		}
+	}
+	b.ReportMetric(float64(items)*float64(b.N)/b.Elapsed().Seconds(), "items/s")
 }

@@ -180,14 +180,14 @@ func appendSpanRecord(b, rec []byte) (_ []byte, ok bool) {
 	b = fieldUint32(b, &first, "droppedAttributesCount", uint32(s.droppedAttrs))
 	if s.events[1] > 0 {
 		b = key(b, &first, "events")
-		if b, ok = appendEach(b, rec[s.events[0]:s.events[1]], 11, appendEventRecord); !ok {
+		if b, ok = appendEach(b, rec[s.events[0]:s.events[1]], 11, 0, appendEventRecord); !ok {
 			return b, false
 		}
 	}
 	b = fieldUint32(b, &first, "droppedEventsCount", uint32(s.droppedEvents))
 	if s.links[1] > 0 {
 		b = key(b, &first, "links")
-		if b, ok = appendEach(b, rec[s.links[0]:s.links[1]], 13, appendLinkRecord); !ok {
+		if b, ok = appendEach(b, rec[s.links[0]:s.links[1]], 13, 0, appendLinkRecord); !ok {
 			return b, false
 		}
 	}
@@ -276,8 +276,8 @@ func appendLogRecordRecord(b, rec []byte) (_ []byte, ok bool) {
 }
 
 // appendEach writes a JSON array of the messages in the fields num of rec,
-// each with fn.
-func appendEach(b, rec []byte, num protowire.Number, fn func(b, rec []byte) ([]byte, bool)) (_ []byte, ok bool) {
+// each with fn at depth lv.
+func appendEach(b, rec []byte, num protowire.Number, lv int, fn func(b, rec []byte, lv int) ([]byte, bool)) (_ []byte, ok bool) {
 	b = append(b, '[')
 	n := 0
 	for p := 0; p < len(rec); {
@@ -296,14 +296,14 @@ func appendEach(b, rec []byte, num protowire.Number, fn func(b, rec []byte) ([]b
 			b = append(b, ',')
 		}
 		n++
-		if b, ok = fn(b, rec[a:z]); !ok {
+		if b, ok = fn(b, rec[a:z], lv); !ok {
 			return b, false
 		}
 	}
 	return append(b, ']'), true
 }
 
-func appendEventRecord(b, rec []byte) (_ []byte, ok bool) {
+func appendEventRecord(b, rec []byte, _ int) (_ []byte, ok bool) {
 	var (
 		time, dropped uint64
 		name          []byte
@@ -346,7 +346,7 @@ func appendEventRecord(b, rec []byte) (_ []byte, ok bool) {
 	return append(b, '}'), true
 }
 
-func appendLinkRecord(b, rec []byte) (_ []byte, ok bool) {
+func appendLinkRecord(b, rec []byte, _ int) (_ []byte, ok bool) {
 	var (
 		traceID, spanID, traceState []byte
 		dropped, flags              uint64
@@ -426,39 +426,18 @@ func appendStatusRecord(b, rec []byte) ([]byte, bool) {
 	return append(b, '}'), true
 }
 
-// maxRecordDepth bounds the nesting of values appendKeyValueRecords
-// follows; the decoder refused deeper ones at receipt.
+// maxRecordDepth bounds the nesting of values the direct path follows;
+// deeper ones (the decoder accepted up to protowire's recursion limit) are
+// left to decoding.
 const maxRecordDepth = 64
 
 // appendKeyValueRecords writes a JSON array of the KeyValue messages in the
 // fields num of rec, at nesting depth lv.
-func appendKeyValueRecords(b, rec []byte, num protowire.Number, lv int) (_ []byte, ok bool) {
+func appendKeyValueRecords(b, rec []byte, num protowire.Number, lv int) ([]byte, bool) {
 	if lv > maxRecordDepth {
 		return b, false
 	}
-	b = append(b, '[')
-	n := 0
-	for p := 0; p < len(rec); {
-		fnum, typ, _, a, z, next := readField(rec, p)
-		if next < 0 {
-			return b, false
-		}
-		p = next
-		if fnum != num {
-			continue
-		}
-		if typ != protowire.BytesType {
-			return b, false
-		}
-		if n > 0 {
-			b = append(b, ',')
-		}
-		n++
-		if b, ok = appendKeyValueRecord(b, rec[a:z], lv); !ok {
-			return b, false
-		}
-	}
-	return append(b, ']'), true
+	return appendEach(b, rec, num, lv, appendKeyValueRecord)
 }
 
 func appendKeyValueRecord(b, rec []byte, lv int) (_ []byte, ok bool) {
@@ -508,6 +487,9 @@ func appendKeyValueRecord(b, rec []byte, lv int) (_ []byte, ok bool) {
 // most one member: several would be the last one, or a merge of arrays or
 // kvlists, which decoding handles.
 func appendAnyValueRecord(b, rec []byte, lv int) (_ []byte, ok bool) {
+	if lv > maxRecordDepth {
+		return b, false
+	}
 	var (
 		num     protowire.Number
 		typ     protowire.Type
@@ -565,26 +547,10 @@ func appendAnyValueRecord(b, rec []byte, lv int) (_ []byte, ok bool) {
 		if values, ok := fieldRun(val, 1); !ok {
 			return b, false
 		} else if len(values) > 0 {
-			b = append(b, `"values":[`...)
-			n := 0
-			for p := 0; p < len(values); {
-				fnum, t, _, a, z, next := readField(values, p)
-				if next < 0 || (fnum == 1 && t != protowire.BytesType) {
-					return b, false
-				}
-				p = next
-				if fnum != 1 {
-					continue
-				}
-				if n > 0 {
-					b = append(b, ',')
-				}
-				n++
-				if b, ok = appendAnyValueRecord(b, values[a:z], lv+1); !ok {
-					return b, false
-				}
+			b = append(b, `"values":`...)
+			if b, ok = appendEach(b, values, 1, lv+1, appendAnyValueRecord); !ok {
+				return b, false
 			}
-			b = append(b, ']')
 		}
 		b = append(b, '}')
 	case 6:

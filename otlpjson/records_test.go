@@ -134,10 +134,20 @@ func TestSpanRecordJSONFallsBack(t *testing.T) {
 	attr := func(kvRec []byte) []byte {
 		return protowire.AppendBytes(protowire.AppendTag(nil, 9, protowire.BytesType), kvRec)
 	}
+	deep := &commonpb.AnyValue{Value: &commonpb.AnyValue_StringValue{StringValue: "bottom"}}
+	for range maxRecordDepth + 5 {
+		deep = &commonpb.AnyValue{Value: &commonpb.AnyValue_ArrayValue{ArrayValue: &commonpb.ArrayValue{Values: []*commonpb.AnyValue{deep}}}}
+	}
+	deepRec, err := proto.Marshal(&tracepb.Span{Name: "deep", Attributes: []*commonpb.KeyValue{{Key: "k", Value: deep}}})
+	if err != nil {
+		t.Fatal(err)
+	}
 	cases := []struct {
 		name string
 		rec  []byte
 	}{
+		// nested deeper than the direct path follows
+		{"deep", deepRec},
 		// status twice: proto.Unmarshal merges the two
 		{"status repeated", append(bytes.Clone(rec), protowire.AppendBytes(protowire.AppendTag(nil, 15, protowire.BytesType),
 			protowire.AppendVarint(protowire.AppendTag(nil, 3, protowire.VarintType), 2))...)},

@@ -514,10 +514,17 @@ func (d *decoder) str(q, end int) (string, int, *DecodeError) {
 	if d.checked {
 		return d.s[a:z], z, nil
 	}
-	// Most strings are ASCII: check 8 bytes at a time, and leave the rest
-	// from the first byte above 0x7f to utf8.Valid (an ASCII prefix is
-	// valid on its own).
-	b := d.b[a:z]
+	if !validUTF8(d.b[a:z]) {
+		return "", 0, d.errf(a+invalidUTF8At(d.s[a:z]), "invalid UTF-8")
+	}
+	return d.s[a:z], z, nil
+}
+
+// validUTF8 is utf8.Valid for b, a slice of the request's body. Most
+// strings are ASCII: it checks 8 bytes at a time, and leaves the rest from
+// the first byte above 0x7f to utf8.Valid (an ASCII prefix is valid on its
+// own).
+func validUTF8(b []byte) bool {
 	for len(b) >= 8 && binary.LittleEndian.Uint64(b)&0x8080808080808080 == 0 {
 		b = b[8:]
 	}
@@ -531,10 +538,7 @@ func (d *decoder) str(q, end int) (string, int, *DecodeError) {
 	for len(b) > 0 && b[0] < 0x80 {
 		b = b[1:]
 	}
-	if len(b) > 0 && !utf8.Valid(b) {
-		return "", 0, d.errf(a+invalidUTF8At(d.s[a:z]), "invalid UTF-8")
-	}
-	return d.s[a:z], z, nil
+	return len(b) == 0 || utf8.Valid(b)
 }
 
 // invalidUTF8At is the offset of the first invalid byte of s.

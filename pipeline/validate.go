@@ -1,11 +1,6 @@
 package pipeline
 
-import (
-	"encoding/binary"
-	"unicode/utf8"
-
-	"google.golang.org/protobuf/encoding/protowire"
-)
+import "google.golang.org/protobuf/encoding/protowire"
 
 // Checking a span or log record without decoding it.
 //
@@ -70,22 +65,7 @@ func (d *decoder) vLen(q, end int) (a, z int, ok bool) {
 // vStr is str: a length-delimited field that must be UTF-8.
 func (d *decoder) vStr(q, end int) (int, bool) {
 	a, z, ok := d.vLen(q, end)
-	if !ok {
-		return 0, false
-	}
-	b := d.b[a:z]
-	for len(b) >= 8 && binary.LittleEndian.Uint64(b)&0x8080808080808080 == 0 {
-		b = b[8:]
-	}
-	if n := len(b); n > 0 && n < 8 && cap(b) >= 8 {
-		if binary.LittleEndian.Uint64(b[:8])&(0x8080808080808080>>(64-8*n)) == 0 {
-			b = b[n:]
-		}
-	}
-	for len(b) > 0 && b[0] < 0x80 {
-		b = b[1:]
-	}
-	return z, len(b) == 0 || utf8.Valid(b)
+	return z, ok && validUTF8(d.b[a:z])
 }
 
 // vOther is other: an unknown field, well-formed, or in lenient mode a
@@ -309,28 +289,17 @@ func (d *decoder) validAnyValue(p, end, lv int) bool {
 	return true
 }
 
+// validArrayValue and validKeyValueList are arrayValue's and
+// keyValueList's checks at depth lv: their values are field 1.
 func (d *decoder) validArrayValue(p, end, lv int) bool {
-	if lv > maxDepth {
-		return false
-	}
-	for p < end {
-		tag, q, ok := d.vTag(p, end)
-		if !ok {
-			return false
-		}
-		if tag == 1<<3|wtLen {
-			p, ok = d.vMsg(q, end, lv+1, (*decoder).validAnyValue)
-		} else {
-			p, ok = d.vOther(tag, q, end, valuesFields)
-		}
-		if !ok {
-			return false
-		}
-	}
-	return true
+	return d.validValues(p, end, lv, (*decoder).validAnyValue)
 }
 
 func (d *decoder) validKeyValueList(p, end, lv int) bool {
+	return d.validValues(p, end, lv, (*decoder).validKeyValue)
+}
+
+func (d *decoder) validValues(p, end, lv int, value func(d *decoder, a, z, lv int) bool) bool {
 	if lv > maxDepth {
 		return false
 	}
@@ -340,7 +309,7 @@ func (d *decoder) validKeyValueList(p, end, lv int) bool {
 			return false
 		}
 		if tag == 1<<3|wtLen {
-			p, ok = d.vMsg(q, end, lv+1, (*decoder).validKeyValue)
+			p, ok = d.vMsg(q, end, lv+1, value)
 		} else {
 			p, ok = d.vOther(tag, q, end, valuesFields)
 		}

@@ -14,8 +14,10 @@ import "google.golang.org/protobuf/encoding/protowire"
 // store nothing. They only say yes or no: on no, the caller decodes the
 // item into scratch after all, which names the error as before. So a
 // validator may refuse more than the decoder (that costs a second walk),
-// never accept more (FuzzValidItems checks both directions on what
-// encoders write, and the decode fuzzers that nothing refused is let in).
+// never accept more. The rules are written twice, here and in the
+// decoders' switches: TestValidItemsAgree, FuzzValidSpan and
+// FuzzValidLogRecord hold the two to the same answer, and the decode
+// fuzzers check that nothing proto.Unmarshal refuses is let in.
 
 // vTag reads the tag at p < end as the decoders do: tagSlow's rules for a
 // tag of more than one byte or of field 0.

@@ -179,6 +179,7 @@ type Converter struct {
 	// lastNums is how many number points the last scrape made: the slab's first
 	// chunk size.
 	lastNums int
+	ms       metricSlab // this scrape's metrics
 }
 
 // NewConverter returns a Converter for target t.
@@ -325,6 +326,7 @@ func (c *Converter) ConvertAll(page []byte, contentType string, ts time.Time, du
 	c.gen++
 	st := scrapeState{gen: c.gen, tsNs: uint64(ts.UnixNano()), om: om}
 	st.sl.hint = c.lastNums
+	c.ms.begin()
 	c.touched = c.touched[:0]
 	c.order = c.order[:0]
 	c.seenN = 0
@@ -462,7 +464,7 @@ func (c *Converter) sample(p textparse.Parser, se *seriesEntry, v float64, ptTs 
 	f := ps.fam
 	if f.gen != gen {
 		f.gen = gen
-		f.out = newMetric(f)
+		f.out = c.ms.metric(f)
 		c.order = append(c.order, f)
 	}
 	if ps.gen != gen {
@@ -830,7 +832,7 @@ func (c *Converter) markStale(se *seriesEntry, gen, now uint64) {
 	f := ps.fam
 	if f.gen != gen {
 		f.gen = gen
-		f.out = newMetric(f)
+		f.out = c.ms.metric(f)
 		c.order = append(c.order, f)
 	}
 	switch d := f.out.Data.(type) {
@@ -1107,46 +1109,117 @@ func (c *Converter) newFam(outName, famName string, typ model.MetricType) *famSt
 	return f
 }
 
-func newMetric(f *famState) *metricspb.Metric {
-	// One allocation per family and scrape for the metric, its oneof
-	// wrapper and its data, and the points slice sized from the last
-	// scrape: node pages have hundreds of families of a few points.
+// metricSlab hands out a scrape's metrics and their point slices from
+// chunks sized by the last scrape: a node page has hundreds of families of
+// a few points each, and a metric and a points slice per family were half
+// of a scrape's allocations. A chunk is never reused: the metrics of a
+// scrape travel to the sinks together and die together, so a chunk lives
+// about as long as its metrics would have.
+type metricSlab struct {
+	sums      []sumMetric
+	gauges    []gaugeMetric
+	hists     []histMetric
+	summaries []summaryMetric
+	nums      []*metricspb.NumberDataPoint
+	hint      metricCounts // the last scrape's
+	used      metricCounts
+}
+
+// metricCounts counts what a scrape took from a metricSlab.
+type metricCounts struct{ sums, gauges, hists, summaries, nums int }
+
+// A metric, its oneof wrapper and its data, allocated together.
+type (
+	sumMetric struct {
+		m metricspb.Metric
+		w metricspb.Metric_Sum
+		d metricspb.Sum
+	}
+	gaugeMetric struct {
+		m metricspb.Metric
+		w metricspb.Metric_Gauge
+		d metricspb.Gauge
+	}
+	histMetric struct {
+		m metricspb.Metric
+		w metricspb.Metric_Histogram
+		d metricspb.Histogram
+	}
+	summaryMetric struct {
+		m metricspb.Metric
+		w metricspb.Metric_Summary
+		d metricspb.Summary
+	}
+)
+
+// metricChunk is the size of a chunk past the first, which is the last
+// scrape's count.
+const metricChunk = 32
+
+// begin starts a scrape: new chunks, sized by the last scrape's counts.
+func (ms *metricSlab) begin() {
+	*ms = metricSlab{hint: ms.used}
+}
+
+// take returns the next element of *s, a fresh chunk's first when it is
+// full: the first chunk of a scrape holds hint elements, later ones
+// metricChunk.
+func take[T any](s *[]T, used *int, hint int) *T {
+	if len(*s) == cap(*s) {
+		n := metricChunk
+		if *used == 0 && hint > 0 {
+			n = hint
+		}
+		*s = make([]T, 0, n)
+	}
+	*used++
+	*s = (*s)[:len(*s)+1]
+	return &(*s)[len(*s)-1]
+}
+
+// numPoints returns an empty slice of capacity n carved from the scrape's
+// chunk of point pointers. Its capacity is exact, so an append past it
+// moves that family's points to an array of their own.
+func (ms *metricSlab) numPoints(n int) []*metricspb.NumberDataPoint {
+	if n == 0 {
+		return nil
+	}
+	if cap(ms.nums)-len(ms.nums) < n {
+		size := max(n, 4*metricChunk)
+		if ms.used.nums == 0 && ms.hint.nums > n {
+			size = ms.hint.nums
+		}
+		ms.nums = make([]*metricspb.NumberDataPoint, 0, size)
+	}
+	ms.used.nums += n
+	o := len(ms.nums)
+	ms.nums = ms.nums[:o+n]
+	return ms.nums[o:o:o+n]
+}
+
+// metric returns family f's metric for this scrape, with room for as many
+// points as its last scrape had.
+func (ms *metricSlab) metric(f *famState) *metricspb.Metric {
 	const cum = metricspb.AggregationTemporality_AGGREGATION_TEMPORALITY_CUMULATIVE
 	var m *metricspb.Metric
 	switch f.typ {
 	case model.MetricTypeCounter, model.MetricTypeInfo, model.MetricTypeStateset:
-		x := &struct {
-			m metricspb.Metric
-			w metricspb.Metric_Sum
-			d metricspb.Sum
-		}{}
+		x := take(&ms.sums, &ms.used.sums, ms.hint.sums)
 		x.d.AggregationTemporality, x.d.IsMonotonic = cum, f.typ == model.MetricTypeCounter
-		x.d.DataPoints = make([]*metricspb.NumberDataPoint, 0, f.lastN)
+		x.d.DataPoints = ms.numPoints(f.lastN)
 		x.w.Sum, x.m.Data, m = &x.d, &x.w, &x.m
 	case model.MetricTypeHistogram:
-		x := &struct {
-			m metricspb.Metric
-			w metricspb.Metric_Histogram
-			d metricspb.Histogram
-		}{}
+		x := take(&ms.hists, &ms.used.hists, ms.hint.hists)
 		x.d.AggregationTemporality = cum
 		x.d.DataPoints = make([]*metricspb.HistogramDataPoint, 0, f.lastN)
 		x.w.Histogram, x.m.Data, m = &x.d, &x.w, &x.m
 	case model.MetricTypeSummary:
-		x := &struct {
-			m metricspb.Metric
-			w metricspb.Metric_Summary
-			d metricspb.Summary
-		}{}
+		x := take(&ms.summaries, &ms.used.summaries, ms.hint.summaries)
 		x.d.DataPoints = make([]*metricspb.SummaryDataPoint, 0, f.lastN)
 		x.w.Summary, x.m.Data, m = &x.d, &x.w, &x.m
 	default:
-		x := &struct {
-			m metricspb.Metric
-			w metricspb.Metric_Gauge
-			d metricspb.Gauge
-		}{}
-		x.d.DataPoints = make([]*metricspb.NumberDataPoint, 0, f.lastN)
+		x := take(&ms.gauges, &ms.used.gauges, ms.hint.gauges)
+		x.d.DataPoints = ms.numPoints(f.lastN)
 		x.w.Gauge, x.m.Data, m = &x.d, &x.w, &x.m
 	}
 	m.Name, m.Description, m.Unit, m.Metadata = f.name, f.help, f.unit, f.metadata

@@ -1194,7 +1194,7 @@ func (ms *metricSlab) numPoints(n int) []*metricspb.NumberDataPoint {
 	ms.used.nums += n
 	o := len(ms.nums)
 	ms.nums = ms.nums[:o+n]
-	return ms.nums[o:o:o+n]
+	return ms.nums[o : o : o+n]
 }
 
 // metric returns family f's metric for this scrape, with room for as many

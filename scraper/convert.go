@@ -16,7 +16,6 @@ import (
 	"time"
 	"unsafe"
 
-	"github.com/otelstep/otelstep/pipeline"
 	"github.com/prometheus/common/model"
 	"github.com/prometheus/prometheus/model/exemplar"
 	"github.com/prometheus/prometheus/model/labels"
@@ -55,7 +54,8 @@ type famState struct {
 // pointSeries is one output data point identity (family + attributes).
 type pointSeries struct {
 	fam   *famState
-	attrs []*commonpb.KeyValue // shared across scrapes; downstream must not mutate
+	attrs []*commonpb.KeyValue // set.kvs, or nil: shared, downstream must not mutate
+	set   *attrSet             // keeps attrs' entry in Converter.sets
 	start uint64               // committed start time (ns)
 	last  float64              // committed value (counter) or count (hist/summary)
 	seen  bool                 // a point was committed in a successful scrape
@@ -146,7 +146,9 @@ type Converter struct {
 	// kvs interns point attributes: a page's label pairs repeat across its
 	// series (model, engine, gpu, ...), and one immutable KeyValue per pair
 	// instead of one per series is most of a series' memory.
-	kvs  map[string]*commonpb.KeyValue
+	kvs map[string]*commonpb.KeyValue
+	// sets interns attribute sets, shared by a Manager's converters.
+	sets *attrSets
 	fams map[string]*famState
 	// starts are, for each text-format gauge named B_created (a
 	// seriesEntry marked created), the point keys of the counter B_total
@@ -164,6 +166,9 @@ type Converter struct {
 	lb      labels.Builder
 	ex      exemplar.Exemplar
 	keyBuf  []byte
+	setKey  []byte
+	pairs   []labels.Label       // a new series' attribute labels
+	attrBuf []*commonpb.KeyValue // a new attribute set, before MarkShared copies it
 	kvKey   []byte
 	typName []byte
 	typ     model.MetricType
@@ -183,7 +188,11 @@ type Converter struct {
 }
 
 // NewConverter returns a Converter for target t.
-func NewConverter(t Target) *Converter {
+func NewConverter(t Target) *Converter { return newConverter(t, newAttrSets()) }
+
+// newConverter returns a Converter for target t that interns its point
+// attributes in sets.
+func newConverter(t Target, sets *attrSets) *Converter {
 	instance := t.instance()
 	res := &resourcepb.Resource{Attributes: resourceAttrs(t.JobName, instance, t.Scheme)}
 	c := &Converter{
@@ -193,6 +202,7 @@ func NewConverter(t Target) *Converter {
 		points:   map[string]*pointSeries{},
 		kvs:      map[string]*commonpb.KeyValue{},
 		fams:     map[string]*famState{},
+		sets:     sets,
 		lb:       *labels.NewBuilder(labels.EmptyLabels()),
 	}
 	keys := make([]string, 0, len(t.Labels))
@@ -993,7 +1003,7 @@ func (c *Converter) newEntry(p textparse.Parser, b []byte) *seriesEntry {
 	case roleQuantile:
 		se.arg = parseFloat(lset.Get(model.QuantileLabel))
 	}
-	attrs := make([]*commonpb.KeyValue, 0, lset.Len())
+	pairs := c.pairs[:0]
 	lset.Range(func(l labels.Label) {
 		switch l.Name {
 		case model.JobLabel, model.InstanceLabel:
@@ -1005,8 +1015,9 @@ func (c *Converter) newEntry(p textparse.Parser, b []byte) *seriesEntry {
 		if l.Value == "" {
 			return
 		}
-		attrs = append(attrs, c.kv(l.Name, l.Value))
+		pairs = append(pairs, l)
 	})
+	c.pairs = pairs
 	res := ""
 	if j, i := lset.Get(model.JobLabel), lset.Get(model.InstanceLabel); j != c.t.JobName || i != c.t.instance() {
 		res = j + "\xff" + i // only honor_labels lets a page's job/instance through
@@ -1017,11 +1028,11 @@ func (c *Converter) newEntry(p textparse.Parser, b []byte) *seriesEntry {
 	}
 	key := c.keyBuf[:0]
 	key = append(key, famKey...)
-	for _, a := range attrs {
+	for _, l := range pairs {
 		key = append(key, 0xff)
-		key = append(key, a.Key...)
+		key = append(key, l.Name...)
 		key = append(key, 0xfe)
-		key = append(key, a.Value.GetStringValue()...)
+		key = append(key, l.Value...)
 	}
 	c.keyBuf = key
 	if !c.om && typ == model.MetricTypeGauge && strings.HasSuffix(outName, "_created") {
@@ -1042,9 +1053,29 @@ func (c *Converter) newEntry(p textparse.Parser, b []byte) *seriesEntry {
 			f.res = res
 			c.fams[famKey] = f
 		}
-		// Marked shared: the same slice serves every scrape of the series
-		// and is never changed, so the sinks may cache its encoding.
-		ps = &pointSeries{fam: f, attrs: pipeline.MarkShared(attrs)}
+		// Shared: the same slice serves every scrape of the series (and
+		// the series with the same attributes, attrsets.go) and is never
+		// changed, so the sinks may cache its encoding.
+		ps = &pointSeries{fam: f}
+		if len(pairs) > 0 {
+			// The attrSets key: the kind of point, then the attributes
+			// as in the point key.
+			kind := byte(kindNumber)
+			if typ == model.MetricTypeHistogram {
+				kind = kindHistogram
+			}
+			setKey := append(append(c.setKey[:0], kind), key[len(famKey):]...)
+			c.setKey = setKey
+			ps.set = c.sets.get(setKey, func() []*commonpb.KeyValue {
+				attrs := c.attrBuf[:0]
+				for _, l := range pairs {
+					attrs = append(attrs, c.kv(l.Name, l.Value))
+				}
+				c.attrBuf = attrs
+				return attrs
+			})
+			ps.attrs = ps.set.kvs
+		}
 		c.points[string(key)] = ps
 	}
 	se.ps = ps

@@ -122,6 +122,7 @@ func New(opts Options) (*Manager, error) {
 		}}
 	}
 	m := &Manager{opts: opts}
+	sets := newAttrSets()      // one for all targets: equal label sets are kept once (attrsets.go)
 	perJob := map[string]int{} // targets kept so far, by job
 	for i, t := range opts.Targets {
 		if t.JobName == "" {
@@ -163,7 +164,7 @@ func New(opts Options) (*Manager, error) {
 		u := url.URL{Scheme: t.Scheme, Host: t.Address, Path: t.MetricsPath, RawQuery: t.Params.Encode()}
 		n := perJob[t.JobName]
 		perJob[t.JobName] = n + 1
-		m.loops = append(m.loops, &loop{t: t, url: u.String(), conv: NewConverter(t), m: m,
+		m.loops = append(m.loops, &loop{t: t, url: u.String(), conv: newConverter(t, sets), m: m,
 			ph: phase(t.JobName, n/phaseGroup, t.Interval)})
 	}
 	return m, nil

@@ -1,0 +1,84 @@
+package scraper
+
+import (
+	"runtime"
+	"sync"
+	"weak"
+
+	commonpb "go.opentelemetry.io/proto/otlp/common/v1"
+
+	"github.com/otelstep/otelstep/pipeline"
+)
+
+// Point attribute sets repeat. Within a page, the families of one
+// component carry the same labels (every vLLM family has the same
+// model_name and engine, a node page's cpu and device families the same
+// cpu and device values); across a job's targets, the same exporter on
+// every node exposes the same label sets, the node being the resource's
+// (job and instance are resource attributes, never point attributes).
+// Each series' attributes are kept for its life with their stored JSON
+// and protobuf encodings (pipeline.MarkShared), which is about half of a
+// series' memory, so equal sets are kept once: the Manager's converters
+// share one attrSets, and the series with equal attributes and the same
+// kind of point share one slice and its encodings.
+//
+// Entries are held weakly: a set lives while a series (or a point still in
+// a sink) uses it, and its entry goes with it, so nothing needs releasing
+// when series are evicted or targets go away.
+
+// attrSets interns point attribute slices. Safe for concurrent use.
+type attrSets struct {
+	mu sync.Mutex
+	m  map[string]weak.Pointer[attrSet]
+}
+
+// attrSet is one interned, shared (pipeline.MarkShared) attribute slice.
+// Series hold the *attrSet, which keeps the entry; points hold only kvs.
+type attrSet struct {
+	kvs []*commonpb.KeyValue
+}
+
+func newAttrSets() *attrSets { return &attrSets{m: map[string]weak.Pointer[attrSet]{}} }
+
+// Point kinds for a set's key: a slice keeps one protobuf encoding, and the
+// attributes are field 7 of number and summary points, 9 of histogram ones.
+const (
+	kindNumber    = 'n'
+	kindHistogram = 'h'
+)
+
+// get returns the set for key (a point kind, then the attributes as the
+// Converter's point keys write them: 0xff name 0xfe value for each),
+// calling build for its attributes if there is none. build's slice is
+// copied by MarkShared, so it may be scratch.
+func (s *attrSets) get(key []byte, build func() []*commonpb.KeyValue) *attrSet {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if wp, ok := s.m[string(key)]; ok {
+		if a := wp.Value(); a != nil {
+			return a
+		}
+	}
+	a := &attrSet{kvs: pipeline.MarkShared(build())}
+	k := string(key)
+	s.m[k] = weak.Make(a)
+	runtime.AddCleanup(a, s.forget, k)
+	return a
+}
+
+// forget drops key's entry once its set is gone, unless a newer set took
+// the key meanwhile.
+func (s *attrSets) forget(key string) {
+	s.mu.Lock()
+	if wp, ok := s.m[key]; ok && wp.Value() == nil {
+		delete(s.m, key)
+	}
+	s.mu.Unlock()
+}
+
+// len is the number of entries (tests).
+func (s *attrSets) len() int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return len(s.m)
+}

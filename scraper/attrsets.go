@@ -66,6 +66,16 @@ func (s *attrSets) get(key []byte, build func() []*commonpb.KeyValue) *attrSet {
 	return a
 }
 
+// find returns the set for key (as get's), or nil if there is none.
+func (s *attrSets) find(key []byte) *attrSet {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if wp, ok := s.m[string(key)]; ok {
+		return wp.Value()
+	}
+	return nil
+}
+
 // forget drops key's entry once its set is gone, unless a newer set took
 // the key meanwhile.
 func (s *attrSets) forget(key string) {

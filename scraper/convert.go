@@ -122,6 +122,21 @@ type seriesEntry struct {
 	gen     uint64
 }
 
+// pointKey names a point series: its family and its attributes, one
+// attrSet for equal attributes (nil for none).
+type pointKey struct {
+	fam *famState
+	set *attrSet
+}
+
+// createdFor is what a B_created gauge gives a start time to: the points
+// with its attributes (attrs, as in an attrSets key after the kind) of the
+// families named fams (the counter's, then the histogram's or summary's).
+type createdFor struct {
+	fams  [2]string
+	attrs string
+}
+
 // createdRef is a text-format B_created gauge sample of this scrape.
 type createdRef struct {
 	se *seriesEntry
@@ -142,7 +157,7 @@ type Converter struct {
 	base     []*commonpb.KeyValue // target labels as attributes, sorted
 	tlbls    labels.Labels        // target labels (job, instance, static labels)
 	raw      map[string]*seriesEntry
-	points   map[string]*pointSeries
+	points   map[pointKey]*pointSeries
 	// kvs interns point attributes: a page's label pairs repeat across its
 	// series (model, engine, gpu, ...), and one immutable KeyValue per pair
 	// instead of one per series is most of a series' memory.
@@ -151,13 +166,14 @@ type Converter struct {
 	sets *attrSets
 	fams map[string]*famState
 	// starts are, for each text-format gauge named B_created (a
-	// seriesEntry marked created), the point keys of the counter B_total
-	// and of the histogram or summary B with the same attributes:
-	// prometheus_client exposes their creation time that way in the text
-	// format, and it is a better start time than the first scrape. Looked
-	// up per scrape (a handful of series) rather than cached as pointers,
-	// which eviction would leave dangling.
-	starts map[*seriesEntry][2]string
+	// seriesEntry marked created), the families of the counter B_total
+	// and of the histogram or summary B, whose points with the same
+	// attributes it gives a start time: prometheus_client exposes their
+	// creation time that way in the text format, and it is a better start
+	// time than the first scrape. Looked up per scrape (a handful of
+	// series) rather than cached as pointers, which eviction would leave
+	// dangling.
+	starts map[*seriesEntry]createdFor
 	gen    uint64
 	seenN  int // raw entries touched this scrape
 
@@ -165,7 +181,6 @@ type Converter struct {
 	lbls    labels.Labels
 	lb      labels.Builder
 	ex      exemplar.Exemplar
-	keyBuf  []byte
 	setKey  []byte
 	pairs   []labels.Label       // a new series' attribute labels
 	attrBuf []*commonpb.KeyValue // a new attribute set, before MarkShared copies it
@@ -199,7 +214,7 @@ func newConverter(t Target, sets *attrSets) *Converter {
 		t:        t,
 		resource: res,
 		raw:      map[string]*seriesEntry{},
-		points:   map[string]*pointSeries{},
+		points:   map[pointKey]*pointSeries{},
 		kvs:      map[string]*commonpb.KeyValue{},
 		fams:     map[string]*famState{},
 		sets:     sets,
@@ -559,8 +574,25 @@ func (c *Converter) sample(p textparse.Parser, se *seriesEntry, v float64, ptTs 
 // collector does.
 func (c *Converter) startsFromCreatedGauges(gen uint64) {
 	for _, r := range c.created {
-		for _, k := range c.starts[r.se] {
-			ps := c.points[k]
+		cf, ok := c.starts[r.se]
+		if !ok {
+			continue
+		}
+		for _, fk := range cf.fams {
+			f := c.fams[fk]
+			if f == nil {
+				continue
+			}
+			// The gauge's attributes are the counter's and the summary's
+			// set; a histogram's are a set of their own kind.
+			set := r.se.ps.set
+			if f.typ == model.MetricTypeHistogram && set != nil {
+				c.setKey = append(append(c.setKey[:0], kindHistogram), cf.attrs...)
+				if set = c.sets.find(c.setKey); set == nil {
+					continue
+				}
+			}
+			ps := c.points[pointKey{f, set}]
 			if ps == nil || ps.gen != gen || ps.created != 0 {
 				continue
 			}
@@ -1026,57 +1058,58 @@ func (c *Converter) newEntry(p textparse.Parser, b []byte) *seriesEntry {
 	if res != "" {
 		famKey = res + "\xfe" + outName
 	}
-	key := c.keyBuf[:0]
-	key = append(key, famKey...)
+	// The attrSets key: the kind of point, then the attributes (0xff
+	// name 0xfe value each; neither byte occurs in UTF-8).
+	kind := byte(kindNumber)
+	if typ == model.MetricTypeHistogram {
+		kind = kindHistogram
+	}
+	key := append(c.setKey[:0], kind)
 	for _, l := range pairs {
 		key = append(key, 0xff)
 		key = append(key, l.Name...)
 		key = append(key, 0xfe)
 		key = append(key, l.Value...)
 	}
-	c.keyBuf = key
+	c.setKey = key
 	if !c.om && typ == model.MetricTypeGauge && strings.HasSuffix(outName, "_created") {
 		base := strings.TrimSuffix(outName, "_created")
-		attrKey := key[len(famKey):]
 		prefix := famKey[:len(famKey)-len(outName)]
 		se.created = true
 		if c.starts == nil {
-			c.starts = map[*seriesEntry][2]string{}
+			c.starts = map[*seriesEntry]createdFor{}
 		}
-		c.starts[se] = [2]string{prefix + base + "_total" + string(attrKey), prefix + base + string(attrKey)}
+		c.starts[se] = createdFor{fams: [2]string{prefix + base + "_total", prefix + base}, attrs: string(key[1:])}
 	}
-	ps := c.points[string(key)]
-	if ps == nil {
-		f := c.fams[famKey]
-		if f == nil || f.typ != typ {
-			f = c.newFam(outName, famName, typ)
-			f.res = res
-			c.fams[famKey] = f
-		}
-		// Shared: the same slice serves every scrape of the series (and
-		// the series with the same attributes, attrsets.go) and is never
-		// changed, so the sinks may cache its encoding.
-		ps = &pointSeries{fam: f}
-		if len(pairs) > 0 {
-			// The attrSets key: the kind of point, then the attributes
-			// as in the point key.
-			kind := byte(kindNumber)
-			if typ == model.MetricTypeHistogram {
-				kind = kindHistogram
+	f := c.fams[famKey]
+	if f == nil || f.typ != typ {
+		f = c.newFam(outName, famName, typ)
+		f.res = res
+		c.fams[famKey] = f
+	}
+	// Shared: the same slice serves every scrape of the series (and the
+	// series with the same attributes, attrsets.go) and is never changed,
+	// so the sinks may cache its encoding. Equal attributes are one set,
+	// so the family and the set name the point.
+	var set *attrSet
+	if len(pairs) > 0 {
+		set = c.sets.get(key, func() []*commonpb.KeyValue {
+			attrs := c.attrBuf[:0]
+			for _, l := range pairs {
+				attrs = append(attrs, c.kv(l.Name, l.Value))
 			}
-			setKey := append(append(c.setKey[:0], kind), key[len(famKey):]...)
-			c.setKey = setKey
-			ps.set = c.sets.get(setKey, func() []*commonpb.KeyValue {
-				attrs := c.attrBuf[:0]
-				for _, l := range pairs {
-					attrs = append(attrs, c.kv(l.Name, l.Value))
-				}
-				c.attrBuf = attrs
-				return attrs
-			})
-			ps.attrs = ps.set.kvs
+			c.attrBuf = attrs
+			return attrs
+		})
+	}
+	pk := pointKey{f, set}
+	ps := c.points[pk]
+	if ps == nil {
+		ps = &pointSeries{fam: f, set: set}
+		if set != nil {
+			ps.attrs = set.kvs
 		}
-		c.points[string(key)] = ps
+		c.points[pk] = ps
 	}
 	se.ps = ps
 	return se

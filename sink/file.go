@@ -145,7 +145,6 @@ func newFile(o FileOptions, w io.Writer) *File {
 		sem:    make(chan struct{}, o.QueueSize),
 		stopCh: make(chan struct{}),
 		done:   make(chan struct{}),
-		buf:    make([]byte, 0, fileBufSize),
 	}
 }
 
@@ -309,6 +308,12 @@ func (s *File) write(ctx context.Context, b *pipeline.Batch) {
 	start := otlpjson.RequestStart(b.Signal)
 	if n == 0 || start == "" {
 		return
+	}
+	if s.buf == nil {
+		// At the first batch: a job's pipelines often have a signal that
+		// never comes (traces and logs beside a scrape), whose file then
+		// holds no buffer.
+		s.buf = make([]byte, 0, fileBufSize)
 	}
 	s.buf = append(s.buf, start...)
 	for i := range n {

@@ -237,3 +237,32 @@ func failingFile() (*File, *gateWriter, *syncBuf) {
 	lg, logs := testLogger()
 	return newFile(FileOptions{Path: "/full.jsonl", Signal: pipeline.Metrics, Logger: lg}, w), w, logs
 }
+
+// A file sink holds its write buffer only once a batch comes: the
+// pipelines of a signal that never arrives cost no buffer.
+func TestFileBufferAtFirstBatch(t *testing.T) {
+	w := &sizeWriter{}
+	f := newFile(FileOptions{Path: "/lazy.jsonl", Signal: pipeline.Metrics}, w)
+	_ = f.Start(context.Background())
+	time.Sleep(20 * time.Millisecond) // the writer goroutine runs idle
+	if err := f.Enqueue(context.Background(), metricsBatch("one", 2)); err != nil {
+		t.Fatal(err)
+	}
+	if err := f.Shutdown(ctxT(5 * time.Second)); err != nil {
+		t.Fatal(err)
+	}
+	if !bytes.Equal(w.buf.Bytes(), wholeLine(metricsBatch("one", 2))) {
+		t.Fatalf("written: %.200q", w.buf.Bytes())
+	}
+	if cap(f.buf) != fileBufSize {
+		t.Fatalf("buffer of %d bytes after a batch, want %d", cap(f.buf), fileBufSize)
+	}
+	idle := newFile(FileOptions{Path: "/idle.jsonl", Signal: pipeline.Traces}, &sizeWriter{})
+	_ = idle.Start(context.Background())
+	if err := idle.Shutdown(ctxT(5 * time.Second)); err != nil {
+		t.Fatal(err)
+	}
+	if idle.buf != nil {
+		t.Fatalf("a file that got no batch holds a buffer of %d bytes", cap(idle.buf))
+	}
+}

@@ -2,12 +2,15 @@ package scraper
 
 import (
 	"runtime"
+	"sync"
 	"testing"
 	"time"
 
 	commonpb "go.opentelemetry.io/proto/otlp/common/v1"
 	metricspb "go.opentelemetry.io/proto/otlp/metrics/v1"
 	"google.golang.org/protobuf/proto"
+
+	"github.com/otelstep/otelstep/otlpjson"
 )
 
 // pointAttrs lists every point's attribute slice of rms, by metric.
@@ -139,5 +142,47 @@ func TestAttrSetsForgotten(t *testing.T) {
 	}
 	if n := sets.len(); n != 0 {
 		t.Fatalf("%d sets left after their converter is gone", n)
+	}
+}
+
+// Targets scraped at once share sets, and each one's encoders store the
+// sets' encodings while the others read them (run with -race).
+func TestAttrSetsConcurrentTargets(t *testing.T) {
+	page := read(t, "vllm.txt")
+	sets := newAttrSets()
+	want := ""
+	var wg sync.WaitGroup
+	out := make([]string, 4)
+	for g := range out {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			c := newConverter(fixtureTarget("vllm"), sets)
+			var enc otlpjson.MetricsEncoder
+			var b []byte
+			for i := 0; i < 20; i++ {
+				rms, err := c.ConvertAll(page, ctText, time.Unix(1_800_000_000, 0), time.Millisecond)
+				if err != nil {
+					t.Error(err)
+					return
+				}
+				b = enc.AppendMetrics(b[:0], rms)
+			}
+			out[g] = string(b)
+		}()
+	}
+	wg.Wait()
+	alone := NewConverter(fixtureTarget("vllm"))
+	for i := 0; i < 20; i++ {
+		rms, err := alone.ConvertAll(page, ctText, time.Unix(1_800_000_000, 0), time.Millisecond)
+		if err != nil {
+			t.Fatal(err)
+		}
+		want = string(otlpjson.AppendMetrics(nil, rms))
+	}
+	for g, o := range out {
+		if o != want {
+			t.Fatalf("target %d's JSON differs from a converter's of its own", g)
+		}
 	}
 }

@@ -265,10 +265,15 @@ func fieldAttrs(b []byte, first *bool, name string, kvs []*commonpb.KeyValue, sk
 // (see MetricsEncoder). It stores the array text only, not the key, since
 // the separator before it depends on the position.
 func fieldPointAttrs(b []byte, first *bool, kvs []*commonpb.KeyValue, stored bool) []byte {
+	return fieldSharedAttrs(b, first, "attributes", kvs, stored)
+}
+
+// fieldSharedAttrs is fieldPointAttrs for the field name.
+func fieldSharedAttrs(b []byte, first *bool, name string, kvs []*commonpb.KeyValue, stored bool) []byte {
 	if len(kvs) == 0 {
 		return b
 	}
-	b = key(b, first, "attributes")
+	b = key(b, first, name)
 	if !stored || !pipeline.IsShared(kvs) {
 		return appendKeyValues(b, kvs, nil)
 	}
@@ -684,7 +689,7 @@ func appendMetric(b []byte, m *metricspb.Metric, pw *pointWriter) []byte {
 		}
 		b = append(b, '}')
 	}
-	b = fieldAttrs(b, &first, "metadata", m.Metadata, nil)
+	b = fieldSharedAttrs(b, &first, "metadata", m.Metadata, pw.stored)
 	return append(b, '}')
 }
 

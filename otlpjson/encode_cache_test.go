@@ -121,8 +121,9 @@ func TestMetricsEncoderMatchesAppendMetrics(t *testing.T) {
 	sim := newScrapeSim(60)
 	var e MetricsEncoder
 	var got []byte
+	var rms []*metricspb.ResourceMetrics
 	for n := range 6 {
-		rms := sim.batch(n)
+		rms = sim.batch(n)
 		want := AppendMetrics(nil, rms, "Authorization")
 		got = e.AppendMetrics(got[:0], rms, "Authorization")
 		if !bytes.Equal(got, want) {
@@ -132,9 +133,14 @@ func TestMetricsEncoderMatchesAppendMetrics(t *testing.T) {
 			t.Fatal("Authorization written")
 		}
 	}
-	// Point attributes only keep their JSON: gauge (shared by gauge and
-	// sum), hist, summ and exp slices. Not the resource, scope, metadata or
-	// exemplar slices, which are marked too.
+	// Point attributes keep their JSON: gauge (shared by gauge and sum),
+	// hist, summ and exp slices, and so does a metric's metadata. Not the
+	// resource, scope or exemplar slices, which are marked too.
+	for _, m := range rms[0].ScopeMetrics[0].Metrics {
+		if m.Name == "meta" && pipeline.Encoded(m.Metadata, pipeline.EncodingJSON) == nil {
+			t.Fatal("shared metadata has no stored JSON")
+		}
+	}
 	for _, group := range [][][]*commonpb.KeyValue{sim.gauge, sim.hist, sim.summ[:len(sim.summ)-1], sim.exp} {
 		for i, a := range group {
 			if pipeline.Encoded(a, pipeline.EncodingJSON) == nil {

@@ -5,6 +5,7 @@ import (
 	"sync"
 	"weak"
 
+	"github.com/prometheus/common/model"
 	commonpb "go.opentelemetry.io/proto/otlp/common/v1"
 
 	"github.com/otelstep/otelstep/pipeline"
@@ -30,6 +31,11 @@ import (
 type attrSets struct {
 	mu sync.Mutex
 	m  map[string]weak.Pointer[attrSet]
+	// meta is the metric metadata per Prometheus type, one shared slice
+	// for every family of the type: its encodings are stored with it like
+	// a set's (a node page has 283 families, each of which wrote
+	// "prometheus.type" and its type afresh in both encodings). Read only.
+	meta map[string][]*commonpb.KeyValue
 }
 
 // attrSet is one interned, shared (pipeline.MarkShared) attribute slice.
@@ -38,7 +44,14 @@ type attrSet struct {
 	kvs []*commonpb.KeyValue
 }
 
-func newAttrSets() *attrSets { return &attrSets{m: map[string]weak.Pointer[attrSet]{}} }
+func newAttrSets() *attrSets {
+	s := &attrSets{m: map[string]weak.Pointer[attrSet]{}, meta: map[string][]*commonpb.KeyValue{}}
+	for _, t := range []model.MetricType{model.MetricTypeCounter, model.MetricTypeGauge, model.MetricTypeHistogram,
+		model.MetricTypeGaugeHistogram, model.MetricTypeSummary, model.MetricTypeInfo, model.MetricTypeStateset, "unknown"} {
+		s.meta[string(t)] = pipeline.MarkShared([]*commonpb.KeyValue{strKV("prometheus.type", string(t))})
+	}
+	return s
+}
 
 // Point kinds for a set's key: a slice keeps one protobuf encoding, and the
 // attributes are field 7 of number and summary points, 9 of histogram ones.

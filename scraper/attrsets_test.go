@@ -11,6 +11,7 @@ import (
 	"google.golang.org/protobuf/proto"
 
 	"github.com/otelstep/otelstep/otlpjson"
+	"github.com/otelstep/otelstep/pipeline"
 )
 
 // pointAttrs lists every point's attribute slice of rms, by metric.
@@ -119,6 +120,15 @@ func TestAttrSetsByPointKind(t *testing.T) {
 	}
 	if c.sets.len() != 2 {
 		t.Errorf("%d sets, want 2", c.sets.len())
+	}
+	// Metadata is one shared slice per type, its encodings stored with it.
+	for _, m := range rms[0].ScopeMetrics[0].Metrics {
+		if !pipeline.IsShared(m.Metadata) {
+			t.Errorf("%s: metadata not shared", m.Name)
+		}
+		if want := c.sets.meta[m.Metadata[0].Value.GetStringValue()]; !same(m.Metadata, want) {
+			t.Errorf("%s: metadata is not its type's slice", m.Name)
+		}
 	}
 }
 

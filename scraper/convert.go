@@ -16,6 +16,7 @@ import (
 	"time"
 	"unsafe"
 
+	"github.com/otelstep/otelstep/pipeline"
 	"github.com/prometheus/common/model"
 	"github.com/prometheus/prometheus/model/exemplar"
 	"github.com/prometheus/prometheus/model/labels"
@@ -1166,9 +1167,9 @@ func (c *Converter) newFam(outName, famName string, typ model.MetricType) *famSt
 	if typ == "" || t == "untyped" {
 		t = "unknown"
 	}
-	f.metadata = typeMeta[t]
+	f.metadata = c.sets.meta[t]
 	if f.metadata == nil {
-		f.metadata = []*commonpb.KeyValue{strKV("prometheus.type", t)}
+		f.metadata = pipeline.MarkShared([]*commonpb.KeyValue{strKV("prometheus.type", t)})
 	}
 	return f
 }
@@ -1379,23 +1380,10 @@ var synthDefs = []struct{ name, help, unit string }{
 	{"scrape_series_added", "The approximate number of new series in this scrape", ""},
 }
 
-// typeMeta is the metric metadata per Prometheus type, one immutable slice
-// shared by every family of that type (downstream never mutates metadata).
-var typeMeta = func() map[string][]*commonpb.KeyValue {
-	m := map[string][]*commonpb.KeyValue{}
-	for _, t := range []model.MetricType{model.MetricTypeCounter, model.MetricTypeGauge, model.MetricTypeHistogram,
-		model.MetricTypeGaugeHistogram, model.MetricTypeSummary, model.MetricTypeInfo, model.MetricTypeStateset, "unknown"} {
-		m[string(t)] = []*commonpb.KeyValue{strKV("prometheus.type", string(t))}
-	}
-	return m
-}()
-
-var gaugeMeta = typeMeta["gauge"]
-
 func (c *Converter) synthetic(ms []*metricspb.Metric, ts uint64, up float64, dur time.Duration, n scrapeCounts) []*metricspb.Metric {
 	vals := []float64{up, dur.Seconds(), float64(n.samples), float64(n.kept), float64(n.added)}
 	for i, d := range synthDefs {
-		ms = append(ms, &metricspb.Metric{Name: d.name, Description: d.help, Unit: d.unit, Metadata: gaugeMeta,
+		ms = append(ms, &metricspb.Metric{Name: d.name, Description: d.help, Unit: d.unit, Metadata: c.sets.meta["gauge"],
 			Data: &metricspb.Metric_Gauge{Gauge: &metricspb.Gauge{DataPoints: []*metricspb.NumberDataPoint{{
 				Attributes: c.base, TimeUnixNano: ts, Value: &metricspb.NumberDataPoint_AsDouble{AsDouble: vals[i]},
 			}}}}})

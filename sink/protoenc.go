@@ -412,7 +412,7 @@ func (e *MetricsProtoEncoder) sizeMetric(m *metricspb.Metric) int {
 		e.sizes[g] = s
 		n += lenField(11, s)
 	}
-	n += e.sizeKeyValues(12, m.Metadata)
+	n += e.sizePointAttrs(12, m.Metadata) // a scrape's metadata is shared, like its point attributes
 	e.sizes[idx] = n
 	return n
 }
@@ -444,7 +444,7 @@ func (e *MetricsProtoEncoder) appendMetric(dst []byte, m *metricspb.Metric) []by
 		dst = e.msg(dst, 11)
 		dst = e.appendSummaryPoints(dst, d.Summary.DataPoints)
 	}
-	return e.appendKeyValues(dst, 12, m.Metadata)
+	return e.appendPointAttrs(dst, 12, m.Metadata)
 }
 
 func (e *MetricsProtoEncoder) sizeNumberPoints(pts []*metricspb.NumberDataPoint) int {

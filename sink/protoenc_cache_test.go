@@ -144,17 +144,24 @@ func checkCached(t *testing.T, e *MetricsProtoEncoder, rms []*metricspb.Resource
 func TestMetricsEncoderSharedScrapes(t *testing.T) {
 	sim := newScrapeSim(60)
 	var e MetricsProtoEncoder
+	var last []*metricspb.ResourceMetrics
 	for n := range 6 {
-		checkCached(t, &e, sim.batch(n))
+		last = sim.batch(n)
+		checkCached(t, &e, last)
 	}
 	// Point attributes keep their encoding: field 7 for gauge, sum and
 	// summary points, 9 for histograms. gauge[2] is also a histogram's (so
 	// it holds one of the two), the summary's suffix of gauge[1] is not
 	// shared, exponential histograms go through proto.Marshal, and the
-	// resource, scope, metadata and exemplar slices are not point
-	// attributes.
+	// resource, scope and exemplar slices are not point attributes. A
+	// metric's shared metadata keeps its field 12.
 	has := func(kvs []*commonpb.KeyValue, n int32) bool {
 		return pipeline.Encoded(kvs, pipeline.ProtoField(n)) != nil
+	}
+	for _, m := range last[0].ScopeMetrics[0].Metrics {
+		if m.Name == "meta" && !has(m.Metadata, 12) {
+			t.Error("shared metadata has no stored encoding")
+		}
 	}
 	for i, a := range sim.gauge {
 		if i != 2 && !has(a, 7) {

@@ -30,7 +30,8 @@ type Impl struct {
 // ScrapeOptions is one `otelstep bench scrape` run.
 type ScrapeOptions struct {
 	Pages    []Page
-	Copies   int // targets per page
+	Copies   int  // targets per page
+	Distinct bool // each copy's series carry a label of their own (Distinct)
 	Interval time.Duration
 	Warmup   time.Duration // before the measured window: caches fill, first scrapes settle
 	Duration time.Duration // the measured window
@@ -111,7 +112,7 @@ func RunScrape(ctx context.Context, o ScrapeOptions) (*ScrapeReport, error) {
 	logf("ceiling: model/textparse alone on the pages")
 	rep.TextparseSamplesPerSecond = TextparseRate(o.Pages, 500*time.Millisecond)
 
-	tg, err := StartTargets(o.Pages, o.Copies)
+	tg, err := StartTargets(o.Pages, o.Copies, o.Distinct)
 	if err != nil {
 		return nil, err
 	}

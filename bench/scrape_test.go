@@ -200,3 +200,54 @@ func TestTextparseRate(t *testing.T) {
 		t.Fatalf("TextparseRate = %v", r)
 	}
 }
+
+// Distinct adds node="N" to every sample's labels and changes nothing
+// else: the same samples, values and other labels, as textparse reads them.
+func TestDistinct(t *testing.T) {
+	labelsOf := func(body []byte) []labels.Labels {
+		p, err := textparse.New(body, textContentType, labels.NewSymbolTable(), textparse.ParserOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		var out []labels.Labels
+		for {
+			e, err := p.Next()
+			if err == io.EOF {
+				return out
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			if e == textparse.EntrySeries {
+				var l labels.Labels
+				p.Labels(&l)
+				out = append(out, l)
+			}
+		}
+	}
+	bodies := map[string][]byte{"noLabels": []byte("# TYPE a gauge\na 1\nb{} 2\nc{x=\"y\"} 3 1700000000000\n")}
+	for _, name := range []string{"vllm", "dcgm", "node"} {
+		p, err := LoadPage(name)
+		if err != nil {
+			t.Fatal(err)
+		}
+		bodies[name] = p.Body
+	}
+	for name, body := range bodies {
+		want := labelsOf(body)
+		got := labelsOf(Distinct(body, 7))
+		if len(got) != len(want) || len(want) == 0 {
+			t.Fatalf("%s: %d samples, want %d", name, len(got), len(want))
+		}
+		for i := range want {
+			if got[i].Get("node") != "7" {
+				t.Fatalf("%s: sample %d has no node label: %s", name, i, got[i])
+			}
+			// MatchLabels(false, ...) drops the name too.
+			if !labels.Equal(got[i].MatchLabels(false, "node"), want[i].MatchLabels(false)) ||
+				got[i].Get(labels.MetricName) != want[i].Get(labels.MetricName) {
+				t.Fatalf("%s: sample %d: %s, want %s plus node", name, i, got[i], want[i])
+			}
+		}
+	}
+}

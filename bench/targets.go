@@ -178,11 +178,54 @@ type target struct {
 	served *atomic.Int64 // pages served
 }
 
-// StartTargets starts copies targets serving each page.
-func StartTargets(pages []Page, copies int) (*Targets, error) {
+// Distinct returns text page body with the label node="N" (N the copy's
+// number) added to every sample line's series: the copies of a page then
+// expose no equal label sets, as a job's DCGM pages do (their UUID and
+// Hostname labels differ by node). Identical copies are the other end,
+// as a job's node-exporter and vLLM pages are.
+func Distinct(body []byte, copy int) []byte {
+	lbl := fmt.Sprintf("node=%q", strconv.Itoa(copy))
+	out := make([]byte, 0, len(body)+len(body)/4)
+	for len(body) > 0 {
+		line := body
+		if i := bytes.IndexByte(body, '\n'); i >= 0 {
+			line = body[:i+1]
+		}
+		body = body[len(line):]
+		t := bytes.TrimLeft(line, " \t")
+		if len(t) == 0 || t[0] == '#' || t[0] == '\n' {
+			out = append(out, line...)
+			continue
+		}
+		if i := bytes.IndexByte(line, '{'); i >= 0 {
+			out = append(out, line[:i+1]...)
+			out = append(out, lbl...)
+			if rest := bytes.TrimLeft(line[i+1:], " \t"); len(rest) > 0 && rest[0] != '}' {
+				out = append(out, ',')
+			}
+			out = append(out, line[i+1:]...)
+			continue
+		}
+		end := bytes.IndexAny(line, " \t")
+		if end < 0 {
+			out = append(out, line...)
+			continue
+		}
+		out = append(out, line[:end]...)
+		out = append(out, '{')
+		out = append(out, lbl...)
+		out = append(out, '}')
+		out = append(out, line[end:]...)
+	}
+	return out
+}
+
+// StartTargets starts copies targets serving each page; with distinct,
+// each copy's series carry a label of their own (Distinct).
+func StartTargets(pages []Page, copies int, distinct bool) (*Targets, error) {
 	t := &Targets{}
 	for _, p := range pages {
-		for range copies {
+		for k := range copies {
 			ln, err := net.Listen("tcp", "127.0.0.1:0")
 			if err != nil {
 				t.Close()
@@ -190,6 +233,9 @@ func StartTargets(pages []Page, copies int) (*Targets, error) {
 			}
 			served := new(atomic.Int64)
 			page := p.Body
+			if distinct {
+				page = Distinct(page, k)
+			}
 			var next atomic.Pointer[[]byte]
 			first := ShiftValues(page, 1)
 			next.Store(&first)

@@ -37,6 +37,7 @@ func runBench(args []string, stdout, stderr io.Writer) int {
 	// scrape
 	pageList := fs.String("pages", "vllm,dcgm,node", "scrape: pages served, comma-separated: vllm, dcgm, node, gen:SERIES:BUCKETS")
 	copies := fs.Int("targets", 10, "scrape: targets per page")
+	distinct := fs.Bool("distinct", false, "scrape: give each target's series a label of its own (node=\"N\"), so no two targets share a label set")
 	interval := fs.Duration("interval", time.Second, "scrape: scrape interval")
 	// otlp
 	sig := fs.String("signal", "traces", "otlp: traces, logs or metrics")
@@ -86,7 +87,7 @@ func runBench(args []string, stdout, stderr io.Writer) int {
 			}
 			pages = append(pages, p)
 		}
-		rep, err := bench.RunScrape(ctx, bench.ScrapeOptions{Pages: pages, Copies: *copies, Interval: *interval,
+		rep, err := bench.RunScrape(ctx, bench.ScrapeOptions{Pages: pages, Copies: *copies, Distinct: *distinct, Interval: *interval,
 			Warmup: *warmup, Duration: *duration, Impls: impls, Log: logf})
 		if err != nil {
 			fmt.Fprintf(stderr, "otelstep bench scrape: %v\n", err)

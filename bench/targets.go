@@ -122,25 +122,32 @@ func GenPage(series, buckets int) Page {
 // histogram's cumulative buckets and count consistent, so the conversion
 // keeps every point. Timestamps and the series bytes are kept.
 func ShiftValues(body []byte, n int64) []byte {
-	out := make([]byte, 0, len(body)+len(body)/16)
+	return mapSampleLines(make([]byte, 0, len(body)+len(body)/16), body, func(dst, line []byte) []byte {
+		return shiftLine(dst, line, n)
+	})
+}
+
+// mapSampleLines appends text page body to dst line by line, its sample
+// lines (not comments or blank lines) through f, which appends the line as
+// it should read.
+func mapSampleLines(dst, body []byte, f func(dst, line []byte) []byte) []byte {
 	for len(body) > 0 {
 		line := body
 		if i := bytes.IndexByte(body, '\n'); i >= 0 {
 			line = body[:i+1]
 		}
 		body = body[len(line):]
-		out = shiftLine(out, line, n)
+		if t := bytes.TrimLeft(line, " \t"); len(t) == 0 || t[0] == '#' || t[0] == '\n' {
+			dst = append(dst, line...)
+			continue
+		}
+		dst = f(dst, line)
 	}
-	return out
+	return dst
 }
 
-// shiftLine appends line to dst with n added to its value if it is a
-// sample line.
+// shiftLine appends sample line to dst with n added to its value.
 func shiftLine(dst, line []byte, n int64) []byte {
-	t := bytes.TrimLeft(line, " \t")
-	if len(t) == 0 || t[0] == '#' || t[0] == '\n' {
-		return append(dst, line...)
-	}
 	end := bytes.IndexAny(line, " \t") // the series ends at the first blank after the labels
 	if i := bytes.LastIndexByte(line, '}'); i >= 0 {
 		end = i + 1
@@ -178,46 +185,32 @@ type target struct {
 	served *atomic.Int64 // pages served
 }
 
-// Distinct returns text page body with the label node="N" (N the copy's
+// Distinct returns text page body with the label node="N" (N is n, the copy's
 // number) added to every sample line's series: the copies of a page then
 // expose no equal label sets, as a job's DCGM pages do (their UUID and
 // Hostname labels differ by node). Identical copies are the other end,
 // as a job's node-exporter and vLLM pages are.
-func Distinct(body []byte, copy int) []byte {
-	lbl := fmt.Sprintf("node=%q", strconv.Itoa(copy))
-	out := make([]byte, 0, len(body)+len(body)/4)
-	for len(body) > 0 {
-		line := body
-		if i := bytes.IndexByte(body, '\n'); i >= 0 {
-			line = body[:i+1]
-		}
-		body = body[len(line):]
-		t := bytes.TrimLeft(line, " \t")
-		if len(t) == 0 || t[0] == '#' || t[0] == '\n' {
-			out = append(out, line...)
-			continue
-		}
+func Distinct(body []byte, n int) []byte {
+	lbl := fmt.Sprintf("node=%q", strconv.Itoa(n))
+	return mapSampleLines(make([]byte, 0, len(body)+len(body)/4), body, func(out, line []byte) []byte {
 		if i := bytes.IndexByte(line, '{'); i >= 0 {
 			out = append(out, line[:i+1]...)
 			out = append(out, lbl...)
 			if rest := bytes.TrimLeft(line[i+1:], " \t"); len(rest) > 0 && rest[0] != '}' {
 				out = append(out, ',')
 			}
-			out = append(out, line[i+1:]...)
-			continue
+			return append(out, line[i+1:]...)
 		}
 		end := bytes.IndexAny(line, " \t")
 		if end < 0 {
-			out = append(out, line...)
-			continue
+			return append(out, line...)
 		}
 		out = append(out, line[:end]...)
 		out = append(out, '{')
 		out = append(out, lbl...)
 		out = append(out, '}')
-		out = append(out, line[end:]...)
-	}
-	return out
+		return append(out, line[end:]...)
+	})
 }
 
 // StartTargets starts copies targets serving each page; with distinct,

@@ -99,8 +99,8 @@ func (s *attrSets) forget(key string) {
 	s.mu.Unlock()
 }
 
-// len is the number of entries (tests).
-func (s *attrSets) len() int {
+// size is the number of entries (tests).
+func (s *attrSets) size() int {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return len(s.m)

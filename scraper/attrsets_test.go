@@ -90,10 +90,10 @@ func TestAttrSetsShared(t *testing.T) {
 			}
 		}
 		// Fewer sets than points with attributes: families share them.
-		if n := sets.len(); points > 0 && n >= points {
+		if n := sets.size(); points > 0 && n >= points {
 			t.Errorf("%s: %d attribute sets for %d points with attributes", fx.name, n, points)
 		}
-		t.Logf("%s: %d points with attributes, %d sets", fx.name, points, sets.len())
+		t.Logf("%s: %d points with attributes, %d sets", fx.name, points, sets.size())
 		runtime.KeepAlive(a) // its series hold the sets
 		runtime.KeepAlive(b)
 	}
@@ -118,8 +118,8 @@ func TestAttrSetsByPointKind(t *testing.T) {
 	if same(g, h) {
 		t.Error("a gauge and a histogram share one attribute slice")
 	}
-	if c.sets.len() != 2 {
-		t.Errorf("%d sets, want 2", c.sets.len())
+	if c.sets.size() != 2 {
+		t.Errorf("%d sets, want 2", c.sets.size())
 	}
 	// Metadata is one shared slice per type, its encodings stored with it.
 	for _, m := range rms[0].ScopeMetrics[0].Metrics {
@@ -141,16 +141,16 @@ func TestAttrSetsForgotten(t *testing.T) {
 		if _, err := c.ConvertAll(read(t, "node.txt"), ctText, time.Unix(1_800_000_000, 0), time.Millisecond); err != nil {
 			t.Fatal(err)
 		}
-		if sets.len() == 0 {
+		if sets.size() == 0 {
 			t.Fatal("no sets after a node page")
 		}
 	}()
 	deadline := time.Now().Add(10 * time.Second)
-	for sets.len() > 0 && time.Now().Before(deadline) {
+	for sets.size() > 0 && time.Now().Before(deadline) {
 		runtime.GC()
 		time.Sleep(10 * time.Millisecond)
 	}
-	if n := sets.len(); n != 0 {
+	if n := sets.size(); n != 0 {
 		t.Fatalf("%d sets left after their converter is gone", n)
 	}
 }

@@ -197,6 +197,7 @@ type Converter struct {
 	om      bool         // this scrape's page is OpenMetrics
 	created []createdRef // this scrape's B_created gauge samples
 	lc      lineCache    // the previous page's lines
+	strs    strChunks    // raw series keys and metadata lines, in page order
 	// lastNums is how many number points the last scrape made: the slab's first
 	// chunk size.
 	lastNums int
@@ -417,19 +418,19 @@ func (c *Converter) parse(page []byte, pos, from int, contentType string, st *sc
 			st.last = n
 			c.typName = append(c.typName[:0], n...)
 			c.typ = t
-			c.lc.recordMeta(page, n, e, t, nil)
+			c.lc.recordMeta(page, n, e, t, nil, &c.strs)
 		case textparse.EntryHelp:
 			n, h := p.Help()
 			st.last = n
 			c.hlpName = append(c.hlpName[:0], n...)
 			c.hlp = append(c.hlp[:0], h...)
-			c.lc.recordMeta(page, n, e, "", h)
+			c.lc.recordMeta(page, n, e, "", h, &c.strs)
 		case textparse.EntryUnit:
 			n, u := p.Unit()
 			st.last = n
 			c.untName = append(c.untName[:0], n...)
 			c.unt = append(c.unt[:0], u...)
-			c.lc.recordMeta(page, n, e, "", u)
+			c.lc.recordMeta(page, n, e, "", u, &c.strs)
 		case textparse.EntrySeries:
 			b, tsp, v := p.Series()
 			st.last = b
@@ -438,7 +439,7 @@ func (c *Converter) parse(page []byte, pos, from int, contentType string, st *sc
 		case textparse.EntryComment:
 			cm := p.Comment()
 			st.last = cm
-			c.lc.recordMeta(page, cm, e, "", nil)
+			c.lc.recordMeta(page, cm, e, "", nil, &c.strs)
 		default:
 			c.lc.stopRecording()
 		}
@@ -1020,7 +1021,7 @@ func (c *Converter) famFor(name string) (famName, outName string, typ model.Metr
 // metric_relabel_configs, then the collector's label-to-attribute rules.
 func (c *Converter) newEntry(p textparse.Parser, b []byte) *seriesEntry {
 	p.Labels(&c.lbls)
-	rawKey := string(b)
+	rawKey := c.strs.str(b)
 	se := &seriesEntry{key: rawKey}
 	c.raw[rawKey] = se
 	lset := c.mutate(c.lbls)

@@ -393,7 +393,7 @@ func (lc *lineCache) recordSeries(page, b []byte, se *seriesEntry) {
 
 // recordMeta records the HELP, TYPE or comment line of which textparse
 // returned sub (its name, or a comment's text).
-func (lc *lineCache) recordMeta(page, sub []byte, kind textparse.Entry, typ model.MetricType, help []byte) {
+func (lc *lineCache) recordMeta(page, sub []byte, kind textparse.Entry, typ model.MetricType, help []byte, strs *strChunks) {
 	if !lc.rec {
 		return
 	}
@@ -419,7 +419,7 @@ func (lc *lineCache) recordMeta(page, sub []byte, kind textparse.Entry, typ mode
 			return
 		}
 	}
-	m := &metaLine{kind: kind, typ: typ, span: string(page[start:end])}
+	m := &metaLine{kind: kind, typ: typ, span: strs.str(page[start:end])}
 	if kind != textparse.EntryComment { // sub is the name: share the span's bytes
 		m.name = m.span[off-start : off-start+len(sub)]
 	}

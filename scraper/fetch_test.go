@@ -268,3 +268,38 @@ func TestFetchGzipReadersReused(t *testing.T) {
 		}
 	}
 }
+
+// A page of known length is read into a buffer sized for it at once: the
+// first scrape of a target has no last size to go by, and growing by
+// doubling as the body arrives would leave a buffer of up to twice the page
+// in the free list (and copy it on every doubling).
+func TestFetchSizedByContentLength(t *testing.T) {
+	const n = 300_000
+	line := []byte("# TYPE g gauge\n")
+	page := bytes.Repeat([]byte("g 1\n"), (n-len(line))/4)
+	page = append(line, page...)
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", ctText)
+		w.Header().Set("Content-Length", strconv.Itoa(len(page)))
+		_, _ = w.Write(page)
+	}))
+	defer srv.Close()
+	tg := fixtureTarget("j")
+	tg.Address = strings.TrimPrefix(srv.URL, "http://")
+	col := &collect{ch: make(chan struct{}, 1)}
+	m, err := New(Options{Targets: []Target{tg}, Next: col, Logger: quiet()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	m.ScrapeAll(context.Background())
+	if len(col.b) != 1 || upOf(t, col.b[0]) != 1 {
+		t.Fatalf("scrape failed: %d batches", len(col.b))
+	}
+	if len(m.bodies.free) != 1 {
+		t.Fatalf("%d free page buffers after one scrape, want 1", len(m.bodies.free))
+	}
+	// a large allocation is rounded up to whole 8 KiB pages at most
+	if c, most := m.bodies.free[0].Cap(), len(page)+bytes.MinRead+8<<10; c > most {
+		t.Errorf("page buffer of %d bytes for a page of %d: regrown while reading (want at most %d)", c, len(page), most)
+	}
+}

@@ -395,6 +395,12 @@ func (l *loop) fetch(ctx context.Context, buf *bytes.Buffer) (string, error) {
 		// refused before reading a byte of it
 		return "", fmt.Errorf("body of %d bytes exceeds the body size limit of %d bytes", resp.ContentLength, l.t.BodySizeLimit)
 	}
+	if !gzipped && resp.ContentLength > 0 {
+		// ReadFrom wants MinRead bytes free before each read, the one that
+		// sees EOF too: sized here, a page of known length never makes it
+		// regrow (and copy) the buffer.
+		buf.Grow(int(resp.ContentLength) + bytes.MinRead)
+	}
 	var body io.Reader = resp.Body
 	if gzipped {
 		gz, _ := l.m.gzipReaders.Get().(*gzip.Reader)

@@ -2,10 +2,12 @@ package main
 
 import (
 	"bytes"
+	"io"
 	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"runtime"
 	"runtime/debug"
 	"strings"
 	"syscall"
@@ -171,5 +173,43 @@ func TestGCPercentDefault(t *testing.T) {
 	setGCPercent(func(string) (string, bool) { return "", false })
 	if got := debug.SetGCPercent(100); got != defaultGCPercent {
 		t.Fatalf("GOGC unset: GC percent %d, want %d", got, defaultGCPercent)
+	}
+}
+
+func TestProcsDefault(t *testing.T) {
+	orig := runtime.GOMAXPROCS(0)
+	defer runtime.GOMAXPROCS(orig)
+	runtime.SetDefaultGOMAXPROCS()
+	perCPU := runtime.GOMAXPROCS(0)
+	unset := func(string) (string, bool) { return "", false }
+	envSet := func(k string) (string, bool) { return "3", k == "GOMAXPROCS" }
+
+	runtime.GOMAXPROCS(5)
+	setProcs(defaultProcs, false, unset)
+	if got := runtime.GOMAXPROCS(0); got != defaultProcs {
+		t.Errorf("nothing set: GOMAXPROCS %d, want %d", got, defaultProcs)
+	}
+	runtime.GOMAXPROCS(5)
+	setProcs(defaultProcs, false, envSet)
+	if got := runtime.GOMAXPROCS(0); got != 5 {
+		t.Errorf("GOMAXPROCS set, no --procs: changed to %d", got)
+	}
+	setProcs(2, true, envSet)
+	if got := runtime.GOMAXPROCS(0); got != 2 {
+		t.Errorf("--procs 2 with GOMAXPROCS set: %d, want 2 (the flag wins)", got)
+	}
+	setProcs(0, true, unset)
+	if got := runtime.GOMAXPROCS(0); got != perCPU {
+		t.Errorf("--procs 0: %d, want the runtime's default %d", got, perCPU)
+	}
+}
+
+func TestProcsNegativeRefused(t *testing.T) {
+	var stderr bytes.Buffer
+	if code := run([]string{"--procs", "-1"}, io.Discard, &stderr); code != exitUsage {
+		t.Fatalf("--procs -1: exit %d, want %d", code, exitUsage)
+	}
+	if !strings.Contains(stderr.String(), "--procs -1") {
+		t.Errorf("error does not name the flag: %q", stderr.String())
 	}
 }

@@ -12,8 +12,10 @@ import (
 	"github.com/otelstep/otelstep/pipeline"
 	commonpb "go.opentelemetry.io/proto/otlp/common/v1"
 	logspb "go.opentelemetry.io/proto/otlp/logs/v1"
+	metricspb "go.opentelemetry.io/proto/otlp/metrics/v1"
 	resourcepb "go.opentelemetry.io/proto/otlp/resource/v1"
 	tracepb "go.opentelemetry.io/proto/otlp/trace/v1"
+	"google.golang.org/protobuf/proto"
 )
 
 // randomSpans is a traces batch shaped like `otelstep bench otlp`'s load
@@ -60,11 +62,11 @@ func BenchmarkGzipLevel(b *testing.B) {
 	batches := []struct {
 		name string
 		b    *pipeline.Batch
-	}{{"traces", randomSpans(100)}, {"logs", logs}, {"metrics", bench1000()}}
+	}{{"traces", randomSpans(100)}, {"logs", logs}, {"metrics", bench1000()}, {"metrics-targets", fixtureTargets(b, 28)}}
 	levels := []struct {
 		name  string
 		level int
-	}{{"L1", gzip.BestSpeed}, {"stateless", gzip.StatelessCompression}, {"L2", 2}}
+	}{{"L1", gzip.BestSpeed}, {"stateless", gzip.StatelessCompression}, {"L2", 2}, {"huffman", gzip.HuffmanOnly}}
 	for _, bt := range batches {
 		var re requestEncoder
 		var raw []byte
@@ -95,6 +97,32 @@ func BenchmarkGzipLevel(b *testing.B) {
 			})
 		}
 	}
+}
+
+// fixtureTargets is a metrics batch as a job's scrapes make it: the
+// collector's JSONL of a vLLM page and of the gym job's metrics, from n
+// targets that differ by their instance.
+func fixtureTargets(b testing.TB, n int) *pipeline.Batch {
+	b.Helper()
+	var base []*metricspb.ResourceMetrics
+	for _, f := range []string{"testdata/vllm.peer.jsonl", "testdata/metrics.peer-gym-v1.jsonl"} {
+		forLines(b, f, func(l []byte) {
+			req, err := otlpjson.DecodeMetrics(l)
+			if err != nil {
+				b.Fatal(err)
+			}
+			base = append(base, req.ResourceMetrics...)
+		})
+	}
+	out := &pipeline.Batch{Signal: pipeline.Metrics}
+	for i := range n {
+		for _, rm := range base {
+			c := proto.Clone(rm).(*metricspb.ResourceMetrics)
+			c.Resource.Attributes = append(c.Resource.Attributes, strKV("service.instance.id", fmt.Sprintf("node%03d:9100", i)))
+			out.Metrics = append(out.Metrics, c)
+		}
+	}
+	return out
 }
 
 // Every signal's gzipped body, at whichever level gzipLevel picks, is a gzip

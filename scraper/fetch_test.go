@@ -242,13 +242,7 @@ func TestFetchGzipReadersReused(t *testing.T) {
 		}
 	}))
 	defer srv.Close()
-	tg := fixtureTarget("j")
-	tg.Address = strings.TrimPrefix(srv.URL, "http://")
-	col := &collect{ch: make(chan struct{}, 1)}
-	m, err := New(Options{Targets: []Target{tg}, Next: col, Logger: quiet()})
-	if err != nil {
-		t.Fatal(err)
-	}
+	m, col := oneTarget(t, srv, nil)
 	for i := int64(1); i <= 12; i++ {
 		col.b = nil
 		m.ScrapeAll(context.Background())
@@ -284,13 +278,7 @@ func TestFetchSizedByContentLength(t *testing.T) {
 		_, _ = w.Write(page)
 	}))
 	defer srv.Close()
-	tg := fixtureTarget("j")
-	tg.Address = strings.TrimPrefix(srv.URL, "http://")
-	col := &collect{ch: make(chan struct{}, 1)}
-	m, err := New(Options{Targets: []Target{tg}, Next: col, Logger: quiet()})
-	if err != nil {
-		t.Fatal(err)
-	}
+	m, col := oneTarget(t, srv, nil)
 	m.ScrapeAll(context.Background())
 	if len(col.b) != 1 || upOf(t, col.b[0]) != 1 {
 		t.Fatalf("scrape failed: %d batches", len(col.b))

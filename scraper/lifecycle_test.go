@@ -4,7 +4,6 @@ import (
 	"context"
 	"net/http"
 	"net/http/httptest"
-	"strings"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -229,13 +228,7 @@ func TestLifecycleScrapeLoopDown(t *testing.T) {
 		_, _ = w.Write([]byte("# TYPE g gauge\ng 1\n"))
 	}))
 	defer srv.Close()
-	tg := fixtureTarget("j")
-	tg.Address = strings.TrimPrefix(srv.URL, "http://")
-	col := &collect{ch: make(chan struct{}, 1)}
-	m, err := New(Options{Targets: []Target{tg}, Next: col, Logger: quiet()})
-	if err != nil {
-		t.Fatal(err)
-	}
+	m, col := oneTarget(t, srv, nil)
 	m.ScrapeAll(context.Background())
 	fail.Store(true)
 	m.ScrapeAll(context.Background())

@@ -291,9 +291,10 @@ func upOf(t *testing.T, b *pipeline.Batch) float64 {
 
 func quiet() *slog.Logger { return slog.New(slog.NewTextHandler(io.Discard, nil)) }
 
-func scrapeOnce(t *testing.T, h http.Handler, mod func(*Target)) *pipeline.Batch {
-	srv := httptest.NewServer(h)
-	defer srv.Close()
+// oneTarget is a Manager of one fixture target served by srv (changed by mod
+// when it is not nil), and the collector of its batches.
+func oneTarget(t *testing.T, srv *httptest.Server, mod func(*Target)) (*Manager, *collect) {
+	t.Helper()
 	tg := fixtureTarget("j")
 	tg.Address = strings.TrimPrefix(srv.URL, "http://")
 	if mod != nil {
@@ -304,6 +305,13 @@ func scrapeOnce(t *testing.T, h http.Handler, mod func(*Target)) *pipeline.Batch
 	if err != nil {
 		t.Fatal(err)
 	}
+	return m, col
+}
+
+func scrapeOnce(t *testing.T, h http.Handler, mod func(*Target)) *pipeline.Batch {
+	srv := httptest.NewServer(h)
+	defer srv.Close()
+	m, col := oneTarget(t, srv, mod)
 	m.ScrapeAll(context.Background())
 	if len(col.b) != 1 {
 		t.Fatalf("%d batches", len(col.b))
@@ -375,14 +383,7 @@ func TestScrapeFailures(t *testing.T) {
 func TestManagerRun(t *testing.T) {
 	srv := httptest.NewServer(serve(read(t, "edge.txt"), ctText))
 	defer srv.Close()
-	tg := fixtureTarget("j")
-	tg.Address = strings.TrimPrefix(srv.URL, "http://")
-	tg.Interval = time.Hour
-	col := &collect{ch: make(chan struct{}, 1)}
-	m, err := New(Options{Targets: []Target{tg}, Next: col, Logger: quiet()})
-	if err != nil {
-		t.Fatal(err)
-	}
+	m, col := oneTarget(t, srv, func(tg *Target) { tg.Interval = time.Hour })
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan struct{})
 	go func() { _ = m.Run(ctx); close(done) }()

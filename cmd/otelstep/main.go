@@ -157,8 +157,8 @@ func setGCPercent(lookup func(string) (string, bool)) {
 // 16 threads taken from the benchmark. One P measured 10–16% more samples
 // and 2–27% more spans, records and points per CPU-second on this 2-core
 // machine, and about a third less peak RSS under OTLP load
-// (bench/README.md); its ceiling, over a million samples or 200,000 spans a
-// second, is well above a job's load.
+// (bench/README.md); its ceiling, a million samples or 180,000–230,000
+// spans a second, is well above a job's load.
 const defaultProcs = 1
 
 // setProcs sets GOMAXPROCS to n (0: the runtime's own choice, one per CPU

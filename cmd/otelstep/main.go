@@ -155,8 +155,8 @@ func setGCPercent(lookup func(string) (string, bool)) {
 // the job's VMs cost more than the work handed over; and the GC runs a
 // quarter of GOMAXPROCS dedicated mark workers, which on a 64-core node is
 // 16 threads taken from the benchmark. One P measured 10–16% more samples
-// and 2–27% more spans and points (log records the same) per CPU-second on this 2-core
-// machine, and about a third less peak RSS under OTLP load
+// and 2–27% more spans and points (log records the same) per CPU-second
+// on this 2-core machine, and about a third less peak RSS under OTLP load
 // (bench/README.md); its ceiling, a million samples or 180,000–230,000
 // spans a second, is well above a job's load.
 const defaultProcs = 1

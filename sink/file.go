@@ -59,9 +59,14 @@ type File struct {
 	started     bool
 	shutdownCtx context.Context // set before stopCh is closed
 
-	buf       []byte
+	buf []byte
+	// kept is how many bytes at buf's start are in the file already: in
+	// direct mode the part block after the last whole one, which the next
+	// direct write writes again (direct.go).
+	kept      int
 	lostLines int
-	wb        *writeback // nil unless w is a regular file
+	wb        *writeback  // nil unless w is a regular file
+	dio       *directFile // nil unless the file takes O_DIRECT writes
 	// metricsEnc reuses the JSON of shared point attributes.
 	metricsEnc otlpjson.MetricsEncoder
 }
@@ -88,8 +93,52 @@ func NewFile(o FileOptions) (*File, error) {
 	if fi, err := f.Stat(); err == nil && fi.Mode().IsRegular() {
 		end := fi.Size()
 		s.wb = &writeback{fd: f.Fd(), chunk: writebackChunk, off: end, started: end, last: end, dropped: alignDown(end)}
+		s.dio = startDirect(o.Path, end)
 	}
 	return s, nil
+}
+
+// startDirect opens path for direct writes from end, or returns nil where
+// the file system refuses them or the file's last part block cannot be
+// read (the first direct write writes it again).
+func startDirect(path string, end int64) *directFile {
+	f := openDirect(path)
+	if f == nil {
+		return nil
+	}
+	d := &directFile{f: f, fd: int(f.Fd()), base: end &^ (directAlign - 1)}
+	if n := int(end - d.base); n > 0 {
+		r, err := os.Open(path)
+		if err == nil {
+			d.part = make([]byte, n)
+			_, err = r.ReadAt(d.part, d.base)
+			r.Close()
+		}
+		if err != nil {
+			f.Close()
+			return nil
+		}
+	}
+	return d
+}
+
+// pending is how many bytes in the buffer are not in the file yet.
+func (s *File) pending() int { return len(s.buf) - s.kept }
+
+// bufSize is the buffer's size: past it, lines are written out.
+func (s *File) bufSize() int {
+	if s.dio != nil {
+		return directBufSize
+	}
+	return fileBufSize
+}
+
+// newBuf returns an empty buffer for the mode the sink is in.
+func (s *File) newBuf() []byte {
+	if s.dio != nil {
+		return alignedBuf(directBufSize)
+	}
+	return make([]byte, 0, fileBufSize)
 }
 
 // endLine ends the file's last line if it is cut short (a run killed while
@@ -247,7 +296,7 @@ func (s *File) run() {
 	var flushDue <-chan time.Time
 	runCtx := context.Background()
 	for {
-		if len(s.buf) > 0 && flushDue == nil {
+		if s.pending() > 0 && flushDue == nil {
 			t.Reset(fileFlushInterval)
 			flushDue = t.C
 		}
@@ -277,10 +326,13 @@ func (s *File) drain() {
 		s.write(ctx, b)
 	}
 	s.flush(ctx)
-	lost := len(s.buf) > 0 || s.lostLines > 0 || len(s.q) > 0
+	lost := s.pending() > 0 || s.lostLines > 0 || len(s.q) > 0
 	if lost {
 		s.log.Error("file sink: shutdown deadline reached, data not written",
-			"buffered_bytes", len(s.buf), "lost_lines", s.lostLines, "queued_batches", len(s.q))
+			"buffered_bytes", s.pending(), "lost_lines", s.lostLines, "queued_batches", len(s.q))
+	}
+	if s.dio != nil {
+		s.dio.f.Close()
 	}
 	if s.f != nil {
 		if !lost {
@@ -313,7 +365,11 @@ func (s *File) write(ctx context.Context, b *pipeline.Batch) {
 		// At the first batch: a job's pipelines often have a signal that
 		// never comes (traces and logs beside a scrape), whose file then
 		// holds no buffer.
-		s.buf = make([]byte, 0, fileBufSize)
+		s.buf = s.newBuf()
+		if s.dio != nil {
+			s.buf = append(s.buf, s.dio.part...)
+			s.kept, s.dio.part = len(s.buf), nil
+		}
 	}
 	s.buf = append(s.buf, start...)
 	for i := range n {
@@ -321,22 +377,21 @@ func (s *File) write(ctx context.Context, b *pipeline.Batch) {
 			s.buf = append(s.buf, ',')
 		}
 		s.buf = s.appendResource(s.buf, b, i)
-		if len(s.buf) >= fileBufSize && i < n-1 {
-			if !s.writeAll(ctx, s.buf) {
+		if len(s.buf) >= s.bufSize() && i < n-1 {
+			if !s.writeOut(ctx, false) {
 				// Only at shutdown, past its deadline: the line is
 				// cut short, and the next run starts a new one
 				// (NewFile). The whole lines before it in the
 				// buffer are lost with it.
-				s.lostLines += 1 + bytes.Count(s.buf, []byte{'\n'})
-				s.buf = s.buf[:0]
+				s.lostLines += 1 + bytes.Count(s.buf[s.kept:], []byte{'\n'})
+				s.buf = s.buf[:s.kept]
 				return
 			}
-			s.buf = s.buf[:0]
 		}
 	}
 	s.buf = append(s.buf, otlpjson.RequestEnd...)
 	s.buf = append(s.buf, '\n')
-	if len(s.buf) >= fileBufSize {
+	if len(s.buf) >= s.bufSize() {
 		s.flush(ctx)
 	}
 }
@@ -356,16 +411,67 @@ func (s *File) appendResource(dst []byte, b *pipeline.Batch, i int) []byte {
 }
 
 func (s *File) flush(ctx context.Context) {
-	if len(s.buf) == 0 {
+	if s.pending() == 0 {
 		return
 	}
-	if s.writeAll(ctx, s.buf) {
-		s.buf = s.buf[:0]
-		if cap(s.buf) > fileBufMaxKept {
-			// One huge resource grew it: do not keep that for life.
-			s.buf = make([]byte, 0, fileBufSize)
+	if s.writeOut(ctx, true) && cap(s.buf) > 4*s.bufSize() {
+		// One huge resource grew it: do not keep that for life.
+		s.buf = append(s.newBuf(), s.buf...)
+	}
+}
+
+// writeOut writes the buffer's pending bytes. In direct mode, the whole
+// blocks go out as one direct write when they are directMin or more, and
+// the rest stays in the buffer; a flush (final) then writes that rest
+// through the page cache, keeping the part block for the next direct
+// write. It reports success, as writeAll does.
+func (s *File) writeOut(ctx context.Context, final bool) bool {
+	if s.dio != nil {
+		if n := alignDownDirect(len(s.buf)); n-s.kept >= directMin {
+			if err := s.writeDirect(n); err != nil {
+				s.log.Warn("file sink: direct write failed; writing through the page cache from now on", "error", err)
+				s.dio.f.Close()
+				s.dio = nil
+			} else if !final || s.pending() == 0 {
+				return true
+			}
 		}
 	}
+	if !s.writeAll(ctx, s.buf[s.kept:]) {
+		return false
+	}
+	if s.dio == nil {
+		s.buf, s.kept = s.buf[:0], 0
+		return true
+	}
+	s.slide(alignDownDirect(len(s.buf)))
+	s.kept = len(s.buf)
+	return true
+}
+
+// writeDirect writes buf's first n bytes, a whole number of blocks, with
+// one direct write, and slides the rest to the buffer's start.
+func (s *File) writeDirect(n int) error {
+	if !isAligned(s.buf) {
+		s.buf = append(alignedBuf(max(cap(s.buf), directBufSize)), s.buf...)
+	}
+	w, err := pwriteDirect(s.dio.fd, s.buf[:n], s.dio.base)
+	if w > s.kept {
+		s.wb.wrote(w - s.kept)
+		s.dio.wrote += int64(w - s.kept)
+	}
+	s.slide(w)
+	return err
+}
+
+// slide drops buf's first n bytes, which are in the file, moving base on.
+func (s *File) slide(n int) {
+	if n == 0 {
+		return
+	}
+	s.buf = s.buf[:copy(s.buf, s.buf[n:])]
+	s.kept = max(s.kept-n, 0)
+	s.dio.base += int64(n)
 }
 
 // writeAll writes p with one Write call, retrying the rest after an error

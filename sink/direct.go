@@ -12,20 +12,23 @@ import (
 // page cache costs this process the copy into it, the kernel's page
 // allocation (on a VM whose host reclaims freed guest memory, a host fault a
 // page) and the writeback hints that keep the cache from filling
-// (writeback.go): 0.32-0.42 ns of CPU a byte measured here for 256 KiB
-// writes with those hints. A direct write costs about 80 µs whatever its
-// size plus about 0.05 ns a byte: 0.13-0.16 ns a byte for 1 MiB writes,
-// 0.06-0.08 for 4 MiB. The JSONL is the larger of the two copies of
-// everything (about 220 bytes a sample, 700 a span), so this is 5-8% of
-// the whole ingest path.
+// (writeback.go). A direct write costs a fixed amount of CPU whatever its
+// size, so it pays only for big writes. Process CPU measured here (user +
+// system, ext4 on the VM's disk), paced at 70 MiB/s as the traces load
+// writes its JSONL: 256 KiB writes with the hints 1.53-1.56 ns a byte,
+// direct writes of 256 KiB cost more than that (2026-12-03), of 1 MiB
+// 0.59-0.63, of 2 MiB 0.34, of 4 MiB 0.19-0.21; written as fast as the disk
+// takes them 0.32-0.42, 0.13-0.16, 0.09-0.10 and 0.06-0.08. The JSONL is
+// the larger of the two copies of everything (about 220 bytes a sample, 700
+// a span).
 //
 // How the file stays as plain writes would leave it: the buffer's start is
 // always at a block-aligned file offset (base). A write-out sends the
-// buffer's whole blocks with one pwrite on the O_DIRECT descriptor and
-// keeps the part block after them at the buffer's start; a flush then
-// appends that part block through the page cache (the sink's ordinary
+// buffer's whole blocks with one pwrite on the O_DIRECT descriptor (when
+// they are directMin or more) and keeps the rest at the buffer's start; a
+// flush then appends that rest through the page cache (the sink's ordinary
 // descriptor, O_APPEND), so a reader sees every whole line at once, as
-// before. The next direct write rewrites that part block with the same
+// before, and keeps its last part block in the buffer. The next direct write rewrites that part block with the same
 // bytes plus new ones: at most one block written twice a flush. The kernel
 // keeps the two descriptors coherent (a direct write first writes back and
 // then drops the cached pages it covers).
@@ -41,10 +44,10 @@ const (
 	// file offset: the logical block size is 512 or 4096 bytes, and 4096
 	// suits both.
 	directAlign = 4096
-	// directBufSize is the sink's buffer in direct mode: the 80 µs a
-	// direct write costs is a quarter of what the page cache costs for
-	// 1 MiB.
-	directBufSize = 1 << 20
+	// directBufSize is the sink's buffer in direct mode: a fifth of the
+	// page cache's CPU for a quarter of 4 MiB's memory (the buffer is made
+	// only for a signal that comes).
+	directBufSize = 2 << 20
 	// directMin is the least that goes out as a direct write: below it
 	// the page cache is cheaper.
 	directMin = 256 << 10

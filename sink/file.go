@@ -39,9 +39,10 @@ const (
 
 // File is the JSONL sink: one OTLP/JSON export request per line, appended to
 // Path. It never drops: Enqueue blocks while the queue is full. Lines are
-// built in a buffer of 256 KiB that is flushed when it is idle, at least
-// every 200 ms, and on shutdown (followed by fsync), and when it fills (a
-// line longer than the buffer goes out in pieces, see write). A write error
+// built in a buffer of 256 KiB (2 MiB where the file takes direct writes,
+// see direct.go) that is flushed when it is idle, at least every 200 ms,
+// and on shutdown (followed by fsync), and when it fills (a line longer
+// than the buffer goes out in pieces, see write). A write error
 // is logged with the path and retried until it succeeds (or the shutdown
 // deadline passes), so the queue fills and backpressure reaches the senders.
 type File struct {

@@ -32,9 +32,11 @@ type FileOptions struct {
 const (
 	fileFlushInterval = 200 * time.Millisecond
 	fileBufSize       = 256 << 10
-	fileBufMaxKept    = 4 * fileBufSize
-	fileRetryMin      = 100 * time.Millisecond
-	fileRetryMax      = 5 * time.Second
+	// fileBufKeptTimes bounds the buffer kept after one huge resource
+	// grew it: this many times its size, in either mode.
+	fileBufKeptTimes = 4
+	fileRetryMin     = 100 * time.Millisecond
+	fileRetryMax     = 5 * time.Second
 )
 
 // File is the JSONL sink: one OTLP/JSON export request per line, appended to
@@ -415,7 +417,7 @@ func (s *File) flush(ctx context.Context) {
 	if s.pending() == 0 {
 		return
 	}
-	if s.writeOut(ctx, true) && cap(s.buf) > 4*s.bufSize() {
+	if s.writeOut(ctx, true) && cap(s.buf) > fileBufKeptTimes*s.bufSize() {
 		// One huge resource grew it: do not keep that for life.
 		s.buf = append(s.newBuf(), s.buf...)
 	}

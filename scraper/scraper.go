@@ -58,7 +58,10 @@ type Options struct {
 	Targets []Target
 	Next    pipeline.Consumer // receives one *pipeline.Batch{Signal: pipeline.Metrics} per scrape
 	Logger  *slog.Logger
-	Client  *http.Client // nil = a default with sane transport
+	// Client is the HTTP client of every scrape. nil: the Manager's own, and
+	// then plain-HTTP targets are scraped on a connection of their own
+	// instead (plainhttp.go), with this client for what that leaves.
+	Client *http.Client
 }
 
 const (
@@ -79,6 +82,8 @@ type Manager struct {
 	// gzipReaders are the readers of gzipped pages, reset for each one
 	// (a reader is about 40 KB of window and tables).
 	gzipReaders sync.Pool
+	// ownClient says opts.Client is the Manager's own, not the caller's.
+	ownClient bool
 }
 
 // freeBodies bounds the page buffers kept between scrapes: a phase group's
@@ -99,6 +104,9 @@ type loop struct {
 	m    *Manager
 	size int           // the last page's size: the next buffer is grown to it at once
 	ph   time.Duration // offset of the scrapes within the interval
+	// plain is the target's own connection for plain HTTP (plainhttp.go);
+	// nil when its scrapes go through opts.Client.
+	plain *plainConn
 }
 
 // New validates opts and returns a Manager.
@@ -109,7 +117,8 @@ func New(opts Options) (*Manager, error) {
 	if opts.Logger == nil {
 		opts.Logger = slog.Default()
 	}
-	if opts.Client == nil {
+	ownClient := opts.Client == nil
+	if ownClient {
 		opts.Client = &http.Client{Transport: &http.Transport{
 			// No proxy from the environment: Prometheus scrapes directly
 			// unless a scrape config names a proxy, and a job's
@@ -121,7 +130,7 @@ func New(opts Options) (*Manager, error) {
 			DisableCompression:  true, // we ask for and decode gzip ourselves
 		}}
 	}
-	m := &Manager{opts: opts}
+	m := &Manager{opts: opts, ownClient: ownClient}
 	sets := newAttrSets()      // one for all targets: equal label sets are kept once (attrsets.go)
 	perJob := map[string]int{} // targets kept so far, by job
 	for i, t := range opts.Targets {
@@ -164,8 +173,12 @@ func New(opts Options) (*Manager, error) {
 		u := url.URL{Scheme: t.Scheme, Host: t.Address, Path: t.MetricsPath, RawQuery: t.Params.Encode()}
 		n := perJob[t.JobName]
 		perJob[t.JobName] = n + 1
-		m.loops = append(m.loops, &loop{t: t, url: u.String(), conv: newConverter(t, sets), m: m,
-			ph: phase(t.JobName, n/phaseGroup, t.Interval)})
+		l := &loop{t: t, url: u.String(), conv: newConverter(t, sets), m: m,
+			ph: phase(t.JobName, n/phaseGroup, t.Interval)}
+		if ownClient {
+			l.plain = newPlainConn(&u, t.Timeout)
+		}
+		m.loops = append(m.loops, l)
 	}
 	return m, nil
 }
@@ -173,7 +186,7 @@ func New(opts Options) (*Manager, error) {
 // Run runs one loop per target: the first scrape right away (after a jitter
 // of at most 5ms), then every Interval, each bounded by Timeout. Ticks missed
 // while Next blocks are skipped. Run returns when ctx is done and all loops
-// have exited.
+// have exited, with the targets' connections closed.
 func (m *Manager) Run(ctx context.Context) error {
 	var wg sync.WaitGroup
 	for _, l := range m.loops {
@@ -184,11 +197,28 @@ func (m *Manager) Run(ctx context.Context) error {
 		}()
 	}
 	wg.Wait()
+	m.Close()
 	return nil
 }
 
+// Close closes the connections the targets' scrapes keep open between
+// scrapes. A later scrape opens its own again.
+func (m *Manager) Close() {
+	for _, l := range m.loops {
+		l.mu.Lock()
+		if l.plain != nil {
+			l.plain.close()
+		}
+		l.mu.Unlock()
+	}
+	if m.ownClient {
+		m.opts.Client.CloseIdleConnections()
+	}
+}
+
 // ScrapeAll scrapes every target once more, concurrently, and delivers the
-// results to Next before returning. It works after Run has returned.
+// results to Next before returning. It works after Run has returned; the
+// connections it opens stay open until Close.
 func (m *Manager) ScrapeAll(ctx context.Context) {
 	var wg sync.WaitGroup
 	for _, l := range m.loops {
@@ -371,6 +401,13 @@ func (l *bodyList) put(b *bytes.Buffer) {
 func (l *loop) fetch(ctx context.Context, buf *bytes.Buffer) (string, error) {
 	ctx, cancel := context.WithTimeout(ctx, l.t.Timeout)
 	defer cancel()
+	if l.plain != nil {
+		ct, err := l.plain.fetch(ctx, l, buf)
+		if !errors.Is(err, errUseClient) {
+			return ct, err
+		}
+		buf.Reset()
+	}
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, l.url, nil)
 	if err != nil {
 		return "", err
@@ -390,26 +427,34 @@ func (l *loop) fetch(ctx context.Context, buf *bytes.Buffer) (string, error) {
 	if resp.StatusCode != http.StatusOK {
 		return "", fmt.Errorf("server returned HTTP status %s", resp.Status)
 	}
-	gzipped := resp.Header.Get("Content-Encoding") == "gzip"
-	if !gzipped && resp.ContentLength > l.t.BodySizeLimit {
-		// refused before reading a byte of it
-		return "", fmt.Errorf("body of %d bytes exceeds the body size limit of %d bytes", resp.ContentLength, l.t.BodySizeLimit)
+	if _, err := l.readBody(buf, resp.Body, resp.Header.Get("Content-Encoding") == "gzip", resp.ContentLength); err != nil {
+		return "", err
 	}
-	if !gzipped && resp.ContentLength > 0 {
+	return resp.Header.Get("Content-Type"), nil
+}
+
+// readBody reads a page's body into buf: at most the target's body size
+// limit of it, decompressed if gzipped; length is its Content-Length, or -1.
+// done says the body was read to its end.
+func (l *loop) readBody(buf *bytes.Buffer, body io.Reader, gzipped bool, length int64) (done bool, err error) {
+	if !gzipped && length > l.t.BodySizeLimit {
+		// refused before reading a byte of it
+		return false, fmt.Errorf("body of %d bytes exceeds the body size limit of %d bytes", length, l.t.BodySizeLimit)
+	}
+	if !gzipped && length > 0 {
 		// ReadFrom wants MinRead bytes free before each read, the one that
 		// sees EOF too: sized here, a page of known length never makes it
 		// regrow (and copy) the buffer.
-		buf.Grow(int(resp.ContentLength) + bytes.MinRead)
+		buf.Grow(int(length) + bytes.MinRead)
 	}
-	var body io.Reader = resp.Body
 	if gzipped {
 		gz, _ := l.m.gzipReaders.Get().(*gzip.Reader)
 		if gz == nil {
 			gz = new(gzip.Reader)
 		}
-		if err := gz.Reset(resp.Body); err != nil {
+		if err := gz.Reset(body); err != nil {
 			l.m.gzipReaders.Put(gz)
-			return "", fmt.Errorf("gzip: %w", err)
+			return false, fmt.Errorf("gzip: %w", err)
 		}
 		defer l.m.gzipReaders.Put(gz)
 		body = gz
@@ -418,10 +463,10 @@ func (l *loop) fetch(ctx context.Context, buf *bytes.Buffer) (string, error) {
 	// tells an over-limit body from one exactly at the limit.
 	n, err := buf.ReadFrom(io.LimitReader(body, l.t.BodySizeLimit+1))
 	if err != nil {
-		return "", fmt.Errorf("reading body: %w", err)
+		return false, fmt.Errorf("reading body: %w", err)
 	}
 	if n > l.t.BodySizeLimit {
-		return "", fmt.Errorf("body exceeds the body size limit of %d bytes (decompressed)", l.t.BodySizeLimit)
+		return false, fmt.Errorf("body exceeds the body size limit of %d bytes (decompressed)", l.t.BodySizeLimit)
 	}
-	return resp.Header.Get("Content-Type"), nil
+	return true, nil
 }

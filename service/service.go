@@ -358,7 +358,7 @@ func (s *Service) stop(ctx context.Context) error {
 		var wg sync.WaitGroup
 		for _, m := range s.scrapers {
 			wg.Add(1)
-			go func() { defer wg.Done(); m.ScrapeAll(ctx) }()
+			go func() { defer wg.Done(); m.ScrapeAll(ctx); m.Close() }()
 		}
 		wg.Wait()
 	}

@@ -349,6 +349,12 @@ func load8(s string) uint64 {
 		uint64(s[4])<<32 | uint64(s[5])<<40 | uint64(s[6])<<48 | uint64(s[7])<<56
 }
 
+// load4 is the first 4 bytes of s as a little-endian word.
+func load4(s string) uint64 {
+	_ = s[3]
+	return uint64(s[0]) | uint64(s[1])<<8 | uint64(s[2])<<16 | uint64(s[3])<<24
+}
+
 // plainWord reports whether the 8 bytes of v are all ASCII, none below
 // 0x20, none '"' or '\\': the bytes safe[] passes. It may say false for
 // plain bytes (never true for others); the byte loop then decides.
@@ -376,6 +382,19 @@ func appendString(b []byte, s string) []byte {
 		// plain ASCII, and this was a third of the traces' JSON encoding.
 		for i+8 <= len(s) && plainWord(load8(s[i:])) {
 			i += 8
+		}
+		// Fewer than 8 bytes left: the last 8 of s (or, in a string of 4
+		// to 7, its first and last 4) as one word, which may look at bytes
+		// already passed again. Keys and short values are most strings,
+		// and the byte loop was most of their cost.
+		if n := len(s) - i; n > 0 && n < 8 {
+			if len(s) >= 8 {
+				if plainWord(load8(s[len(s)-8:])) {
+					i = len(s)
+				}
+			} else if len(s) >= 4 && plainWord(load4(s)|load4(s[len(s)-4:])<<32) {
+				i = len(s)
+			}
 		}
 		if i >= len(s) {
 			break

@@ -1099,11 +1099,19 @@ func TestPlain8(t *testing.T) {
 	}
 }
 
-// Long strings take the eight-byte path: one special byte or rune at every
-// offset still comes out escaped as the byte loop escapes it.
+// Strings of every length take the word paths (eight bytes at a time, the
+// last eight, the two halves of a short one): one special byte or rune at
+// every offset still comes out escaped as the byte loop escapes it.
 func TestAppendStringLong(t *testing.T) {
 	specials := []string{`"`, `\`, "\x00", "\x1f", "\n", "\x7f", "é", "世", "😀", "\xff", "\xc3"}
-	base := "0123456789abcdefghijklmnopqrstuvwxyz"
+	full := "0123456789abcdefghijklmnopqrstuvwxyz"
+	for n := 0; n <= len(full); n++ {
+		testAppendStringAt(t, specials, full[:n])
+	}
+}
+
+func testAppendStringAt(t *testing.T, specials []string, base string) {
+	t.Helper()
 	for _, sp := range specials {
 		for pos := 0; pos <= len(base); pos++ {
 			in := base[:pos] + sp + base[pos:]

@@ -299,6 +299,7 @@ func parseStatusLine(line []byte) (respHead, error) {
 // left of it.
 func readFields(br *bufio.Reader, budget int, h *respHead) (int, error) {
 	var lengths int
+	var saidClose bool // close wins over keep-alive, in any order
 	for {
 		line, err := readLine(br, budget)
 		if err != nil {
@@ -343,9 +344,9 @@ func readFields(br *bufio.Reader, budget int, h *respHead) (int, error) {
 			for tok := range bytes.SplitSeq(value, []byte{','}) {
 				tok = bytes.TrimSpace(tok)
 				if bytes.EqualFold(tok, []byte("close")) {
-					h.close = true
-				} else if bytes.EqualFold(tok, []byte("keep-alive")) {
-					h.close = false
+					h.close, saidClose = true, true
+				} else if bytes.EqualFold(tok, []byte("keep-alive")) && !saidClose {
+					h.close = false // an HTTP/1.0 server's keep-alive
 				}
 			}
 		}

@@ -91,6 +91,12 @@ type rawServer struct {
 }
 
 func newRawServer(t *testing.T, respond func(i int) (resp string, close bool)) *rawServer {
+	return newRawConnServer(t, func(i, _ int) (string, bool) { return respond(i) })
+}
+
+// newRawConnServer is newRawServer with respond told also the request's
+// index on its connection.
+func newRawConnServer(t *testing.T, respond func(i, onConn int) (resp string, close bool)) *rawServer {
 	t.Helper()
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
@@ -108,7 +114,7 @@ func newRawServer(t *testing.T, respond func(i int) (resp string, close bool)) *
 			go func() {
 				defer c.Close()
 				br := bufio.NewReader(c)
-				for {
+				for onConn := 0; ; onConn++ {
 					// a request: lines up to the empty one
 					for {
 						line, err := br.ReadString('\n')
@@ -119,7 +125,7 @@ func newRawServer(t *testing.T, respond func(i int) (resp string, close bool)) *
 							break
 						}
 					}
-					resp, closeIt := respond(int(s.reqs.Add(1) - 1))
+					resp, closeIt := respond(int(s.reqs.Add(1)-1), onConn)
 					if _, err := c.Write([]byte(resp)); err != nil || closeIt {
 						return
 					}
@@ -195,6 +201,38 @@ func TestPlainReconnects(t *testing.T) {
 				t.Errorf("%d connections for 4 scrapes, want 4", n)
 			}
 		})
+	}
+}
+
+// A response that says the connection closes (or an HTTP/1.0 one that does
+// not say keep-alive) is the connection's last, even when the server leaves
+// it open: the next scrape does not send its request there.
+func TestPlainConnectionClose(t *testing.T) {
+	for _, extra := range []string{"Connection: close\r\n", "Connection: Keep-Alive, close\r\n", "Connection: close\r\nConnection: keep-alive\r\n"} {
+		s := newRawConnServer(t, func(i, onConn int) (string, bool) {
+			if onConn > 0 {
+				return "HTTP/1.1 500 Reused After Close\r\nContent-Length: 0\r\n\r\n", false
+			}
+			return okResp(i, extra), false
+		})
+		_, scrape := scrapeRaw(t, s, time.Second)
+		for i := range 3 {
+			if up, g, log := scrape(); up != 1 || g != float64(i) {
+				t.Fatalf("%q, scrape %d: up %v g %v log %s", extra, i, up, g, log)
+			}
+		}
+	}
+	s := newRawConnServer(t, func(i, onConn int) (string, bool) {
+		if onConn > 0 {
+			return "HTTP/1.1 500 Reused After Close\r\nContent-Length: 0\r\n\r\n", false
+		}
+		return strings.Replace(okResp(i, ""), "HTTP/1.1", "HTTP/1.0", 1), false
+	})
+	_, scrape := scrapeRaw(t, s, time.Second)
+	for i := range 3 {
+		if up, _, log := scrape(); up != 1 {
+			t.Fatalf("HTTP/1.0, scrape %d: up %v log %s", i, up, log)
+		}
 	}
 }
 

@@ -122,7 +122,7 @@ func (p *plainConn) fetch(ctx context.Context, l *loop, buf *bytes.Buffer) (stri
 		// A kept connection that the server closed while it was idle fails
 		// before a byte of the response: try once more on a new one, as
 		// net/http does for a GET.
-		if reused && attempt == 0 && stage == stageNothingYet && ctx.Err() == nil {
+		if reused && attempt == 0 && stage == stageNothingYet && ctx.Err() == nil && !errors.Is(err, os.ErrDeadlineExceeded) {
 			buf.Reset()
 			continue
 		}

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"math/rand/v2"
 	"strconv"
+	"strings"
 	"testing"
 
 	collogspb "go.opentelemetry.io/proto/otlp/collector/logs/v1"
@@ -285,5 +286,56 @@ func BenchmarkSpanRecordJSON(b *testing.B) {
 			b.SetBytes(int64(len(out)))
 			b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N)/100, "ns/span")
 		})
+	}
+}
+
+// A KeyValue record's JSON is the decoded KeyValue's, for keys and string
+// values of every length around the fast path's one-byte lengths, for
+// other value kinds, and for records with fields the fast path does not
+// expect.
+func TestKeyValueRecordJSON(t *testing.T) {
+	var kvs []*commonpb.KeyValue
+	for _, kl := range []int{0, 1, 7, 8, 125, 126, 127, 128, 200} {
+		for _, sl := range []int{0, 1, 9, 121, 122, 123, 125, 126, 127, 128, 300} {
+			k := strings.Repeat("k", kl)
+			if kl > 3 {
+				k = "\"" + k[1:kl-2] + "é" // an escape and a two-byte rune, kl bytes in all
+			}
+			kvs = append(kvs, &commonpb.KeyValue{Key: k, Value: &commonpb.AnyValue{Value: &commonpb.AnyValue_StringValue{StringValue: strings.Repeat("v\n", sl)[:sl]}}})
+		}
+	}
+	kvs = append(kvs,
+		&commonpb.KeyValue{Key: "i", Value: &commonpb.AnyValue{Value: &commonpb.AnyValue_IntValue{IntValue: 7}}},
+		&commonpb.KeyValue{Key: "b", Value: &commonpb.AnyValue{Value: &commonpb.AnyValue_BoolValue{BoolValue: true}}},
+		&commonpb.KeyValue{Key: "none"},
+		&commonpb.KeyValue{Key: "empty", Value: &commonpb.AnyValue{}},
+	)
+	for _, kv := range kvs {
+		rec, err := proto.Marshal(kv)
+		if err != nil {
+			t.Fatal(err)
+		}
+		want := appendKeyValue(nil, kv)
+		got, ok := appendKeyValueRecord(nil, rec, 0)
+		if !ok || !bytes.Equal(got, want) {
+			t.Errorf("key %d bytes: record JSON %s (ok %v), decoded %s", len(kv.Key), got, ok, want)
+		}
+	}
+	// a string value followed by a field the fast path does not read, a
+	// key written twice (the last one wins), an empty key written out:
+	// all left to the generic path
+	for _, rec := range [][]byte{
+		{0x0a, 0, 0x12, 3, 0x0a, 1, 'v'},
+		{0x0a, 1, 'k', 0x12, 4, 0x0a, 2, 'v', 'v', 0x18, 1},
+		{0x0a, 1, 'a', 0x0a, 1, 'k', 0x12, 3, 0x0a, 1, 'v'},
+	} {
+		var kv commonpb.KeyValue
+		if err := proto.Unmarshal(rec, &kv); err != nil {
+			t.Fatal(err)
+		}
+		got, ok := appendKeyValueRecord(nil, rec, 0)
+		if want := appendKeyValue(nil, &kv); ok && !bytes.Equal(got, want) {
+			t.Errorf("record % x: JSON %s, decoded %s", rec, got, want)
+		}
 	}
 }

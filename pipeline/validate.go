@@ -236,6 +236,17 @@ func (d *decoder) validKeyValue(p, end, lv int) bool {
 	if lv > maxDepth {
 		return false
 	}
+	// The common shape, a key and then a string value of under 128 bytes
+	// each, checked by position: what the loop below would check of it,
+	// the value's depth included, without its six field reads.
+	if n := end - p; n >= 6 && lv < maxDepth {
+		b := d.b[p:end]
+		if kl := int(b[1]); uint64(b[0]) == 1<<3|wtLen && kl < 0x80 && 6+kl <= n && uint64(b[2+kl]) == 2<<3|wtLen && uint64(b[4+kl]) == 1<<3|wtLen {
+			if vl, sl := int(b[3+kl]), int(b[5+kl]); vl < 0x80 && sl < 0x80 && vl == 2+sl && 6+kl+sl == n {
+				return validUTF8(b[2:2+kl]) && validUTF8(b[6+kl:])
+			}
+		}
+	}
 	for p < end {
 		tag, q, ok := d.vTag(p, end)
 		if !ok {

@@ -188,11 +188,10 @@ func (p *plainConn) roundTrip(ctx context.Context, l *loop, buf *bytes.Buffer) (
 	default:
 		body, h.close = p.br, true // the body ends where the connection does
 	}
-	done, err := l.readBody(buf, body, h.gzipped, h.length)
-	if err != nil {
+	if err := l.readBody(buf, body, h.gzipped, h.length); err != nil {
 		return "", false, stageBody, err
 	}
-	keep = done && !h.close
+	keep = !h.close
 	if keep && h.chunked {
 		// the trailer section, up to its empty line
 		if _, err := readFields(p.br, maxHeadBytes, nil); err != nil {

@@ -427,7 +427,7 @@ func (l *loop) fetch(ctx context.Context, buf *bytes.Buffer) (string, error) {
 	if resp.StatusCode != http.StatusOK {
 		return "", fmt.Errorf("server returned HTTP status %s", resp.Status)
 	}
-	if _, err := l.readBody(buf, resp.Body, resp.Header.Get("Content-Encoding") == "gzip", resp.ContentLength); err != nil {
+	if err := l.readBody(buf, resp.Body, resp.Header.Get("Content-Encoding") == "gzip", resp.ContentLength); err != nil {
 		return "", err
 	}
 	return resp.Header.Get("Content-Type"), nil
@@ -435,11 +435,12 @@ func (l *loop) fetch(ctx context.Context, buf *bytes.Buffer) (string, error) {
 
 // readBody reads a page's body into buf: at most the target's body size
 // limit of it, decompressed if gzipped; length is its Content-Length, or -1.
-// done says the body was read to its end.
-func (l *loop) readBody(buf *bytes.Buffer, body io.Reader, gzipped bool, length int64) (done bool, err error) {
+// Without an error, body was read to its end (a gzip reader reads on to its
+// source's end, for the next member).
+func (l *loop) readBody(buf *bytes.Buffer, body io.Reader, gzipped bool, length int64) error {
 	if !gzipped && length > l.t.BodySizeLimit {
 		// refused before reading a byte of it
-		return false, fmt.Errorf("body of %d bytes exceeds the body size limit of %d bytes", length, l.t.BodySizeLimit)
+		return fmt.Errorf("body of %d bytes exceeds the body size limit of %d bytes", length, l.t.BodySizeLimit)
 	}
 	if !gzipped && length > 0 {
 		// ReadFrom wants MinRead bytes free before each read, the one that
@@ -454,7 +455,7 @@ func (l *loop) readBody(buf *bytes.Buffer, body io.Reader, gzipped bool, length 
 		}
 		if err := gz.Reset(body); err != nil {
 			l.m.gzipReaders.Put(gz)
-			return false, fmt.Errorf("gzip: %w", err)
+			return fmt.Errorf("gzip: %w", err)
 		}
 		defer l.m.gzipReaders.Put(gz)
 		body = gz
@@ -463,10 +464,10 @@ func (l *loop) readBody(buf *bytes.Buffer, body io.Reader, gzipped bool, length 
 	// tells an over-limit body from one exactly at the limit.
 	n, err := buf.ReadFrom(io.LimitReader(body, l.t.BodySizeLimit+1))
 	if err != nil {
-		return false, fmt.Errorf("reading body: %w", err)
+		return fmt.Errorf("reading body: %w", err)
 	}
 	if n > l.t.BodySizeLimit {
-		return false, fmt.Errorf("body exceeds the body size limit of %d bytes (decompressed)", l.t.BodySizeLimit)
+		return fmt.Errorf("body exceeds the body size limit of %d bytes (decompressed)", l.t.BodySizeLimit)
 	}
-	return true, nil
+	return nil
 }

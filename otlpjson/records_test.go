@@ -2,6 +2,7 @@ package otlpjson
 
 import (
 	"bytes"
+	"math"
 	"math/rand/v2"
 	"strconv"
 	"strings"
@@ -304,9 +305,16 @@ func TestKeyValueRecordJSON(t *testing.T) {
 			kvs = append(kvs, &commonpb.KeyValue{Key: k, Value: &commonpb.AnyValue{Value: &commonpb.AnyValue_StringValue{StringValue: strings.Repeat("v\n", sl)[:sl]}}})
 		}
 	}
+	for _, i := range []int64{0, 7, -1, 1 << 62, math.MinInt64} {
+		kvs = append(kvs, &commonpb.KeyValue{Key: "i", Value: &commonpb.AnyValue{Value: &commonpb.AnyValue_IntValue{IntValue: i}}})
+	}
+	for _, f := range []float64{0, math.Copysign(0, -1), 1.5, math.NaN(), math.Inf(1), math.Inf(-1), 1e300, 5e-324} {
+		kvs = append(kvs, &commonpb.KeyValue{Key: "d", Value: &commonpb.AnyValue{Value: &commonpb.AnyValue_DoubleValue{DoubleValue: f}}})
+	}
 	kvs = append(kvs,
-		&commonpb.KeyValue{Key: "i", Value: &commonpb.AnyValue{Value: &commonpb.AnyValue_IntValue{IntValue: 7}}},
 		&commonpb.KeyValue{Key: "b", Value: &commonpb.AnyValue{Value: &commonpb.AnyValue_BoolValue{BoolValue: true}}},
+		&commonpb.KeyValue{Key: "b", Value: &commonpb.AnyValue{Value: &commonpb.AnyValue_BoolValue{BoolValue: false}}},
+		&commonpb.KeyValue{Key: "bytes", Value: &commonpb.AnyValue{Value: &commonpb.AnyValue_BytesValue{BytesValue: []byte{1, 2}}}},
 		&commonpb.KeyValue{Key: "none"},
 		&commonpb.KeyValue{Key: "empty", Value: &commonpb.AnyValue{}},
 	)
@@ -326,6 +334,10 @@ func TestKeyValueRecordJSON(t *testing.T) {
 	// all left to the generic path
 	for _, rec := range [][]byte{
 		{0x0a, 0, 0x12, 3, 0x0a, 1, 'v'},
+		{0x0a, 1, 'b', 0x12, 2, 0x10, 2},                            // a bool of 2 is true
+		{0x0a, 1, 'i', 0x12, 3, 0x18, 0x81, 0x00},                   // an over-long varint
+		{0x0a, 1, 'i', 0x12, 4, 0x18, 1, 0x18, 2},                   // two ints: the last wins
+		{0x0a, 1, 'd', 0x12, 9, 0x21, 0, 0, 0, 0, 0, 0, 0xf0, 0x3f}, // 1.0
 		{0x0a, 1, 'k', 0x12, 4, 0x0a, 2, 'v', 'v', 0x18, 1},
 		{0x0a, 1, 'a', 0x0a, 1, 'k', 0x12, 3, 0x0a, 1, 'v'},
 	} {

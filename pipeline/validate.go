@@ -236,14 +236,27 @@ func (d *decoder) validKeyValue(p, end, lv int) bool {
 	if lv > maxDepth {
 		return false
 	}
-	// The common shape, a key and then a string value of under 128 bytes
-	// each, checked by position: what the loop below would check of it,
-	// the value's depth included, without its six field reads.
+	// The common shapes, a key of under 128 bytes and then a value that is
+	// one string of under 128 bytes, one int, bool or double, checked by
+	// position: what the loop below would check of them, the value's depth
+	// included, without its field reads. Any other shape takes the loop.
 	if n := end - p; n >= 6 && lv < maxDepth {
 		b := d.b[p:end]
-		if kl := int(b[1]); uint64(b[0]) == 1<<3|wtLen && kl < 0x80 && 6+kl <= n && uint64(b[2+kl]) == 2<<3|wtLen && uint64(b[4+kl]) == 1<<3|wtLen {
-			if vl, sl := int(b[3+kl]), int(b[5+kl]); vl < 0x80 && sl < 0x80 && vl == 2+sl && 6+kl+sl == n {
-				return validUTF8(b[2:2+kl]) && validUTF8(b[6+kl:])
+		if kl := int(b[1]); uint64(b[0]) == 1<<3|wtLen && kl < 0x80 && 6+kl <= n && uint64(b[2+kl]) == 2<<3|wtLen && b[3+kl] < 0x80 && int(b[3+kl]) == n-4-kl {
+			v := b[4+kl:]
+			switch uint64(v[0]) {
+			case 1<<3 | wtLen:
+				if v[1] < 0x80 && int(v[1]) == len(v)-2 {
+					return validUTF8(b[2:2+kl]) && validUTF8(v[2:])
+				}
+			case 2<<3 | wtVarint, 3<<3 | wtVarint:
+				if _, m := protowire.ConsumeVarint(v[1:]); m == len(v)-1 {
+					return validUTF8(b[2 : 2+kl])
+				}
+			case 4<<3 | wtI64:
+				if len(v) == 9 {
+					return validUTF8(b[2 : 2+kl])
+				}
 			}
 		}
 	}

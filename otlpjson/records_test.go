@@ -334,6 +334,7 @@ func TestKeyValueRecordJSON(t *testing.T) {
 	// all left to the generic path
 	for _, rec := range [][]byte{
 		{0x0a, 0, 0x12, 3, 0x0a, 1, 'v'},
+		{0x0a, 1, 'k', 0x12, 6, 0x0a, 2, 'v', 'v', 0x18, 1},         // a value of a string and an int: the int wins
 		{0x0a, 1, 'b', 0x12, 2, 0x10, 2},                            // a bool of 2 is true
 		{0x0a, 1, 'i', 0x12, 3, 0x18, 0x81, 0x00},                   // an over-long varint
 		{0x0a, 1, 'i', 0x12, 4, 0x18, 1, 0x18, 2},                   // two ints: the last wins

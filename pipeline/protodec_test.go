@@ -858,10 +858,13 @@ func TestDecodeDepth(t *testing.T) {
 	// A span attribute's AnyValue is at depth 6 (request 1, ResourceSpans 2,
 	// ScopeSpans 3, Span 4, KeyValue 5); each array adds 2 levels, each
 	// kvlist 3 (KeyValueList, KeyValue, AnyValue).
+	// kvFirst puts the leaf in a kvlist's KeyValue rather than an array, so
+	// the deepest KeyValue is one of a string (the validator's short path).
+	kvFirst := 0
 	nested := func(arrays int) *commonpb.AnyValue {
 		v := &commonpb.AnyValue{Value: &commonpb.AnyValue_StringValue{StringValue: "leaf"}}
 		for i := range arrays {
-			if i%2 == 0 {
+			if (i+kvFirst)%2 == 0 {
 				v = &commonpb.AnyValue{Value: &commonpb.AnyValue_ArrayValue{ArrayValue: &commonpb.ArrayValue{Values: []*commonpb.AnyValue{v}}}}
 			} else {
 				v = &commonpb.AnyValue{Value: &commonpb.AnyValue_KvlistValue{KvlistValue: &commonpb.KeyValueList{Values: []*commonpb.KeyValue{{Key: "k", Value: v}}}}}
@@ -870,7 +873,20 @@ func TestDecodeDepth(t *testing.T) {
 		return v
 	}
 	// The leaf's depth with n wrappers around an AnyValue at depth base.
-	depth := func(base, n int) int { return base + 2*((n+1)/2) + 3*(n/2) }
+	depth := func(base, n int) int {
+		if kvFirst == 1 {
+			return base + 3*((n+1)/2) + 2*(n/2)
+		}
+		return base + 2*((n+1)/2) + 3*(n/2)
+	}
+	for run := range 2 {
+		kvFirst = run
+		testDecodeDepth(t, nested, depth)
+	}
+}
+
+func testDecodeDepth(t *testing.T, nested func(int) *commonpb.AnyValue, depth func(base, n int) int) {
+	t.Helper()
 	for _, tc := range []struct {
 		sig  pipeline.Signal
 		base int // the depth of the outermost AnyValue

@@ -28,8 +28,8 @@ import (
 // connection needs no pool: the loop owns it.
 //
 // Whatever else a scrape may meet goes through net/http instead: https, a
-// URL with user info (New decides), a redirect (fetch retries it there, and
-// net/http follows it).
+// URL with user info (New decides), a redirect (loop.fetch retries it
+// there, net/http follows it, and the target's later scrapes go there too).
 type plainConn struct {
 	addr string // host:port dialled
 	req  []byte // the whole request, built once

@@ -308,10 +308,13 @@ func TestPlainFraming(t *testing.T) {
 	}
 }
 
-// A redirect is followed, through net/http, as Prometheus follows it.
+// A redirect is followed, through net/http, as Prometheus follows it, and
+// the target's next scrapes go there at once.
 func TestPlainRedirect(t *testing.T) {
+	var asked atomic.Int64 // requests for /metrics
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if r.URL.Path == "/metrics" {
+			asked.Add(1)
 			http.Redirect(w, r, "/real", http.StatusFound)
 			return
 		}
@@ -321,10 +324,18 @@ func TestPlainRedirect(t *testing.T) {
 	defer srv.Close()
 	m, col := oneTarget(t, srv, nil)
 	defer m.Close()
-	m.ScrapeAll(context.Background())
-	g := findPoints(col.b[0].Metrics[0], "g")
-	if upOf(t, col.b[0]) != 1 || g == nil || g.GetGauge().DataPoints[0].GetAsDouble() != 7 {
-		t.Errorf("redirect not followed: up %v g %v", upOf(t, col.b[0]), g)
+	for i := range 3 {
+		col.b = nil
+		m.ScrapeAll(context.Background())
+		g := findPoints(col.b[0].Metrics[0], "g")
+		if upOf(t, col.b[0]) != 1 || g == nil || g.GetGauge().DataPoints[0].GetAsDouble() != 7 {
+			t.Errorf("scrape %d: redirect not followed: up %v g %v", i, upOf(t, col.b[0]), g)
+		}
+	}
+	// the first scrape asks twice (its own connection, then net/http), the
+	// later ones once
+	if n := asked.Load(); n != 4 {
+		t.Errorf("/metrics asked for %d times in 3 scrapes, want 4", n)
 	}
 }
 

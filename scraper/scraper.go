@@ -406,6 +406,10 @@ func (l *loop) fetch(ctx context.Context, buf *bytes.Buffer) (string, error) {
 		if !errors.Is(err, errUseClient) {
 			return ct, err
 		}
+		// A target that redirects goes through net/http from now on, rather
+		// than paying a round trip more on every scrape.
+		l.plain.close()
+		l.plain = nil
 		buf.Reset()
 	}
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, l.url, nil)

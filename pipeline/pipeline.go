@@ -60,6 +60,9 @@ type Batch struct {
 	Metrics []*metricspb.ResourceMetrics
 	Traces  []*tracepb.ResourceSpans
 	Logs    []*logspb.ResourceLogs
+	// Leases are the producers' claims on the batch's memory (lease.go):
+	// nil for a batch nobody wants back.
+	Leases []*Lease
 }
 
 // Len returns the number of resources in the batch.

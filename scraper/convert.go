@@ -198,18 +198,16 @@ type Converter struct {
 	created []createdRef // this scrape's B_created gauge samples
 	lc      lineCache    // the previous page's lines
 	strs    strChunks    // raw series keys and metadata lines, in page order
-	// lastNums is how many number points the last scrape made: the slab's first
-	// chunk size.
-	lastNums int
-	ms       metricSlab // this scrape's metrics
+	pools   *slabPools   // chunks of the scrapes' memory (arena.go)
+	ms      metricSlab   // this scrape's metrics
 }
 
 // NewConverter returns a Converter for target t.
-func NewConverter(t Target) *Converter { return newConverter(t, newAttrSets()) }
+func NewConverter(t Target) *Converter { return newConverter(t, newAttrSets(), newSlabPools()) }
 
 // newConverter returns a Converter for target t that interns its point
-// attributes in sets.
-func newConverter(t Target, sets *attrSets) *Converter {
+// attributes in sets and carves its scrapes from pools.
+func newConverter(t Target, sets *attrSets, pools *slabPools) *Converter {
 	instance := t.instance()
 	res := &resourcepb.Resource{Attributes: resourceAttrs(t.JobName, instance, t.Scheme)}
 	c := &Converter{
@@ -220,6 +218,7 @@ func newConverter(t Target, sets *attrSets) *Converter {
 		kvs:      map[string]*commonpb.KeyValue{},
 		fams:     map[string]*famState{},
 		sets:     sets,
+		pools:    pools,
 		lb:       *labels.NewBuilder(labels.EmptyLabels()),
 	}
 	keys := make([]string, 0, len(t.Labels))
@@ -294,33 +293,19 @@ func (c *Converter) Convert(page []byte, contentType string, ts time.Time) (*met
 	return c.ConvertScrape(page, contentType, ts, 0)
 }
 
-// slab hands out data points from chunks so one scrape does few allocations.
+// slab hands out a scrape's number points from its arena's chunks.
 type slab struct {
-	nums []metricspb.NumberDataPoint
-	dbls []metricspb.NumberDataPoint_AsDouble
-	hint int // the first chunk's size: the last scrape's count
+	ar   *arena
+	cur  *chunk[numPoint]
 	used int
 }
 
-const chunk = 256
-
 func (s *slab) num(v float64) *metricspb.NumberDataPoint {
-	if len(s.nums) == cap(s.nums) {
-		n := chunk
-		if s.used == 0 && s.hint > 0 {
-			n = min(s.hint, chunk)
-		}
-		s.nums = make([]metricspb.NumberDataPoint, 0, n)
-		s.dbls = make([]metricspb.NumberDataPoint_AsDouble, 0, n)
-	}
 	s.used++
-	s.nums = s.nums[:len(s.nums)+1]
-	s.dbls = s.dbls[:len(s.dbls)+1]
-	d := &s.dbls[len(s.dbls)-1]
-	d.AsDouble = v
-	p := &s.nums[len(s.nums)-1]
-	p.Value = d
-	return p
+	x := next(&s.cur, &s.ar.pools.nums, &s.ar.nums)
+	x.d.AsDouble = v
+	x.p.Value = &x.d
+	return &x.p
 }
 
 // scrapeCounts are the numbers behind the synthetic scrape_* series.
@@ -345,6 +330,14 @@ func (c *Converter) ConvertScrape(page []byte, contentType string, ts time.Time,
 // target's first (with the synthetic series), then, under honor_labels, one
 // per job and instance the page itself named, as the collector makes them.
 func (c *Converter) ConvertAll(page []byte, contentType string, ts time.Time, dur time.Duration) ([]*metricspb.ResourceMetrics, error) {
+	rms, _, err := c.ConvertLeased(page, contentType, ts, dur)
+	return rms, err // the lease goes unreleased: its memory goes to the garbage collector
+}
+
+// ConvertLeased is ConvertAll with the leases of the scrape's memory, for
+// the batch's Leases (see pipeline.Lease): releasing them once nothing
+// reads the resources any more lets the next scrapes reuse the memory.
+func (c *Converter) ConvertLeased(page []byte, contentType string, ts time.Time, dur time.Duration) ([]*metricspb.ResourceMetrics, []*pipeline.Lease, error) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	om := strings.HasPrefix(strings.TrimSpace(contentType), "application/openmetrics-text")
@@ -352,8 +345,9 @@ func (c *Converter) ConvertAll(page []byte, contentType string, ts time.Time, du
 	c.created = c.created[:0]
 	c.gen++
 	st := scrapeState{gen: c.gen, tsNs: uint64(ts.UnixNano()), om: om}
-	st.sl.hint = c.lastNums
-	c.ms.begin()
+	a := c.pools.newArena()
+	st.sl.ar = a
+	c.ms.begin(a)
 	c.touched = c.touched[:0]
 	c.order = c.order[:0]
 	c.seenN = 0
@@ -365,15 +359,18 @@ func (c *Converter) ConvertAll(page []byte, contentType string, ts time.Time, du
 	if !done {
 		if err := c.parse(page, pos, from, contentType, &st); err != nil {
 			c.abort()
-			return nil, err
+			c.ms = metricSlab{}
+			a.lease.Release() // abort dropped every pointer into it
+			return nil, nil, err
 		}
 	}
 	c.lc.finish()
-	c.lastNums = st.sl.used
 	c.startsFromCreatedGauges(st.gen)
 	c.finish(st.tsNs)
 	c.staleAndEvict(st.gen, st.tsNs)
-	return c.collect(st.gen, st.tsNs, 1, dur, st.n), nil
+	rms := c.collect(st.gen, st.tsNs, 1, dur, st.n)
+	c.ms = metricSlab{} // the converter keeps no pointer into the arena
+	return rms, a.leases[:], nil
 }
 
 // scrapeState is what one ConvertAll call carries between its lines.
@@ -1175,24 +1172,18 @@ func (c *Converter) newFam(outName, famName string, typ model.MetricType) *famSt
 	return f
 }
 
-// metricSlab hands out a scrape's metrics and their point slices from
-// chunks sized by the last scrape: a node page has hundreds of families of
-// a few points each, and a metric and a points slice per family were half
-// of a scrape's allocations. A chunk is never reused: the metrics of a
-// scrape travel to the sinks together and die together, so a chunk lives
-// about as long as its metrics would have.
+// metricSlab hands out a scrape's metrics and their point slices from its
+// arena's chunks: a node page has hundreds of families of a few points
+// each, and a metric and a points slice per family were half of a scrape's
+// allocations.
 type metricSlab struct {
-	sums      []sumMetric
-	gauges    []gaugeMetric
-	hists     []histMetric
-	summaries []summaryMetric
-	nums      []*metricspb.NumberDataPoint
-	hint      metricCounts // the last scrape's
-	used      metricCounts
+	ar        *arena
+	sums      *chunk[sumMetric]
+	gauges    *chunk[gaugeMetric]
+	hists     *chunk[histMetric]
+	summaries *chunk[summaryMetric]
+	nums      *chunk[*metricspb.NumberDataPoint]
 }
-
-// metricCounts counts what a scrape took from a metricSlab.
-type metricCounts struct{ sums, gauges, hists, summaries, nums int }
 
 // A metric, its oneof wrapper and its data, allocated together.
 type (
@@ -1218,49 +1209,31 @@ type (
 	}
 )
 
-// metricChunk is the size of a chunk past the first, which is the last
-// scrape's count.
-const metricChunk = 32
-
-// begin starts a scrape: new chunks, sized by the last scrape's counts.
-func (ms *metricSlab) begin() {
-	*ms = metricSlab{hint: ms.used}
-}
-
-// take returns the next element of *s, a fresh chunk's first when it is
-// full: the first chunk of a scrape holds hint elements, later ones
-// metricChunk.
-func take[T any](s *[]T, used *int, hint int) *T {
-	if len(*s) == cap(*s) {
-		n := metricChunk
-		if *used == 0 && hint > 0 {
-			n = hint
-		}
-		*s = make([]T, 0, n)
-	}
-	*used++
-	*s = (*s)[:len(*s)+1]
-	return &(*s)[len(*s)-1]
+// begin starts a scrape whose memory is carved from a.
+func (ms *metricSlab) begin(a *arena) {
+	*ms = metricSlab{ar: a}
 }
 
 // numPoints returns an empty slice of capacity n carved from the scrape's
-// chunk of point pointers. Its capacity is exact, so an append past it
-// moves that family's points to an array of their own.
+// chunks of point pointers. Its capacity is exact, so an append past it
+// moves that family's points to an array of their own; so does a family
+// of more than a chunk's worth.
 func (ms *metricSlab) numPoints(n int) []*metricspb.NumberDataPoint {
 	if n == 0 {
 		return nil
 	}
-	if cap(ms.nums)-len(ms.nums) < n {
-		size := max(n, 4*metricChunk)
-		if ms.used.nums == 0 && ms.hint.nums > n {
-			size = ms.hint.nums
-		}
-		ms.nums = make([]*metricspb.NumberDataPoint, 0, size)
+	if n > ptrChunk {
+		return make([]*metricspb.NumberDataPoint, 0, n)
 	}
-	ms.used.nums += n
-	o := len(ms.nums)
-	ms.nums = ms.nums[:o+n]
-	return ms.nums[o : o : o+n]
+	c := ms.nums
+	if c == nil || cap(c.s)-len(c.s) < n {
+		c = ms.ar.pools.ptrs.get()
+		ms.ar.ptrs = append(ms.ar.ptrs, c)
+		ms.nums = c
+	}
+	o := len(c.s)
+	c.s = c.s[:o+n]
+	return c.s[o : o : o+n]
 }
 
 // metric returns family f's metric for this scrape, with room for as many
@@ -1270,21 +1243,21 @@ func (ms *metricSlab) metric(f *famState) *metricspb.Metric {
 	var m *metricspb.Metric
 	switch f.typ {
 	case model.MetricTypeCounter, model.MetricTypeInfo, model.MetricTypeStateset:
-		x := take(&ms.sums, &ms.used.sums, ms.hint.sums)
+		x := next(&ms.sums, &ms.ar.pools.sums, &ms.ar.sums)
 		x.d.AggregationTemporality, x.d.IsMonotonic = cum, f.typ == model.MetricTypeCounter
 		x.d.DataPoints = ms.numPoints(f.lastN)
 		x.w.Sum, x.m.Data, m = &x.d, &x.w, &x.m
 	case model.MetricTypeHistogram:
-		x := take(&ms.hists, &ms.used.hists, ms.hint.hists)
+		x := next(&ms.hists, &ms.ar.pools.hists, &ms.ar.hists)
 		x.d.AggregationTemporality = cum
 		x.d.DataPoints = make([]*metricspb.HistogramDataPoint, 0, f.lastN)
 		x.w.Histogram, x.m.Data, m = &x.d, &x.w, &x.m
 	case model.MetricTypeSummary:
-		x := take(&ms.summaries, &ms.used.summaries, ms.hint.summaries)
+		x := next(&ms.summaries, &ms.ar.pools.summaries, &ms.ar.summaries)
 		x.d.DataPoints = make([]*metricspb.SummaryDataPoint, 0, f.lastN)
 		x.w.Summary, x.m.Data, m = &x.d, &x.w, &x.m
 	default:
-		x := take(&ms.gauges, &ms.used.gauges, ms.hint.gauges)
+		x := next(&ms.gauges, &ms.ar.pools.gauges, &ms.ar.gauges)
 		x.d.DataPoints = ms.numPoints(f.lastN)
 		x.w.Gauge, x.m.Data, m = &x.d, &x.w, &x.m
 	}
@@ -1426,19 +1399,29 @@ func (c *Converter) Down(ts time.Time, dur time.Duration) *metricspb.ResourceMet
 // DownAll is Down with every resource: the target's first, then those of
 // series a page named under honor_labels (their staleness markers).
 func (c *Converter) DownAll(ts time.Time, dur time.Duration) []*metricspb.ResourceMetrics {
+	rms, _ := c.DownLeased(ts, dur)
+	return rms // the lease goes unreleased: its memory goes to the garbage collector
+}
+
+// DownLeased is DownAll with the leases of the resources' memory, as
+// ConvertLeased.
+func (c *Converter) DownLeased(ts time.Time, dur time.Duration) ([]*metricspb.ResourceMetrics, []*pipeline.Lease) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	c.gen++
 	gen, now := c.gen, uint64(ts.UnixNano())
 	c.order = c.order[:0]
+	a := c.pools.newArena()
+	c.ms.begin(a)
 	for _, se := range c.raw {
 		c.markStale(se, gen, now)
 	}
 	rms := c.collect(gen, now, 0, dur, scrapeCounts{})
+	c.ms = metricSlab{}
 	clear(c.raw)
 	clear(c.starts)
 	clear(c.points)
 	clear(c.fams)
 	c.lc.reset() // its entries were in raw
-	return rms
+	return rms, a.leases[:]
 }

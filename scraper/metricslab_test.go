@@ -65,7 +65,7 @@ func TestScrapesKeepTheirMetrics(t *testing.T) {
 	// Appending to one family's points moves them, leaving the next
 	// family's alone.
 	var ms metricSlab
-	ms.begin()
+	ms.begin(newSlabPools().newArena())
 	a, b := ms.numPoints(2), ms.numPoints(2)
 	b = append(b, &metricspb.NumberDataPoint{TimeUnixNano: 2})
 	a = append(a, &metricspb.NumberDataPoint{TimeUnixNano: 1}, &metricspb.NumberDataPoint{}, &metricspb.NumberDataPoint{})

@@ -132,6 +132,7 @@ func New(opts Options) (*Manager, error) {
 	}
 	m := &Manager{opts: opts, ownClient: ownClient}
 	sets := newAttrSets()      // one for all targets: equal label sets are kept once (attrsets.go)
+	pools := newSlabPools()    // one for all targets: a scrape's chunks go to the next (arena.go)
 	perJob := map[string]int{} // targets kept so far, by job
 	for i, t := range opts.Targets {
 		if t.JobName == "" {
@@ -173,7 +174,7 @@ func New(opts Options) (*Manager, error) {
 		u := url.URL{Scheme: t.Scheme, Host: t.Address, Path: t.MetricsPath, RawQuery: t.Params.Encode()}
 		n := perJob[t.JobName]
 		perJob[t.JobName] = n + 1
-		l := &loop{t: t, url: u.String(), conv: newConverter(t, sets), m: m,
+		l := &loop{t: t, url: u.String(), conv: newConverter(t, sets, pools), m: m,
 			ph: phase(t.JobName, n/phaseGroup, t.Interval)}
 		if ownClient {
 			l.plain = newPlainConn(&u, t.Timeout)
@@ -305,14 +306,19 @@ func untilPhase(now time.Time, interval, ph time.Duration) time.Duration {
 }
 
 func (l *loop) scrapeAndSend(ctx context.Context) {
-	rms := l.scrape(ctx)
-	if err := l.m.opts.Next.Consume(ctx, &pipeline.Batch{Signal: pipeline.Metrics, Metrics: rms}); err != nil && ctx.Err() == nil {
-		l.m.opts.Logger.Warn("scrape: delivering failed", "job", l.t.JobName, "target", l.url, "error", err)
+	rms, leases := l.scrape(ctx)
+	b := &pipeline.Batch{Signal: pipeline.Metrics, Metrics: rms, Leases: leases}
+	if err := l.m.opts.Next.Consume(ctx, b); err != nil {
+		b.Release() // not taken: still ours
+		if ctx.Err() == nil {
+			l.m.opts.Logger.Warn("scrape: delivering failed", "job", l.t.JobName, "target", l.url, "error", err)
+		}
 	}
 }
 
-// scrape does one scrape and returns its resources (DownAll on failure).
-func (l *loop) scrape(ctx context.Context) []*metricspb.ResourceMetrics {
+// scrape does one scrape and returns its resources (DownAll on failure) and
+// the leases of their memory.
+func (l *loop) scrape(ctx context.Context) ([]*metricspb.ResourceMetrics, []*pipeline.Lease) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	buf := l.m.bodies.get(l.size + l.size/8)
@@ -324,13 +330,14 @@ func (l *loop) scrape(ctx context.Context) []*metricspb.ResourceMetrics {
 	ct, err := l.fetch(ctx, buf)
 	if err == nil {
 		var rms []*metricspb.ResourceMetrics
-		rms, err = l.conv.ConvertAll(buf.Bytes(), ct, start, time.Since(start))
+		var leases []*pipeline.Lease
+		rms, leases, err = l.conv.ConvertLeased(buf.Bytes(), ct, start, time.Since(start))
 		if err == nil {
-			return rms
+			return rms, leases
 		}
 	}
 	l.m.opts.Logger.Warn("scrape failed", "job", l.t.JobName, "target", l.url, "error", err)
-	return l.conv.DownAll(start, time.Since(start))
+	return l.conv.DownLeased(start, time.Since(start))
 }
 
 // bodyList is the free list of page buffers.

@@ -115,6 +115,7 @@ func (b *Batcher) Consume(ctx context.Context, in *pipeline.Batch) error {
 		return nil
 	}
 	if in.Len() == 0 {
+		in.Release()
 		return nil
 	}
 	if err := b.acquire(ctx); err != nil {
@@ -152,6 +153,7 @@ func appendBatch(dst, src *pipeline.Batch) {
 	dst.Metrics = append(dst.Metrics, src.Metrics...)
 	dst.Traces = append(dst.Traces, src.Traces...)
 	dst.Logs = append(dst.Logs, src.Logs...)
+	dst.Leases = append(dst.Leases, src.Leases...) // src's references move with it
 }
 
 // flushLocked sends the pending batch of sig: everything if all, else while
@@ -165,8 +167,19 @@ func (b *Batcher) flushLocked(ctx context.Context, sig pipeline.Signal, all bool
 		if max := b.o.SendBatchMaxSize; max > 0 && p.items > max {
 			head, rest = splitBatch(p.b, max)
 			headItems = head.Items()
+			head.Leases = p.b.Leases
+			if rest != nil {
+				// Either half may hold any lease's memory: each
+				// holds a reference on all of them.
+				p.b.Retain(1)
+				head.Leases = append([]*pipeline.Lease(nil), p.b.Leases...)
+				rest.Leases = p.b.Leases
+			}
 		}
 		if err := b.next.Consume(ctx, head); err != nil {
+			if rest != nil {
+				head.Release() // p.b, unsplit, stays pending with its own
+			}
 			return err
 		}
 		if rest == nil || rest.Len() == 0 {

@@ -307,6 +307,7 @@ func (s *File) run() {
 		case b := <-s.q:
 			<-s.sem
 			s.write(runCtx, b)
+			b.Release() // the line is in the buffer: nothing points into b
 			if len(s.q) == 0 {
 				s.flush(runCtx)
 			}
@@ -327,6 +328,7 @@ func (s *File) drain() {
 		b := <-s.q
 		<-s.sem
 		s.write(ctx, b)
+		b.Release()
 	}
 	s.flush(ctx)
 	lost := s.pending() > 0 || s.lostLines > 0 || len(s.q) > 0

@@ -220,17 +220,18 @@ func (h *HTTP) Enqueue(_ context.Context, b *pipeline.Batch) error {
 		h.mu.Unlock()
 		return pipeline.ErrStopped
 	}
-	dropped := false
+	var dropped *pipeline.Batch
 	if h.n == len(h.ring) {
+		dropped = h.ring[h.head]
 		h.ring[h.head] = nil
 		h.head = (h.head + 1) % len(h.ring)
 		h.n--
-		dropped = true
 	}
 	h.ring[(h.head+h.n)%len(h.ring)] = b
 	h.n++
 	h.mu.Unlock()
-	if dropped {
+	if dropped != nil {
+		dropped.Release()
 		total := h.dropped.Add(1)
 		now := time.Now().UnixNano()
 		last := h.lastDropLog.Load()
@@ -349,9 +350,11 @@ type exportWorker struct {
 // export encodes b with the worker's encoder and posts it, retrying as
 // configured.
 func (h *HTTP) export(b *pipeline.Batch, w *exportWorker) {
-	if b.Signal > pipeline.Logs {
+	sig := b.Signal
+	if sig > pipeline.Logs {
+		b.Release()
 		h.failed.Add(1)
-		h.log.Error("otlp/http exporter: unknown signal, batch dropped", "signal", int(b.Signal))
+		h.log.Error("otlp/http exporter: unknown signal, batch dropped", "signal", int(sig))
 		return
 	}
 	buf := &w.out
@@ -360,17 +363,19 @@ func (h *HTTP) export(b *pipeline.Batch, w *exportWorker) {
 			*buf = bytes.Buffer{}
 		}
 	}()
-	if err := w.re.encode(b, h.gzip, buf); err != nil {
+	items := b.Items()
+	err := w.re.encode(b, h.gzip, buf)
+	b.Release() // the body is encoded: nothing points into b
+	if err != nil {
 		h.failed.Add(1)
 		h.log.Error("otlp/http exporter: encoding failed", "error", err)
 		return
 	}
-	items := b.Items()
 	body := buf.Bytes()
 	start := time.Now()
 	interval := h.o.Retry.InitialInterval
 	for {
-		res := h.post(b.Signal, body)
+		res := h.post(sig, body)
 		if res.OK() {
 			h.sentBatches.Add(1)
 			h.sentItems.Add(uint64(items))
@@ -378,8 +383,8 @@ func (h *HTTP) export(b *pipeline.Batch, w *exportWorker) {
 		}
 		if !res.Retryable || !h.o.Retry.Enabled {
 			h.failed.Add(1)
-			h.log.Error("otlp/http exporter: export failed, batch dropped", "signal", b.Signal.String(),
-				"url", h.safeURL[b.Signal], "items", items, "error", res.Err)
+			h.log.Error("otlp/http exporter: export failed, batch dropped", "signal", sig.String(),
+				"url", h.safeURL[sig], "items", items, "error", res.Err)
 			return
 		}
 		delay := jitter(interval)
@@ -388,18 +393,18 @@ func (h *HTTP) export(b *pipeline.Batch, w *exportWorker) {
 		}
 		if time.Since(start)+delay > h.o.Retry.MaxElapsedTime {
 			h.failed.Add(1)
-			h.log.Error("otlp/http exporter: retries exhausted, batch dropped", "signal", b.Signal.String(),
-				"url", h.safeURL[b.Signal], "items", items, "elapsed", time.Since(start).Round(time.Millisecond), "error", res.Err)
+			h.log.Error("otlp/http exporter: retries exhausted, batch dropped", "signal", sig.String(),
+				"url", h.safeURL[sig], "items", items, "elapsed", time.Since(start).Round(time.Millisecond), "error", res.Err)
 			return
 		}
-		h.log.Debug("otlp/http exporter: retrying", "signal", b.Signal.String(), "error", res.Err, "delay", delay)
+		h.log.Debug("otlp/http exporter: retrying", "signal", sig.String(), "error", res.Err, "delay", delay)
 		t := time.NewTimer(delay)
 		select {
 		case <-t.C:
 		case <-h.runCtx.Done():
 			t.Stop()
 			h.dropped.Add(1)
-			h.log.Warn("otlp/http exporter: shutdown during retry, batch dropped", "signal", b.Signal.String(), "items", items)
+			h.log.Warn("otlp/http exporter: shutdown during retry, batch dropped", "signal", sig.String(), "items", items)
 			return
 		}
 		h.retries.Add(1)

@@ -78,17 +78,35 @@ func (f *Fanout) Consume(ctx context.Context, b *pipeline.Batch) error {
 			return err
 		}
 	}
+	// Every sink holds its own reference on the batch's leases; the
+	// caller's is the first sink's.
+	if n := len(f.blocking) + len(f.nonBlocking); n > 1 {
+		b.Retain(n - 1)
+	}
 	var firstErr error
+	unused := 0 // references of sinks that did not take the batch
 	for _, r := range f.blocking {
 		// Cannot block; fails only if the sink stopped in between.
-		if err := r.enqueueReserved(b); err != nil && firstErr == nil {
-			firstErr = err
+		if err := r.enqueueReserved(b); err != nil {
+			unused++
+			if firstErr == nil {
+				firstErr = err
+			}
 		}
 	}
 	for _, s := range f.nonBlocking {
 		// Errors (stopped) of a dropping sink do not fail the batch: the
 		// no-drop copies have it.
-		_ = s.Enqueue(ctx, b)
+		if s.Enqueue(ctx, b) != nil {
+			unused++
+		}
+	}
+	if firstErr != nil {
+		// The caller still owns the batch (and keeps one reference).
+		unused--
+	}
+	for range unused {
+		b.Release()
 	}
 	return firstErr
 }

@@ -1,0 +1,163 @@
+package scraper
+
+import (
+	"bytes"
+	"fmt"
+	"strings"
+	"testing"
+	"time"
+
+	metricspb "go.opentelemetry.io/proto/otlp/metrics/v1"
+	"google.golang.org/protobuf/proto"
+
+	"github.com/otelstep/otelstep/pipeline"
+)
+
+// arenaPages is a run of pages for one target whose shapes change from
+// scrape to scrape: families grow and shrink, series go stale and come back,
+// exemplars and explicit staleness markers come and go, so a reused chunk
+// that kept anything of an earlier scrape shows in the output.
+func arenaPages(t testing.TB) []struct {
+	page []byte
+	ct   string
+} {
+	gen := func(i int) []byte {
+		var b strings.Builder
+		for f := 0; f < 40; f++ {
+			fmt.Fprintf(&b, "# TYPE fam_%d %s\n", f, []string{"counter", "gauge"}[f%2])
+			for s := 0; s < (f+i)%6; s++ {
+				v := fmt.Sprint(i*10 + s)
+				if (f+s+i)%7 == 0 {
+					v = "NaN"
+				}
+				fmt.Fprintf(&b, "fam_%d{s=\"%d\"} %s\n", f, s, v)
+			}
+		}
+		return []byte(b.String())
+	}
+	type pg = struct {
+		page []byte
+		ct   string
+	}
+	var out []pg
+	for i := range 9 {
+		out = append(out, pg{gen(i), ctText})
+		switch i % 3 {
+		case 0:
+			out = append(out, pg{read(t, "openmetrics.om"), ctOM})
+		case 1:
+			out = append(out, pg{read(t, "node.txt"), ctText})
+		case 2:
+			out = append(out, pg{read(t, "edge.txt"), ctText})
+		}
+	}
+	return out
+}
+
+func marshalAll(t testing.TB, rms []*metricspb.ResourceMetrics) []byte {
+	var all []byte
+	for _, rm := range rms {
+		b, err := proto.Marshal(rm)
+		if err != nil {
+			t.Fatal(err)
+		}
+		all = append(all, b...)
+	}
+	return all
+}
+
+// sameScrape reports whether a and b hold the same resources, up to the
+// order of metrics and points (canonical: staleness markers come in map
+// order).
+func sameScrape(a, b []*metricspb.ResourceMetrics) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	for i := range a {
+		if !proto.Equal(canonical(a[i]), canonical(b[i])) {
+			return false
+		}
+	}
+	return true
+}
+
+// A converter whose scrapes' memory is recycled as soon as each batch is
+// released writes exactly what one without recycling writes, and a batch
+// still held is never touched by the scrapes after it.
+func TestLeasedScrapesMatch(t *testing.T) {
+	pages := arenaPages(t)
+	plain := NewConverter(fixtureTarget("arena"))
+	leased := NewConverter(fixtureTarget("arena"))
+	type held struct {
+		i      int
+		rms    []*metricspb.ResourceMetrics
+		leases []*pipeline.Lease
+		want   []byte
+	}
+	var hold []held
+	ts := time.Unix(1_800_000_000, 0)
+	for round := range 3 {
+		for i, p := range pages {
+			at := ts.Add(time.Duration(round*len(pages)+i) * time.Second)
+			want, err := plain.ConvertAll(p.page, p.ct, at, time.Millisecond)
+			if err != nil {
+				t.Fatal(err)
+			}
+			rms, leases, err := leased.ConvertLeased(p.page, p.ct, at, time.Millisecond)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if len(leases) == 0 {
+				t.Fatal("no lease for a scrape")
+			}
+			got := marshalAll(t, rms)
+			if !sameScrape(want, rms) {
+				t.Fatalf("round %d page %d: recycled scrape differs from a fresh one", round, i)
+			}
+			b := &pipeline.Batch{Signal: pipeline.Metrics, Metrics: rms, Leases: leases}
+			if i%4 == 1 {
+				hold = append(hold, held{i, rms, leases, got})
+				continue
+			}
+			b.Retain(1) // two sinks
+			b.Release()
+			b.Release()
+		}
+		for _, h := range hold {
+			if !bytes.Equal(marshalAll(t, h.rms), h.want) {
+				t.Fatalf("round %d: held scrape %d changed after later scrapes", round, h.i)
+			}
+		}
+	}
+	for _, h := range hold {
+		(&pipeline.Batch{Leases: h.leases}).Release()
+	}
+}
+
+// A failed scrape gives its memory back at once, and the scrape after it is
+// whole.
+func TestLeasedScrapeAfterParseError(t *testing.T) {
+	c := NewConverter(fixtureTarget("arena"))
+	plain := NewConverter(fixtureTarget("arena"))
+	node := read(t, "node.txt")
+	broken := append(append([]byte(nil), node[:len(node)/2]...), "\nnot a { valid line\n"...)
+	ts := time.Unix(1_800_000_000, 0)
+	for i, p := range [][]byte{node, broken, node, broken, node} {
+		at := ts.Add(time.Duration(i) * time.Second)
+		want, werr := plain.ConvertAll(p, ctText, at, time.Millisecond)
+		rms, leases, err := c.ConvertLeased(p, ctText, at, time.Millisecond)
+		if (err == nil) != (werr == nil) {
+			t.Fatalf("scrape %d: error %v, without leases %v", i, err, werr)
+		}
+		if err != nil {
+			if rms != nil || leases != nil {
+				t.Fatalf("scrape %d: a failed scrape returned resources or leases", i)
+			}
+			continue
+		}
+		if !sameScrape(want, rms) {
+			t.Fatalf("scrape %d: differs from a converter without leases", i)
+		}
+		(&pipeline.Batch{Leases: leases}).Release()
+	}
+}

@@ -37,13 +37,9 @@ func (r *Receiver) newGRPCServer() *grpc.Server {
 		// one per stream as before.
 		grpc.NumStreamWorkers(uint32(runtime.GOMAXPROCS(0))),
 	}
-	if std := encoding.GetCodecV2(grpcproto.Name); std != nil {
-		opts = append(opts, grpc.ForceServerCodecV2(otlpCodec{std: std}))
-	}
+	opts = append(opts, grpc.ForceServerCodecV2(otlpCodec{std: encoding.GetCodecV2(grpcproto.Name), bodies: &bodyPool{}}))
 	s := grpc.NewServer(opts...)
-	colmetricspb.RegisterMetricsServiceServer(s, grpcMetrics{r: r})
-	coltracepb.RegisterTraceServiceServer(s, grpcTraces{r: r})
-	collogspb.RegisterLogsServiceServer(s, grpcLogs{r: r})
+	registerExportServices(s, r)
 	return s
 }
 
@@ -55,7 +51,10 @@ func (r *Receiver) newGRPCServer() *grpc.Server {
 // default for an unknown content-subtype too), so forcing this one changes
 // nothing else. A request that does not decode fails with codes.Internal
 // ("grpc: failed to unmarshal the received message"), as it did with std.
-type otlpCodec struct{ std encoding.CodecV2 }
+type otlpCodec struct {
+	std    encoding.CodecV2
+	bodies *bodyPool // the export requests' bodies (grpcreq.go)
+}
 
 func (c otlpCodec) Marshal(v any) (mem.BufferSlice, error) { return c.std.Marshal(v) }
 
@@ -65,6 +64,8 @@ func (c otlpCodec) Unmarshal(data mem.BufferSlice, v any) error {
 	// Materialize copies the received buffers (which gRPC frees or reuses
 	// after Unmarshal) into one slice the decoded request owns.
 	switch m := v.(type) {
+	case *exportRequest:
+		return c.bodies.decodeExport(data, m)
 	case *coltracepb.ExportTraceServiceRequest:
 		m.Reset()
 		sig = pipeline.Traces
@@ -88,46 +89,11 @@ func (c otlpCodec) Unmarshal(data mem.BufferSlice, v any) error {
 
 func (c otlpCodec) Name() string { return grpcproto.Name }
 
-type grpcMetrics struct {
-	colmetricspb.UnimplementedMetricsServiceServer
-	r *Receiver
-}
-
-func (g grpcMetrics) Export(ctx context.Context, req *colmetricspb.ExportMetricsServiceRequest) (*colmetricspb.ExportMetricsServiceResponse, error) {
-	if err := g.r.grpcExport(ctx, &pipeline.Batch{Signal: pipeline.Metrics, Metrics: req.GetResourceMetrics()}); err != nil {
-		return nil, err
-	}
-	return &colmetricspb.ExportMetricsServiceResponse{}, nil
-}
-
-type grpcTraces struct {
-	coltracepb.UnimplementedTraceServiceServer
-	r *Receiver
-}
-
-func (g grpcTraces) Export(ctx context.Context, req *coltracepb.ExportTraceServiceRequest) (*coltracepb.ExportTraceServiceResponse, error) {
-	if err := g.r.grpcExport(ctx, &pipeline.Batch{Signal: pipeline.Traces, Traces: req.GetResourceSpans()}); err != nil {
-		return nil, err
-	}
-	return &coltracepb.ExportTraceServiceResponse{}, nil
-}
-
-type grpcLogs struct {
-	collogspb.UnimplementedLogsServiceServer
-	r *Receiver
-}
-
-func (g grpcLogs) Export(ctx context.Context, req *collogspb.ExportLogsServiceRequest) (*collogspb.ExportLogsServiceResponse, error) {
-	if err := g.r.grpcExport(ctx, &pipeline.Batch{Signal: pipeline.Logs, Logs: req.GetResourceLogs()}); err != nil {
-		return nil, err
-	}
-	return &collogspb.ExportLogsServiceResponse{}, nil
-}
-
 // grpcExport delivers b and maps the outcome to a gRPC status error.
 func (r *Receiver) grpcExport(ctx context.Context, b *pipeline.Batch) error {
 	c := r.consumer(b.Signal)
 	if c == nil {
+		b.Release()
 		r.grpcReject(ctx, b.Signal, "no pipeline for signal")
 		return status.Errorf(codes.Unimplemented, "otlpin: no %s pipeline is configured", b.Signal)
 	}

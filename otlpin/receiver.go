@@ -284,9 +284,11 @@ func classify(err error) outcome {
 }
 
 // deliver hands b to the signal's consumer (which must not be nil).
-// Empty batches are not delivered.
+// Empty batches are not delivered. A batch not taken is released here (its
+// leases, pipeline.Lease): the caller must not touch it afterwards.
 func (r *Receiver) deliver(ctx context.Context, c pipeline.Consumer, b *pipeline.Batch) error {
 	if b.Len() == 0 {
+		b.Release()
 		return nil
 	}
 	cctx, cancel := r.consumeCtx(ctx)
@@ -295,6 +297,7 @@ func (r *Receiver) deliver(ctx context.Context, c pipeline.Consumer, b *pipeline
 	if err == nil {
 		return nil
 	}
+	b.Release()
 	if cctx.Err() != nil && !errors.Is(err, cctx.Err()) && classify(err) == outcomeFail {
 		// The consumer gave up because of our deadline but wrapped it oddly;
 		// still a "retry later".

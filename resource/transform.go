@@ -2,6 +2,7 @@ package resource
 
 import (
 	"context"
+	"strings"
 	"sync"
 
 	"github.com/otelstep/otelstep/config"
@@ -75,7 +76,15 @@ func (t *Transform) rename(i int, name string) string {
 	if len(cache) >= renameCacheMax {
 		clear(cache)
 	}
-	cache[name] = v
+	// The key is a copy: a received name is a view of the request's body,
+	// which goes back to its pool once the batch is encoded
+	// (pipeline.Lease). So is v when the pattern did not match (the
+	// regexp then returns name itself); a replacement is a new string.
+	key := strings.Clone(name)
+	if v == name {
+		v = key
+	}
+	cache[key] = v
 	return v
 }
 

@@ -1,0 +1,119 @@
+package otlpin
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"strings"
+	"sync"
+	"testing"
+
+	collogspb "go.opentelemetry.io/proto/otlp/collector/logs/v1"
+	coltracepb "go.opentelemetry.io/proto/otlp/collector/trace/v1"
+	commonpb "go.opentelemetry.io/proto/otlp/common/v1"
+	logspb "go.opentelemetry.io/proto/otlp/logs/v1"
+	resourcepb "go.opentelemetry.io/proto/otlp/resource/v1"
+	tracepb "go.opentelemetry.io/proto/otlp/trace/v1"
+
+	"github.com/otelstep/otelstep/otlpjson"
+	"github.com/otelstep/otelstep/pipeline"
+)
+
+// leaseRec records each batch's JSON when it arrives and lets go of the
+// batches whose number is even at once, as a sink that has encoded them;
+// it holds the others.
+type leaseRec struct {
+	mu     sync.Mutex
+	n      int
+	held   []*pipeline.Batch
+	want   [][]byte
+	leases []*pipeline.Lease // of every batch, in order
+}
+
+func batchJSON(b *pipeline.Batch) []byte {
+	if b.Signal == pipeline.Logs {
+		return otlpjson.AppendLogs(nil, b.Logs)
+	}
+	return otlpjson.AppendTraces(nil, b.Traces)
+}
+
+func (c *leaseRec) Consume(_ context.Context, b *pipeline.Batch) error {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.n++
+	c.leases = append(c.leases, b.Leases...)
+	if c.n%2 == 0 {
+		b.Release()
+		return nil
+	}
+	c.held = append(c.held, b)
+	c.want = append(c.want, batchJSON(b))
+	return nil
+}
+
+func bigTraces(i int) *coltracepb.ExportTraceServiceRequest {
+	var spans []*tracepb.Span
+	for j := range 60 + 37*(i%5) { // 10-40 KB: several body classes
+		spans = append(spans, &tracepb.Span{
+			TraceId: bytes.Repeat([]byte{byte(i), byte(j)}, 8), SpanId: bytes.Repeat([]byte{byte(j)}, 8),
+			Name: fmt.Sprintf("request-%d-span-%d", i, j), StartTimeUnixNano: uint64(i*1000 + j), EndTimeUnixNano: uint64(i*1000 + j + 5),
+			Attributes: []*commonpb.KeyValue{
+				{Key: "http.route", Value: &commonpb.AnyValue{Value: &commonpb.AnyValue_StringValue{StringValue: strings.Repeat(fmt.Sprint(i), 1+j%30)}}},
+				{Key: "n", Value: &commonpb.AnyValue{Value: &commonpb.AnyValue_IntValue{IntValue: int64(i*j + 1)}}},
+			},
+		})
+	}
+	return &coltracepb.ExportTraceServiceRequest{ResourceSpans: []*tracepb.ResourceSpans{{
+		Resource:   &resourcepb.Resource{Attributes: []*commonpb.KeyValue{{Key: "service.name", Value: &commonpb.AnyValue{Value: &commonpb.AnyValue_StringValue{StringValue: fmt.Sprintf("svc-%d", i)}}}}},
+		ScopeSpans: []*tracepb.ScopeSpans{{Scope: &commonpb.InstrumentationScope{Name: "s"}, Spans: spans}},
+	}}}
+}
+
+// Bodies of gRPC export requests come from a pool and go back when the
+// batch is let go: a batch still held reads the same after many later
+// requests (some of which reuse the bodies let go of), and the bodies do get
+// reused.
+func TestGRPCBodiesComeBack(t *testing.T) {
+	traces, logs := &leaseRec{}, &leaseRec{}
+	r := start(t, Options{Traces: traces, Logs: logs})
+	cc := dial(t, r)
+	tc, lc := coltracepb.NewTraceServiceClient(cc), collogspb.NewLogsServiceClient(cc)
+	const n = 40
+	for i := range n {
+		if _, err := tc.Export(context.Background(), bigTraces(i)); err != nil {
+			t.Fatal(err)
+		}
+		rec := &logspb.LogRecord{TimeUnixNano: uint64(i), Body: &commonpb.AnyValue{Value: &commonpb.AnyValue_StringValue{StringValue: strings.Repeat(fmt.Sprint(i), 3000)}}}
+		if _, err := lc.Export(context.Background(), &collogspb.ExportLogsServiceRequest{ResourceLogs: []*logspb.ResourceLogs{{ScopeLogs: []*logspb.ScopeLogs{{LogRecords: []*logspb.LogRecord{rec}}}}}}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for _, c := range []*leaseRec{traces, logs} {
+		c.mu.Lock()
+		if c.n != n {
+			t.Fatalf("%d batches, want %d", c.n, n)
+		}
+		for k, b := range c.held {
+			if len(b.Leases) != 1 {
+				t.Fatalf("held batch %d has %d leases, want its body's", k, len(b.Leases))
+			}
+			if !bytes.Equal(batchJSON(b), c.want[k]) {
+				t.Fatalf("%s batch %d changed while held, after later requests", b.Signal, 2*k+1)
+			}
+		}
+		seen, reused := map[*pipeline.Lease]bool{}, 0
+		for _, l := range c.leases { // a held body is never reused: a repeat is a body let go of
+			if seen[l] {
+				reused++
+			}
+			seen[l] = true
+		}
+		if reused == 0 {
+			t.Fatalf("%s: none of the %d bodies let go of was used again", c.held[0].Signal, c.n/2)
+		}
+		for _, b := range c.held {
+			b.Release()
+		}
+		c.mu.Unlock()
+	}
+}

@@ -5,7 +5,10 @@
 // Data flows one way: a receiver calls Consume on the first processor, which
 // calls Consume on the next, and the last one is the sink fan-out. A batch is
 // owned by the callee once Consume returns nil: the caller must not touch it
-// again. Processors may mutate a batch in place before passing it on.
+// again. Processors may mutate a batch in place before passing it on. A
+// batch's Leases (lease.go) let its producer have the memory back once the
+// last holder is done with it; a holder that keeps any part of a batch
+// (a string of it as a map key, say) past that must copy it.
 package pipeline
 
 import (

@@ -37,7 +37,7 @@ func (r *Receiver) newGRPCServer() *grpc.Server {
 		// one per stream as before.
 		grpc.NumStreamWorkers(uint32(runtime.GOMAXPROCS(0))),
 	}
-	opts = append(opts, grpc.ForceServerCodecV2(otlpCodec{std: encoding.GetCodecV2(grpcproto.Name), bodies: &bodyPool{}}))
+	opts = append(opts, grpc.ForceServerCodecV2(otlpCodec{std: encoding.GetCodecV2(grpcproto.Name), bodies: &r.bodies}))
 	s := grpc.NewServer(opts...)
 	registerExportServices(s, r)
 	return s

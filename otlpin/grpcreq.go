@@ -3,8 +3,6 @@ package otlpin
 import (
 	"context"
 	"fmt"
-	"math/bits"
-	"sync"
 
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/mem"
@@ -17,11 +15,8 @@ import (
 )
 
 // Export requests over gRPC decode into an exportRequest, not the
-// generated request message, so the batch can carry the lease of the body
-// its strings and records alias (pipeline.Lease): the body comes from a
-// pool and goes back once every sink has encoded the batch. Copying each
-// request into a new body was four fifths of the bytes a traces load
-// allocated, and the collection of that garbage about a fifth of its CPU.
+// generated request message, so the batch can carry the lease of its body
+// (bodies.go).
 //
 // The services are registered with ServiceDescs of their own (the
 // generated ones' names, methods and wire format), whose handlers give
@@ -32,53 +27,6 @@ import (
 // exportRequest is one export request's batch, decoded by otlpCodec.
 type exportRequest struct {
 	batch pipeline.Batch // Signal is set before decoding
-}
-
-// bodyClasses are the sizes of pooled bodies: 16 KiB << i. A bigger request
-// gets a body of its own that goes to the garbage collector.
-const (
-	minBodyShift = 14
-	bodyClasses  = 10 // up to 8 MiB
-)
-
-// bodyPool holds the bodies of decoded requests, by size class.
-type bodyPool struct {
-	classes [bodyClasses]sync.Pool // *body
-}
-
-// body is a pooled request body and the lease a batch holds on it.
-type body struct {
-	b     []byte // cap is the class's size
-	class int
-	pool  *bodyPool
-	lease pipeline.Lease
-	back  func() // b.put, made once per body
-}
-
-// get returns a body of at least n bytes with b[:n] to fill, its lease
-// holding one reference; nil when n is above the largest class.
-func (p *bodyPool) get(n int) *body {
-	c := 0
-	if n > 1<<minBodyShift {
-		c = bits.Len(uint(n-1)) - minBodyShift
-	}
-	if c >= bodyClasses {
-		return nil
-	}
-	b, _ := p.classes[c].Get().(*body)
-	if b == nil {
-		b = &body{b: make([]byte, 1<<(minBodyShift+c)), class: c, pool: p}
-		b.back = b.put
-	}
-	b.b = b.b[:n]
-	b.lease.Reset(b.back)
-	return b
-}
-
-// put returns b to its class; the lease's last release calls it.
-func (b *body) put() {
-	b.b = b.b[:cap(b.b)]
-	b.pool.classes[b.class].Put(b)
 }
 
 // decodeExport decodes the request in data into req.batch (req.batch.Signal

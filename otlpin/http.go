@@ -82,15 +82,20 @@ func (r *Receiver) serveHTTP(w http.ResponseWriter, req *http.Request) {
 			fmt.Sprintf("otlpin: unsupported Content-Type %q, use %s or %s", req.Header.Get("Content-Type"), ctProtobuf, ctJSON)})
 		return
 	}
-	body, herr := r.readBody(w, req)
+	body, bd, herr := r.readBody(w, req, ct == ctProtobuf)
 	if herr != nil {
 		r.httpReject(w, req, ct, herr)
 		return
 	}
 	b, resp, err := decodeHTTP(sig, ct, body)
 	if err != nil {
+		// A pooled body goes to the garbage collector: nothing is sure not
+		// to point into it (the error's text, say).
 		r.httpReject(w, req, ct, &httpError{http.StatusBadRequest, codes.InvalidArgument, fmt.Sprintf("otlpin: cannot decode %s %s request: %v", ct, sig, err)})
 		return
+	}
+	if bd != nil {
+		b.Leases = append(b.Leases, &bd.lease)
 	}
 	err = r.deliver(req.Context(), c, b)
 	switch classify(err) {
@@ -109,9 +114,13 @@ func (r *Receiver) serveHTTP(w http.ResponseWriter, req *http.Request) {
 // readBody reads the request body, decompressing it, with both the
 // compressed and the decompressed size limited to maxBody. It stops reading
 // as soon as a limit is passed.
-func (r *Receiver) readBody(w http.ResponseWriter, req *http.Request) ([]byte, *httpError) {
+//
+// When pooled is set (a protobuf request, which the decoder keeps views
+// of) and the size is known, the body is read into one of the pool's,
+// returned too: its lease goes with the batch.
+func (r *Receiver) readBody(w http.ResponseWriter, req *http.Request, pooled bool) ([]byte, *body, *httpError) {
 	if req.ContentLength > r.maxBody {
-		return nil, r.tooLarge("body")
+		return nil, nil, r.tooLarge("body")
 	}
 	raw := http.MaxBytesReader(w, req.Body, r.maxBody)
 	defer raw.Close()
@@ -122,26 +131,26 @@ func (r *Receiver) readBody(w http.ResponseWriter, req *http.Request) ([]byte, *
 	case "gzip", "x-gzip":
 		zr, err := gzip.NewReader(raw)
 		if err != nil {
-			return nil, r.bodyReadError(err, "gzip")
+			return nil, nil, r.bodyReadError(err, "gzip")
 		}
 		defer zr.Close()
 		src = zr
 	case "deflate":
 		zr, err := zlib.NewReader(raw)
 		if err != nil {
-			return nil, r.bodyReadError(err, "deflate")
+			return nil, nil, r.bodyReadError(err, "deflate")
 		}
 		defer zr.Close()
 		src = zr
 	case "zstd":
 		zr, err := zstd.NewReader(raw, zstd.WithDecoderConcurrency(1), zstd.WithDecoderMaxMemory(uint64(r.maxBody)+1<<20), zstd.WithDecoderMaxWindow(8<<20))
 		if err != nil {
-			return nil, r.bodyReadError(err, "zstd")
+			return nil, nil, r.bodyReadError(err, "zstd")
 		}
 		defer zr.Close()
 		src = zr
 	default:
-		return nil, &httpError{http.StatusUnsupportedMediaType, codes.InvalidArgument, fmt.Sprintf("otlpin: unsupported Content-Encoding %q, use gzip, deflate, zstd or none", enc)}
+		return nil, nil, &httpError{http.StatusUnsupportedMediaType, codes.InvalidArgument, fmt.Sprintf("otlpin: unsupported Content-Encoding %q, use gzip, deflate, zstd or none", enc)}
 	}
 	if (enc == "" || enc == "identity") && req.ContentLength > 0 {
 		// The size is known (and within maxBody, checked above): read into
@@ -150,21 +159,33 @@ func (r *Receiver) readBody(w http.ResponseWriter, req *http.Request) ([]byte, *
 		// decoded batch keeps the buffer alive (its strings point into it).
 		// net/http ends the body at Content-Length, so a short body is the
 		// only error left.
-		body := make([]byte, req.ContentLength)
-		if _, err := io.ReadFull(raw, body); err != nil {
-			return nil, r.bodyReadError(err, enc)
+		var bd *body
+		if pooled {
+			bd = r.bodies.get(int(req.ContentLength))
 		}
-		return body, nil
+		var buf []byte
+		if bd != nil {
+			buf = bd.b
+		} else {
+			buf = make([]byte, req.ContentLength)
+		}
+		if _, err := io.ReadFull(raw, buf); err != nil {
+			if bd != nil {
+				bd.lease.Release() // nothing was decoded from it
+			}
+			return nil, nil, r.bodyReadError(err, enc)
+		}
+		return buf, bd, nil
 	}
 	var buf bytes.Buffer
 	n, err := buf.ReadFrom(io.LimitReader(src, r.maxBody+1))
 	if err != nil {
-		return nil, r.bodyReadError(err, enc)
+		return nil, nil, r.bodyReadError(err, enc)
 	}
 	if n > r.maxBody {
-		return nil, r.tooLarge("decompressed body")
+		return nil, nil, r.tooLarge("decompressed body")
 	}
-	return buf.Bytes(), nil
+	return buf.Bytes(), nil, nil
 }
 
 func (r *Receiver) tooLarge(what string) *httpError {

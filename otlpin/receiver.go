@@ -77,6 +77,9 @@ type Receiver struct {
 	log     *slog.Logger
 	maxBody int64
 	timeout time.Duration
+	// bodies are the pooled bodies of protobuf requests, lent to their
+	// batches (grpcreq.go).
+	bodies bodyPool
 
 	// forceCtx is cancelled when Shutdown gives up waiting, so in-flight
 	// Consume calls are abandoned.

@@ -4,6 +4,8 @@ import (
 	"bytes"
 	"context"
 	"fmt"
+	"io"
+	"net/http"
 	"strings"
 	"sync"
 	"testing"
@@ -14,6 +16,7 @@ import (
 	logspb "go.opentelemetry.io/proto/otlp/logs/v1"
 	resourcepb "go.opentelemetry.io/proto/otlp/resource/v1"
 	tracepb "go.opentelemetry.io/proto/otlp/trace/v1"
+	"google.golang.org/protobuf/proto"
 
 	"github.com/otelstep/otelstep/otlpjson"
 	"github.com/otelstep/otelstep/pipeline"
@@ -69,26 +72,57 @@ func bigTraces(i int) *coltracepb.ExportTraceServiceRequest {
 	}}}
 }
 
-// Bodies of gRPC export requests come from a pool and go back when the
-// batch is let go: a batch still held reads the same after many later
-// requests (some of which reuse the bodies let go of), and the bodies do get
-// reused.
-func TestGRPCBodiesComeBack(t *testing.T) {
-	traces, logs := &leaseRec{}, &leaseRec{}
-	r := start(t, Options{Traces: traces, Logs: logs})
-	cc := dial(t, r)
-	tc, lc := coltracepb.NewTraceServiceClient(cc), collogspb.NewLogsServiceClient(cc)
+// Bodies of protobuf export requests, over gRPC and over HTTP, come from a
+// pool and go back when the batch is let go: a batch still held reads the
+// same after many later requests (some of which reuse the bodies let go
+// of), and the bodies do get reused.
+func TestBodiesComeBack(t *testing.T) {
 	const n = 40
-	for i := range n {
-		if _, err := tc.Export(context.Background(), bigTraces(i)); err != nil {
-			t.Fatal(err)
-		}
+	logsReq := func(i int) *collogspb.ExportLogsServiceRequest {
 		rec := &logspb.LogRecord{TimeUnixNano: uint64(i), Body: &commonpb.AnyValue{Value: &commonpb.AnyValue_StringValue{StringValue: strings.Repeat(fmt.Sprint(i), 3000)}}}
-		if _, err := lc.Export(context.Background(), &collogspb.ExportLogsServiceRequest{ResourceLogs: []*logspb.ResourceLogs{{ScopeLogs: []*logspb.ScopeLogs{{LogRecords: []*logspb.LogRecord{rec}}}}}}); err != nil {
-			t.Fatal(err)
-		}
+		return &collogspb.ExportLogsServiceRequest{ResourceLogs: []*logspb.ResourceLogs{{ScopeLogs: []*logspb.ScopeLogs{{LogRecords: []*logspb.LogRecord{rec}}}}}}
 	}
-	for _, c := range []*leaseRec{traces, logs} {
+	t.Run("grpc", func(t *testing.T) {
+		traces, logs := &leaseRec{}, &leaseRec{}
+		r := start(t, Options{Traces: traces, Logs: logs})
+		cc := dial(t, r)
+		tc, lc := coltracepb.NewTraceServiceClient(cc), collogspb.NewLogsServiceClient(cc)
+		for i := range n {
+			if _, err := tc.Export(context.Background(), bigTraces(i)); err != nil {
+				t.Fatal(err)
+			}
+			if _, err := lc.Export(context.Background(), logsReq(i)); err != nil {
+				t.Fatal(err)
+			}
+		}
+		checkBodies(t, n, traces, logs)
+	})
+	t.Run("http", func(t *testing.T) {
+		traces, logs := &leaseRec{}, &leaseRec{}
+		r := start(t, Options{Traces: traces, Logs: logs})
+		post := func(path string, m proto.Message) {
+			b, _ := proto.Marshal(m)
+			resp, err := http.Post("http://"+r.HTTPAddr().String()+path, "application/x-protobuf", bytes.NewReader(b))
+			if err != nil {
+				t.Fatal(err)
+			}
+			io.Copy(io.Discard, resp.Body)
+			resp.Body.Close()
+			if resp.StatusCode != http.StatusOK {
+				t.Fatalf("%s: %s", path, resp.Status)
+			}
+		}
+		for i := range n {
+			post("/v1/traces", bigTraces(i))
+			post("/v1/logs", logsReq(i))
+		}
+		checkBodies(t, n, traces, logs)
+	})
+}
+
+func checkBodies(t *testing.T, n int, recs ...*leaseRec) {
+	t.Helper()
+	for _, c := range recs {
 		c.mu.Lock()
 		if c.n != n {
 			t.Fatalf("%d batches, want %d", c.n, n)
@@ -115,5 +149,32 @@ func TestGRPCBodiesComeBack(t *testing.T) {
 			b.Release()
 		}
 		c.mu.Unlock()
+	}
+}
+
+// Every size up to the largest class gets the smallest class that holds
+// it, and no class wastes more than a fifth.
+func TestBodyClasses(t *testing.T) {
+	if got := classSize(bodyClasses - 1); got != 8<<20 {
+		t.Fatalf("largest class %d bytes, want 8 MiB", got)
+	}
+	prev := 0
+	for c := range bodyClasses {
+		size := classSize(c)
+		if size <= prev {
+			t.Fatalf("class %d: %d bytes, not above class %d's %d", c, size, c-1, prev)
+		}
+		for _, n := range []int{prev + 1, (prev + size) / 2, size} {
+			if got := bodyClass(n); got != c {
+				t.Fatalf("%d bytes: class %d, want %d", n, got, c)
+			}
+		}
+		if c > 0 && (size-prev-1)*5 > size {
+			t.Fatalf("class %d wastes more than a fifth of %d bytes", c, size)
+		}
+		prev = size
+	}
+	if bodyClass(prev+1) != bodyClasses {
+		t.Fatalf("%d bytes: class %d, want none", prev+1, bodyClass(prev+1))
 	}
 }

@@ -135,15 +135,24 @@ func TestLeasedScrapesMatch(t *testing.T) {
 }
 
 // A failed scrape gives its memory back at once, and the scrape after it is
-// whole.
+// whole; so are the staleness markers of a target that went down.
 func TestLeasedScrapeAfterParseError(t *testing.T) {
 	c := NewConverter(fixtureTarget("arena"))
 	plain := NewConverter(fixtureTarget("arena"))
 	node := read(t, "node.txt")
 	broken := append(append([]byte(nil), node[:len(node)/2]...), "\nnot a { valid line\n"...)
 	ts := time.Unix(1_800_000_000, 0)
-	for i, p := range [][]byte{node, broken, node, broken, node} {
+	for i, p := range [][]byte{node, broken, node, nil, node, broken, nil, node} {
 		at := ts.Add(time.Duration(i) * time.Second)
+		if p == nil { // the target is down: staleness markers from an arena too
+			want := plain.DownAll(at, time.Millisecond)
+			rms, leases := c.DownLeased(at, time.Millisecond)
+			if len(leases) != 1 || !sameScrape(want, rms) {
+				t.Fatalf("scrape %d (down): differs from a converter without leases", i)
+			}
+			(&pipeline.Batch{Leases: leases}).Release()
+			continue
+		}
 		want, werr := plain.ConvertAll(p, ctText, at, time.Millisecond)
 		rms, leases, err := c.ConvertLeased(p, ctText, at, time.Millisecond)
 		if (err == nil) != (werr == nil) {

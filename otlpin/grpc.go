@@ -16,10 +16,6 @@ import (
 	"google.golang.org/grpc/status"
 	"google.golang.org/protobuf/types/known/durationpb"
 
-	collogspb "go.opentelemetry.io/proto/otlp/collector/logs/v1"
-	colmetricspb "go.opentelemetry.io/proto/otlp/collector/metrics/v1"
-	coltracepb "go.opentelemetry.io/proto/otlp/collector/trace/v1"
-
 	"github.com/otelstep/otelstep/pipeline"
 )
 
@@ -43,14 +39,15 @@ func (r *Receiver) newGRPCServer() *grpc.Server {
 	return s
 }
 
-// otlpCodec is the server's codec: the three export requests are decoded
-// by pipeline's reflection-free decoder (proto.Unmarshal was a third of the
-// CPU of an OTLP load), everything else, and every response, by gRPC's
-// standard proto codec std. It is named "proto" like std, the codec a gRPC
-// client asks for; the server used std for every request before (the
-// default for an unknown content-subtype too), so forcing this one changes
-// nothing else. A request that does not decode fails with codes.Internal
-// ("grpc: failed to unmarshal the received message"), as it did with std.
+// otlpCodec is the server's codec: the three export requests (decoded into
+// an exportRequest by our own service handlers, grpcreq.go) by pipeline's
+// reflection-free decoder (proto.Unmarshal was a third of the CPU of an
+// OTLP load), everything else, and every response, by gRPC's standard
+// proto codec std. It is named "proto" like std, the codec a gRPC client
+// asks for; the server used std for every request before (the default for
+// an unknown content-subtype too), so forcing this one changes nothing
+// else. A request that does not decode fails with codes.Internal ("grpc:
+// failed to unmarshal the received message"), as it did with std.
 type otlpCodec struct {
 	std    encoding.CodecV2
 	bodies *bodyPool // the export requests' bodies (grpcreq.go)
@@ -59,32 +56,12 @@ type otlpCodec struct {
 func (c otlpCodec) Marshal(v any) (mem.BufferSlice, error) { return c.std.Marshal(v) }
 
 func (c otlpCodec) Unmarshal(data mem.BufferSlice, v any) error {
-	var err error
-	var sig pipeline.Signal
-	// Materialize copies the received buffers (which gRPC frees or reuses
-	// after Unmarshal) into one slice the decoded request owns.
-	switch m := v.(type) {
-	case *exportRequest:
+	if m, ok := v.(*exportRequest); ok {
+		// Copied out of gRPC's buffers (which it frees or reuses after
+		// Unmarshal) into a pooled body the batch holds (bodies.go).
 		return c.bodies.decodeExport(data, m)
-	case *coltracepb.ExportTraceServiceRequest:
-		m.Reset()
-		sig = pipeline.Traces
-		m.ResourceSpans, err = pipeline.DecodeTracesOwned(data.Materialize())
-	case *colmetricspb.ExportMetricsServiceRequest:
-		m.Reset()
-		sig = pipeline.Metrics
-		m.ResourceMetrics, err = pipeline.DecodeMetricsOwned(data.Materialize())
-	case *collogspb.ExportLogsServiceRequest:
-		m.Reset()
-		sig = pipeline.Logs
-		m.ResourceLogs, err = pipeline.DecodeLogsOwned(data.Materialize())
-	default:
-		return c.std.Unmarshal(data, v)
 	}
-	if err != nil {
-		return fmt.Errorf("%s export request: %w", sig, err)
-	}
-	return nil
+	return c.std.Unmarshal(data, v)
 }
 
 func (c otlpCodec) Name() string { return grpcproto.Name }

@@ -75,6 +75,10 @@ type HTTP struct {
 	urls    [3]string
 	safeURL [3]string // userinfo redacted, for logs
 	gzip    bool
+	// encoders are the workers' request encoders (their gzip state is
+	// about 1 MB each), taken for an encode only: the workers seldom
+	// encode at once, so usually one exists.
+	encoders encoderList
 
 	mu       sync.Mutex
 	ring     []*pipeline.Batch
@@ -265,9 +269,9 @@ func (h *HTTP) pop() (*pipeline.Batch, bool) {
 	return b, true
 }
 
-// worker sends batches until stopped. Each worker owns a metrics encoder
-// for its lifetime, reusing its buffers; the encoded attributes of shared
-// series are kept with the series and serve both workers.
+// worker sends batches until stopped. The workers share their encoders
+// (encoderList), which reuse their buffers; the encoded attributes of
+// shared series are kept with the series and serve both workers.
 func (h *HTTP) worker() {
 	defer h.wg.Done()
 	w := new(exportWorker)
@@ -340,11 +344,36 @@ func (h *HTTP) Shutdown(ctx context.Context) error {
 	return err
 }
 
-// exportWorker is what one worker keeps between batches: its encoder and
-// the encoded body.
+// exportWorker is what one worker keeps between batches: the encoded body,
+// which its retries send again.
 type exportWorker struct {
-	re  requestEncoder
 	out bytes.Buffer
+}
+
+// encoderList is a free list of request encoders. It holds at most as many
+// as were ever in use at once (httpWorkers): unlike a sync.Pool, a garbage
+// collection does not empty it, which would make a new gzip writer every
+// few seconds.
+type encoderList struct {
+	mu   sync.Mutex
+	free []*requestEncoder
+}
+
+func (l *encoderList) get() *requestEncoder {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if n := len(l.free); n > 0 {
+		re := l.free[n-1]
+		l.free = l.free[:n-1]
+		return re
+	}
+	return new(requestEncoder)
+}
+
+func (l *encoderList) put(re *requestEncoder) {
+	l.mu.Lock()
+	l.free = append(l.free, re)
+	l.mu.Unlock()
 }
 
 // export encodes b with the worker's encoder and posts it, retrying as
@@ -364,7 +393,9 @@ func (h *HTTP) export(b *pipeline.Batch, w *exportWorker) {
 		}
 	}()
 	items := b.Items()
-	err := w.re.encode(b, h.gzip, buf)
+	re := h.encoders.get()
+	err := re.encode(b, h.gzip, buf)
+	h.encoders.put(re)
 	b.Release() // the body is encoded: nothing points into b
 	if err != nil {
 		h.failed.Add(1)

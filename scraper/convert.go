@@ -295,13 +295,11 @@ func (c *Converter) Convert(page []byte, contentType string, ts time.Time) (*met
 
 // slab hands out a scrape's number points from its arena's chunks.
 type slab struct {
-	ar   *arena
-	cur  *chunk[numPoint]
-	used int
+	ar  *arena
+	cur *chunk[numPoint]
 }
 
 func (s *slab) num(v float64) *metricspb.NumberDataPoint {
-	s.used++
 	x := next(&s.cur, &s.ar.pools.nums, &s.ar.nums)
 	x.d.AsDouble = v
 	x.p.Value = &x.d

@@ -24,9 +24,11 @@ import (
 // backend outage, say, when the exporter's queue held many scrapes).
 //
 // What must not be carved from an arena: anything the Converter keeps past
-// the scrape. Histogram and summary points are kept (pointSeries.lastHist
-// shapes the next staleness marker), so they are allocated as before;
-// pointSeries.num is reset before any read in a later scrape.
+// the scrape. A histogram's bounds are the series' (they shape the next
+// staleness marker and are reused while they do not change), and summary
+// points are kept whole (pointSeries.lastSum), so those are allocated as
+// before; pointSeries.num and histBuilder.pt are reset before any read in a
+// later scrape.
 
 // chunk is a fixed-capacity run of T; len is what a scrape used.
 type chunk[T any] struct{ s []T }
@@ -57,15 +59,25 @@ type numPoint struct {
 	d metricspb.NumberDataPoint_AsDouble
 }
 
+// histPoint is a histogram point with its sum, allocated together.
+type histPoint struct {
+	p   metricspb.HistogramDataPoint
+	sum float64
+}
+
 const (
-	numChunk    = 256 // number points a chunk
-	ptrChunk    = 512 // point pointers a chunk: a family of more gets its own slice
-	metricChunk = 32  // metrics of a kind a chunk
+	numChunk    = 256  // number points a chunk
+	histChunk   = 64   // histogram points a chunk
+	countChunk  = 1024 // bucket counts a chunk: a point of more gets its own slice
+	ptrChunk    = 512  // point pointers a chunk: a family of more gets its own slice
+	metricChunk = 32   // metrics of a kind a chunk
 )
 
 // slabPools are the free chunks and arenas of a Manager's converters.
 type slabPools struct {
 	nums      chunkPool[numPoint]
+	hpts      chunkPool[histPoint]
+	counts    chunkPool[uint64]
 	ptrs      chunkPool[*metricspb.NumberDataPoint]
 	sums      chunkPool[sumMetric]
 	gauges    chunkPool[gaugeMetric]
@@ -76,7 +88,7 @@ type slabPools struct {
 
 func newSlabPools() *slabPools {
 	p := &slabPools{}
-	p.nums.size, p.ptrs.size = numChunk, ptrChunk
+	p.nums.size, p.hpts.size, p.counts.size, p.ptrs.size = numChunk, histChunk, countChunk, ptrChunk
 	p.sums.size, p.gauges.size, p.hists.size, p.summaries.size = metricChunk, metricChunk, metricChunk, metricChunk
 	return p
 }
@@ -88,6 +100,8 @@ type arena struct {
 	leases    [1]*pipeline.Lease // the batch's Leases, without an allocation
 	recycleFn func()             // a.recycle, made once per arena
 	nums      []*chunk[numPoint]
+	hpts      []*chunk[histPoint]
+	counts    []*chunk[uint64]
 	ptrs      []*chunk[*metricspb.NumberDataPoint]
 	sums      []*chunk[sumMetric]
 	gauges    []*chunk[gaugeMetric]
@@ -113,6 +127,8 @@ func (p *slabPools) newArena() *arena {
 func (a *arena) recycle() {
 	p := a.pools
 	a.nums = putAll(&p.nums, a.nums)
+	a.hpts = putAll(&p.hpts, a.hpts)
+	a.counts = putAll(&p.counts, a.counts)
 	a.ptrs = putAll(&p.ptrs, a.ptrs)
 	a.sums = putAll(&p.sums, a.sums)
 	a.gauges = putAll(&p.gauges, a.gauges)
@@ -140,4 +156,22 @@ func next[T any](cur **chunk[T], p *chunkPool[T], taken *[]*chunk[T]) *T {
 	}
 	c.s = c.s[:len(c.s)+1]
 	return &c.s[len(c.s)-1]
+}
+
+// carve returns a slice of n elements with capacity exactly n from *cur,
+// taking a fresh chunk from p (recorded in *taken) when *cur has too little
+// room; more than a chunk's worth gets an array of its own.
+func carve[T any](cur **chunk[T], p *chunkPool[T], taken *[]*chunk[T], n int) []T {
+	if n > p.size {
+		return make([]T, n)
+	}
+	c := *cur
+	if c == nil || cap(c.s)-len(c.s) < n {
+		c = p.get()
+		*taken = append(*taken, c)
+		*cur = c
+	}
+	o := len(c.s)
+	c.s = c.s[:o+n]
+	return c.s[o : o+n : o+n]
 }

@@ -33,6 +33,23 @@ func arenaPages(t testing.TB) []struct {
 				fmt.Fprintf(&b, "fam_%d{s=\"%d\"} %s\n", f, s, v)
 			}
 		}
+		// Histograms whose buckets come and go (their bounds change)
+		// and whose sum is sometimes missing.
+		for f := 0; f < 6; f++ {
+			fmt.Fprintf(&b, "# TYPE hist_%d histogram\n", f)
+			for s := 0; s < 1+(f+i)%3; s++ {
+				cum := 0
+				for k := 0; k < 1+(f+s+i)%4; k++ {
+					cum += k + i
+					fmt.Fprintf(&b, "hist_%d_bucket{s=\"%d\",le=\"%d\"} %d\n", f, s, 1<<k, cum)
+				}
+				fmt.Fprintf(&b, "hist_%d_bucket{s=\"%d\",le=\"+Inf\"} %d\n", f, s, cum+1)
+				if (f+i)%3 != 0 {
+					fmt.Fprintf(&b, "hist_%d_sum{s=\"%d\"} %d.5\n", f, s, cum)
+				}
+				fmt.Fprintf(&b, "hist_%d_count{s=\"%d\"} %d\n", f, s, cum+1)
+			}
+		}
 		return []byte(b.String())
 	}
 	type pg = struct {
@@ -42,13 +59,15 @@ func arenaPages(t testing.TB) []struct {
 	var out []pg
 	for i := range 9 {
 		out = append(out, pg{gen(i), ctText})
-		switch i % 3 {
+		switch i % 4 {
 		case 0:
 			out = append(out, pg{read(t, "openmetrics.om"), ctOM})
 		case 1:
 			out = append(out, pg{read(t, "node.txt"), ctText})
 		case 2:
 			out = append(out, pg{read(t, "edge.txt"), ctText})
+		case 3:
+			out = append(out, pg{read(t, "vllm.txt"), ctText}) // histograms
 		}
 	}
 	return out

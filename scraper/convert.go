@@ -64,8 +64,9 @@ type pointSeries struct {
 	stale uint64               // scrape that emitted its staleness marker
 	// last committed histogram/summary point: its bounds and quantiles shape
 	// the staleness marker. Read only.
-	lastHist *metricspb.HistogramDataPoint
-	lastSum  *metricspb.SummaryDataPoint
+	lastBounds []float64 // of the last histogram point: immutable, reused while unchanged
+	histSeen   bool      // a histogram point was committed (lastBounds is its)
+	lastSum    *metricspb.SummaryDataPoint
 
 	// per-scrape state, reset on the first sample of each scrape
 	curStart uint64
@@ -82,6 +83,7 @@ type bucket struct{ le, cum float64 }
 // histBuilder collects one classic histogram's samples of one scrape.
 type histBuilder struct {
 	pt       *metricspb.HistogramDataPoint
+	sumSlot  *float64 // where pt.Sum points, allocated with pt
 	buckets  []bucket
 	count    float64
 	hasCount bool
@@ -295,8 +297,10 @@ func (c *Converter) Convert(page []byte, contentType string, ts time.Time) (*met
 
 // slab hands out a scrape's number points from its arena's chunks.
 type slab struct {
-	ar  *arena
-	cur *chunk[numPoint]
+	ar     *arena
+	cur    *chunk[numPoint]
+	hcur   *chunk[histPoint]
+	counts *chunk[uint64]
 }
 
 func (s *slab) num(v float64) *metricspb.NumberDataPoint {
@@ -364,7 +368,7 @@ func (c *Converter) ConvertLeased(page []byte, contentType string, ts time.Time,
 	}
 	c.lc.finish()
 	c.startsFromCreatedGauges(st.gen)
-	c.finish(st.tsNs)
+	c.finish(st.tsNs, &st.sl)
 	c.staleAndEvict(st.gen, st.tsNs)
 	rms := c.collect(st.gen, st.tsNs, 1, dur, st.n)
 	c.ms = metricSlab{} // the converter keeps no pointer into the arena
@@ -510,7 +514,9 @@ func (c *Converter) sample(p textparse.Parser, se *seriesEntry, v float64, ptTs 
 				h = new(histBuilder)
 				ps.hb = h
 			}
-			*h = histBuilder{pt: &metricspb.HistogramDataPoint{Attributes: ps.attrs, TimeUnixNano: ptTs}, buckets: h.buckets[:0]}
+			x := next(&sl.hcur, &sl.ar.pools.hpts, &sl.ar.hpts)
+			x.p.Attributes, x.p.TimeUnixNano = ps.attrs, ptTs
+			*h = histBuilder{pt: &x.p, sumSlot: &x.sum, buckets: h.buckets[:0]}
 			ps.hist = h
 		}
 		switch se.role {
@@ -617,11 +623,11 @@ func (c *Converter) abort() {
 
 // finish completes this scrape's cumulative points (start times, histogram
 // buckets) and commits the per-series state.
-func (c *Converter) finish(now uint64) {
+func (c *Converter) finish(now uint64, sl *slab) {
 	for _, ps := range c.touched {
 		switch {
 		case ps.hist != nil:
-			c.finishHist(ps, ps.hist, now)
+			c.finishHist(ps, ps.hist, now, sl)
 		case ps.sum != nil:
 			c.finishSummary(ps, ps.sum, now)
 		case ps.num != nil && ps.fam.typ == model.MetricTypeCounter:
@@ -658,7 +664,7 @@ func (c *Converter) startFor(ps *pointSeries, v float64, created, now uint64) {
 // finishHist turns the cumulative buckets into an OTLP point and appends
 // it, unless the collector would drop it: no _count, NaN or decreasing
 // buckets, or a count below the largest bucket.
-func (c *Converter) finishHist(ps *pointSeries, h *histBuilder, now uint64) {
+func (c *Converter) finishHist(ps *pointSeries, h *histBuilder, now uint64, sl *slab) {
 	if !h.hasCount {
 		return
 	}
@@ -690,8 +696,8 @@ func (c *Converter) finishHist(ps *pointSeries, h *histBuilder, now uint64) {
 		}
 		pt.Count = uint64(h.count)
 		if h.hasSum {
-			s := h.sum
-			pt.Sum = &s
+			*h.sumSlot = h.sum
+			pt.Sum = h.sumSlot
 		}
 	} else {
 		pt.Flags = flagNoValue
@@ -699,8 +705,8 @@ func (c *Converter) finishHist(ps *pointSeries, h *histBuilder, now uint64) {
 	// The bounds rarely change: the last point's (immutable downstream,
 	// like the attributes) serve again when they are the same.
 	var bounds []float64
-	if l := ps.lastHist; l != nil && len(l.ExplicitBounds) == len(bs) {
-		bounds = l.ExplicitBounds
+	if ps.histSeen && len(ps.lastBounds) == len(bs) {
+		bounds = ps.lastBounds
 		for i, b := range bs {
 			if math.Float64bits(bounds[i]) != math.Float64bits(b.le) {
 				bounds = nil
@@ -712,7 +718,7 @@ func (c *Converter) finishHist(ps *pointSeries, h *histBuilder, now uint64) {
 	if fresh {
 		bounds = make([]float64, len(bs))
 	}
-	counts := make([]uint64, len(bs)+1)
+	counts := carve(&sl.counts, &sl.ar.pools.counts, &sl.ar.counts, len(bs)+1)
 	prev := 0.0
 	for i, b := range bs {
 		if fresh {
@@ -729,7 +735,7 @@ func (c *Converter) finishHist(ps *pointSeries, h *histBuilder, now uint64) {
 	pt.ExplicitBounds, pt.BucketCounts = bounds, counts
 	c.startFor(ps, h.count, ps.created, now)
 	pt.StartTimeUnixNano = ps.curStart
-	ps.lastHist = pt
+	ps.lastBounds, ps.histSeen = bounds, true
 	hd := ps.fam.out.Data.(*metricspb.Metric_Histogram).Histogram
 	hd.DataPoints = append(hd.DataPoints, pt)
 }
@@ -884,10 +890,10 @@ func (c *Converter) markStale(se *seriesEntry, gen, now uint64) {
 		}
 		d.Sum.DataPoints = append(d.Sum.DataPoints, pt)
 	case *metricspb.Metric_Histogram:
-		if ps.lastHist == nil {
+		if !ps.histSeen {
 			return
 		}
-		b := ps.lastHist.ExplicitBounds
+		b := ps.lastBounds
 		d.Histogram.DataPoints = append(d.Histogram.DataPoints, &metricspb.HistogramDataPoint{Attributes: ps.attrs,
 			StartTimeUnixNano: ps.start, TimeUnixNano: now, Flags: flagNoValue, ExplicitBounds: b, BucketCounts: make([]uint64, len(b)+1)})
 	case *metricspb.Metric_Summary:

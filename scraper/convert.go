@@ -1226,18 +1226,7 @@ func (ms *metricSlab) numPoints(n int) []*metricspb.NumberDataPoint {
 	if n == 0 {
 		return nil
 	}
-	if n > ptrChunk {
-		return make([]*metricspb.NumberDataPoint, 0, n)
-	}
-	c := ms.nums
-	if c == nil || cap(c.s)-len(c.s) < n {
-		c = ms.ar.pools.ptrs.get()
-		ms.ar.ptrs = append(ms.ar.ptrs, c)
-		ms.nums = c
-	}
-	o := len(c.s)
-	c.s = c.s[:o+n]
-	return c.s[o : o : o+n]
+	return carve(&ms.nums, &ms.ar.pools.ptrs, &ms.ar.ptrs, n)[:0]
 }
 
 // metric returns family f's metric for this scrape, with room for as many

@@ -89,11 +89,11 @@ func (p *plainConn) close() {
 }
 
 // fetch does one scrape's request on the kept connection (dialling one if
-// there is none) and reads the page into buf through l.readBody. It returns
-// the page's Content-Type. On errUseClient buf is empty and nothing of the
+// there is none) and reads the page into pg through l.readBody. It returns
+// the page's Content-Type. On errUseClient pg is empty and nothing of the
 // response was kept. The connection stays open for the next scrape only
 // after a whole 200 response that the server did not say it would close.
-func (p *plainConn) fetch(ctx context.Context, l *loop, buf *bytes.Buffer) (string, error) {
+func (p *plainConn) fetch(ctx context.Context, l *loop, pg *pageBuf) (string, error) {
 	for attempt := 0; ; attempt++ {
 		reused := p.c != nil
 		if !reused {
@@ -111,7 +111,7 @@ func (p *plainConn) fetch(ctx context.Context, l *loop, buf *bytes.Buffer) (stri
 				p.br.Reset(c)
 			}
 		}
-		ct, keep, stage, err := p.roundTrip(ctx, l, buf)
+		ct, keep, stage, err := p.roundTrip(ctx, l, pg)
 		if err == nil && keep {
 			return ct, nil
 		}
@@ -123,7 +123,7 @@ func (p *plainConn) fetch(ctx context.Context, l *loop, buf *bytes.Buffer) (stri
 		// before a byte of the response: try once more on a new one, as
 		// net/http does for a GET.
 		if reused && attempt == 0 && stage == stageNothingYet && ctx.Err() == nil && !errors.Is(err, os.ErrDeadlineExceeded) {
-			buf.Reset()
+			pg.reset()
 			continue
 		}
 		// The connection's deadline is the context's, and may pass a moment
@@ -149,7 +149,7 @@ const (
 
 // roundTrip writes the request and reads the response on p.c. keep says
 // whether the connection can carry the next request.
-func (p *plainConn) roundTrip(ctx context.Context, l *loop, buf *bytes.Buffer) (ct string, keep bool, st stage, err error) {
+func (p *plainConn) roundTrip(ctx context.Context, l *loop, pg *pageBuf) (ct string, keep bool, st stage, err error) {
 	c := p.c
 	if d, ok := ctx.Deadline(); ok {
 		_ = c.SetDeadline(d)
@@ -188,7 +188,7 @@ func (p *plainConn) roundTrip(ctx context.Context, l *loop, buf *bytes.Buffer) (
 	default:
 		body, h.close = p.br, true // the body ends where the connection does
 	}
-	if err := l.readBody(buf, body, h.gzipped, h.length); err != nil {
+	if err := l.readBody(ctx, pg, body, h.gzipped, h.length); err != nil {
 		return "", false, stageBody, err
 	}
 	keep = !h.close

@@ -2,7 +2,6 @@ package scraper
 
 import (
 	"bufio"
-	"bytes"
 	"compress/gzip"
 	"context"
 	"fmt"
@@ -386,14 +385,14 @@ func BenchmarkFetch(b *testing.B) {
 			}
 			defer m.Close()
 			l := m.loops[0]
-			var buf bytes.Buffer
 			b.SetBytes(int64(len(page)))
 			b.ReportAllocs()
 			for b.Loop() {
-				buf.Reset()
-				if _, err := l.fetch(context.Background(), &buf); err != nil || buf.Len() != len(page) {
-					b.Fatal(err, buf.Len())
+				pg := pageBuf{l: l}
+				if _, err := l.fetch(context.Background(), &pg); err != nil || len(pg.bytes()) != len(page) {
+					b.Fatal(err, len(pg.bytes()))
 				}
+				pg.done()
 			}
 		})
 	}

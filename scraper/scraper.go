@@ -11,6 +11,7 @@ import (
 	"net"
 	"net/http"
 	"net/url"
+	"runtime"
 	"strconv"
 	"sync"
 	"time"
@@ -74,21 +75,19 @@ type Manager struct {
 	opts  Options
 	loops []*loop
 	// bodies holds page buffers between scrapes, shared by every loop
-	// rather than one per target: only the scrapes in flight at once hold
-	// a page, and a phase group's are in flight together (see phase). A
-	// free list, not a sync.Pool: the GC empties a Pool every cycle, and
-	// regrowing a page buffer from scratch costs a copy per doubling.
+	// rather than one per target: only the pages being read or converted
+	// hold one (see pages). A free list, not a sync.Pool: the GC empties a
+	// Pool every cycle, and regrowing a page buffer from scratch costs a
+	// copy per doubling.
 	bodies bodyList
+	// pages bounds the pages read and converted at once (pages.go).
+	pages pageGate
 	// gzipReaders are the readers of gzipped pages, reset for each one
 	// (a reader is about 40 KB of window and tables).
 	gzipReaders sync.Pool
 	// ownClient says opts.Client is the Manager's own, not the caller's.
 	ownClient bool
 }
-
-// freeBodies bounds the page buffers kept between scrapes: a phase group's
-// worth, the most that are in flight at once unless scrapes overrun.
-const freeBodies = phaseGroup
 
 // startSpread is the window the targets' first scrapes are spread over.
 const startSpread = 250 * time.Millisecond
@@ -130,7 +129,7 @@ func New(opts Options) (*Manager, error) {
 			DisableCompression:  true, // we ask for and decode gzip ourselves
 		}}
 	}
-	m := &Manager{opts: opts, ownClient: ownClient}
+	m := &Manager{opts: opts, ownClient: ownClient, pages: newPageGate(runtime.GOMAXPROCS(0), pageWait)}
 	sets := newAttrSets()      // one for all targets: equal label sets are kept once (attrsets.go)
 	pools := newSlabPools()    // one for all targets: a scrape's chunks go to the next (arena.go)
 	perJob := map[string]int{} // targets kept so far, by job
@@ -321,17 +320,15 @@ func (l *loop) scrapeAndSend(ctx context.Context) {
 func (l *loop) scrape(ctx context.Context) ([]*metricspb.ResourceMetrics, []*pipeline.Lease) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	buf := l.m.bodies.get(l.size + l.size/8)
-	defer func() {
-		l.size = buf.Len()
-		l.m.bodies.put(buf)
-	}()
+	pg := pageBuf{l: l}
+	defer pg.done()
 	start := time.Now()
-	ct, err := l.fetch(ctx, buf)
+	ct, err := l.fetch(ctx, &pg)
 	if err == nil {
 		var rms []*metricspb.ResourceMetrics
 		var leases []*pipeline.Lease
-		rms, leases, err = l.conv.ConvertLeased(buf.Bytes(), ct, start, time.Since(start))
+		rms, leases, err = l.conv.ConvertLeased(pg.bytes(), ct, start, time.Since(start))
+		pg.done() // the page is converted: its buffer and slot are free
 		if err == nil {
 			return rms, leases
 		}
@@ -340,76 +337,11 @@ func (l *loop) scrape(ctx context.Context) ([]*metricspb.ResourceMetrics, []*pip
 	return l.conv.DownLeased(start, time.Since(start))
 }
 
-// bodyList is the free list of page buffers.
-type bodyList struct {
-	mu   sync.Mutex
-	free []*bytes.Buffer
-}
-
-// get returns an empty buffer of at least size bytes: the smallest free one
-// that fits, else the largest grown to fit (the targets of a job serve
-// pages of different sizes, and a buffer handed to a bigger page than it
-// fits is regrown at once).
-func (l *bodyList) get(size int) *bytes.Buffer {
-	l.mu.Lock()
-	fit, largest := -1, -1
-	for i, b := range l.free {
-		if b.Cap() >= size && (fit < 0 || b.Cap() < l.free[fit].Cap()) {
-			fit = i
-		}
-		if largest < 0 || b.Cap() > l.free[largest].Cap() {
-			largest = i
-		}
-	}
-	best := fit
-	if best < 0 {
-		best = largest
-	}
-	var b *bytes.Buffer
-	if best >= 0 {
-		b = l.free[best]
-		last := len(l.free) - 1
-		l.free[best], l.free[last] = l.free[last], nil
-		l.free = l.free[:last]
-	}
-	l.mu.Unlock()
-	if b == nil {
-		b = new(bytes.Buffer)
-	}
-	b.Grow(size)
-	return b
-}
-
-// put returns b to the list, unless one huge page grew it (that memory goes
-// back to the GC instead of staying pinned). With freeBodies kept, the
-// smallest gives way to a bigger one.
-func (l *bodyList) put(b *bytes.Buffer) {
-	if b.Cap() > 16<<20 {
-		return
-	}
-	b.Reset()
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	if len(l.free) < freeBodies {
-		l.free = append(l.free, b)
-		return
-	}
-	small := 0
-	for i, f := range l.free {
-		if f.Cap() < l.free[small].Cap() {
-			small = i
-		}
-	}
-	if b.Cap() > l.free[small].Cap() {
-		l.free[small] = b
-	}
-}
-
-func (l *loop) fetch(ctx context.Context, buf *bytes.Buffer) (string, error) {
+func (l *loop) fetch(ctx context.Context, pg *pageBuf) (string, error) {
 	ctx, cancel := context.WithTimeout(ctx, l.t.Timeout)
 	defer cancel()
 	if l.plain != nil {
-		ct, err := l.plain.fetch(ctx, l, buf)
+		ct, err := l.plain.fetch(ctx, l, pg)
 		if !errors.Is(err, errUseClient) {
 			return ct, err
 		}
@@ -417,7 +349,7 @@ func (l *loop) fetch(ctx context.Context, buf *bytes.Buffer) (string, error) {
 		// than paying a round trip more on every scrape.
 		l.plain.close()
 		l.plain = nil
-		buf.Reset()
+		pg.reset()
 	}
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, l.url, nil)
 	if err != nil {
@@ -438,27 +370,29 @@ func (l *loop) fetch(ctx context.Context, buf *bytes.Buffer) (string, error) {
 	if resp.StatusCode != http.StatusOK {
 		return "", fmt.Errorf("server returned HTTP status %s", resp.Status)
 	}
-	if err := l.readBody(buf, resp.Body, resp.Header.Get("Content-Encoding") == "gzip", resp.ContentLength); err != nil {
+	if err := l.readBody(ctx, pg, resp.Body, resp.Header.Get("Content-Encoding") == "gzip", resp.ContentLength); err != nil {
 		return "", err
 	}
 	return resp.Header.Get("Content-Type"), nil
 }
 
-// readBody reads a page's body into buf: at most the target's body size
+// readBody reads a page's body into pg: at most the target's body size
 // limit of it, decompressed if gzipped; length is its Content-Length, or -1.
 // Without an error, body was read to its end (a gzip reader reads on to its
 // source's end, for the next member).
-func (l *loop) readBody(buf *bytes.Buffer, body io.Reader, gzipped bool, length int64) error {
+func (l *loop) readBody(ctx context.Context, pg *pageBuf, body io.Reader, gzipped bool, length int64) error {
 	if !gzipped && length > l.t.BodySizeLimit {
 		// refused before reading a byte of it
 		return fmt.Errorf("body of %d bytes exceeds the body size limit of %d bytes", length, l.t.BodySizeLimit)
 	}
+	size := -1
 	if !gzipped && length > 0 {
 		// ReadFrom wants MinRead bytes free before each read, the one that
 		// sees EOF too: sized here, a page of known length never makes it
 		// regrow (and copy) the buffer.
-		buf.Grow(int(length) + bytes.MinRead)
+		size = int(length) + bytes.MinRead
 	}
+	buf := pg.buffer(ctx, size)
 	if gzipped {
 		gz, _ := l.m.gzipReaders.Get().(*gzip.Reader)
 		if gz == nil {

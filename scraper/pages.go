@@ -1,0 +1,206 @@
+package scraper
+
+import (
+	"bytes"
+	"context"
+	"sync"
+	"time"
+)
+
+// A job's targets are scraped in the same instant (see phase), so without a
+// bound every one of them would hold its page at once: read, then waiting
+// for the CPU to convert it. With one P (otelstep's default) the pages are
+// converted one after another anyway, so holding them all buys nothing but
+// memory: 28 node, DCGM and vLLM pages of a phase group are about 2.6 MB,
+// and three generated 13,000-sample pages 2.4 MB, a tenth of the heap at
+// 40,000 samples a second.
+//
+// So a scrape takes a slot of the Manager's pageGate when the response
+// header is in and the body is about to be read, and gives it back once the
+// page is converted; only then does the next scrape read its body. Waiting
+// on the header, the slow part of a scrape, stays concurrent. The target's
+// response waits meanwhile in the socket's buffer, or the target waits on
+// its write.
+//
+// A slot is waited for at most pageWait: a target that sends its body
+// slowly, or pages that take long to convert, must not make the job's other
+// scrapes late. Past it the scrape reads its page without a slot, as every
+// scrape did before, and memory goes back to one page per scrape.
+
+// pageWait is the longest a scrape waits for a slot: a few pages'
+// conversions (a node page is about 0.5 ms, a 13,000-sample page 5 ms).
+const pageWait = 50 * time.Millisecond
+
+// pageGate is a counting semaphore of pages being read or converted.
+type pageGate struct {
+	slots chan struct{}
+	wait  time.Duration // the longest enter waits
+}
+
+// newPageGate returns a gate of n slots (at least one) that waits at most
+// wait for one.
+func newPageGate(n int, wait time.Duration) pageGate {
+	return pageGate{slots: make(chan struct{}, max(n, 1)), wait: wait}
+}
+
+// enter takes a slot, waiting at most g.wait or until ctx is done, and
+// reports whether it did.
+func (g pageGate) enter(ctx context.Context) bool {
+	select {
+	case g.slots <- struct{}{}:
+		return true
+	default:
+	}
+	t := time.NewTimer(g.wait)
+	defer t.Stop()
+	select {
+	case g.slots <- struct{}{}:
+		return true
+	case <-t.C:
+	case <-ctx.Done():
+	}
+	return false
+}
+
+// leave gives back a slot taken by enter.
+func (g pageGate) leave() { <-g.slots }
+
+// pageBuf is one scrape's page: its buffer from the Manager's free list, taken
+// with a slot of the gate when the body comes (buffer), both given back by
+// done.
+type pageBuf struct {
+	l    *loop
+	buf  *bytes.Buffer // nil until the body comes
+	slot bool          // holds a slot of the Manager's gate
+}
+
+// buffer returns the page's empty buffer, with room for size bytes (-1:
+// unknown, then for the target's last page and an eighth), taking a slot
+// of the gate first.
+func (pg *pageBuf) buffer(ctx context.Context, size int) *bytes.Buffer {
+	if pg.buf == nil {
+		if !pg.slot {
+			pg.slot = pg.l.m.pages.enter(ctx)
+		}
+		if size < 0 {
+			size = pg.l.size + pg.l.size/8
+		}
+		pg.buf = pg.l.m.bodies.get(size)
+		return pg.buf
+	}
+	pg.buf.Reset()
+	if size > 0 {
+		growExact(pg.buf, size)
+	}
+	return pg.buf
+}
+
+// bytes is the page read (nil before any body).
+func (pg *pageBuf) bytes() []byte {
+	if pg.buf == nil {
+		return nil
+	}
+	return pg.buf.Bytes()
+}
+
+// reset empties the page for another attempt at reading it.
+func (pg *pageBuf) reset() {
+	if pg.buf != nil {
+		pg.buf.Reset()
+	}
+}
+
+// done gives back the buffer and the slot; it may be called again.
+func (pg *pageBuf) done() {
+	if pg.buf != nil {
+		pg.l.size = pg.buf.Len()
+		pg.l.m.bodies.put(pg.buf)
+		pg.buf = nil
+	}
+	if pg.slot {
+		pg.l.m.pages.leave()
+		pg.slot = false
+	}
+}
+
+// growExact makes room for n more bytes in b. bytes.Buffer.Grow doubles the
+// capacity when it must regrow (so that appends are amortised), which for a
+// page buffer about to be filled by one page of known size leaves up to
+// twice the page allocated for as long as the buffer lives.
+func growExact(b *bytes.Buffer, n int) {
+	if b.Cap()-b.Len() >= n {
+		return
+	}
+	nb := make([]byte, b.Len(), b.Len()+n)
+	copy(nb, b.Bytes())
+	*b = *bytes.NewBuffer(nb)
+}
+
+// freeBodies bounds the page buffers kept between scrapes: the gate's
+// slots' worth and a few for the scrapes that waited past pageWait.
+const freeBodies = 8
+
+// bodyList is the free list of page buffers.
+type bodyList struct {
+	mu   sync.Mutex
+	free []*bytes.Buffer
+}
+
+// get returns an empty buffer of at least size bytes: the smallest free one
+// that fits, else the largest grown to fit (the targets of a job serve
+// pages of different sizes, and a buffer handed to a bigger page than it
+// fits is regrown at once).
+func (l *bodyList) get(size int) *bytes.Buffer {
+	l.mu.Lock()
+	fit, largest := -1, -1
+	for i, b := range l.free {
+		if b.Cap() >= size && (fit < 0 || b.Cap() < l.free[fit].Cap()) {
+			fit = i
+		}
+		if largest < 0 || b.Cap() > l.free[largest].Cap() {
+			largest = i
+		}
+	}
+	best := fit
+	if best < 0 {
+		best = largest
+	}
+	var b *bytes.Buffer
+	if best >= 0 {
+		b = l.free[best]
+		last := len(l.free) - 1
+		l.free[best], l.free[last] = l.free[last], nil
+		l.free = l.free[:last]
+	}
+	l.mu.Unlock()
+	if b == nil {
+		b = new(bytes.Buffer)
+	}
+	growExact(b, size)
+	return b
+}
+
+// put returns b to the list, unless one huge page grew it (that memory goes
+// back to the GC instead of staying pinned). With freeBodies kept, the
+// smallest gives way to a bigger one.
+func (l *bodyList) put(b *bytes.Buffer) {
+	if b.Cap() > 16<<20 {
+		return
+	}
+	b.Reset()
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if len(l.free) < freeBodies {
+		l.free = append(l.free, b)
+		return
+	}
+	small := 0
+	for i, f := range l.free {
+		if f.Cap() < l.free[small].Cap() {
+			small = i
+		}
+	}
+	if b.Cap() > l.free[small].Cap() {
+		l.free[small] = b
+	}
+}

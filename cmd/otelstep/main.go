@@ -130,14 +130,19 @@ func run(args []string, stdout, stderr io.Writer) int {
 }
 
 // defaultGCPercent is the GC target otelstep runs at unless GOGC is set.
-// Its memory is the benchmark job's: at 84 targets (40,000 samples a
-// second) GOGC=50 measured 131 → 107 MiB peak RSS against the Go default of
-// 100, with no CPU change beyond the run-to-run noise (bench/README.md).
-// OTLP traces ingest once allocated far more per item and paid about a
-// fifth of its CPU for it against GOGC=70; since spans stay as records and
-// request bodies are pooled (otlpin/bodies.go) its marking is under 2% of
-// the CPU. A job can still set GOGC.
-const defaultGCPercent = 50
+// Its memory is the benchmark job's. The GC's CPU is the marking of the
+// live heap once per GOGC% of it allocated, so it scales with the bytes
+// allocated, not with the heap: at 84 targets (40,000 samples a second)
+// GOGC=50 measured 131 → 107 MiB peak RSS against the Go default of 100,
+// and since a scrape's points come from pooled chunks (scraper/arena.go) and
+// request bodies are pooled (otlpin/bodies.go), little is allocated: 23
+// bytes a sample, and marking under 5% of the CPU. GOGC=25 then measured
+// 3–6 MiB less peak RSS again on the scrape mix, 41.4–41.7 MiB against
+// 43.0–47.0 on three generated 13,000-sample targets, with the scrape mix's
+// samples and gRPC traces' spans per CPU-second within the run-to-run
+// noise of GOGC=50 (two pairs each, 2026-12-04, bench/README.md); GOGC=15
+// saved a further 2 MiB and began to cost CPU. A job can still set GOGC.
+const defaultGCPercent = 25
 
 // setGCPercent sets defaultGCPercent unless GOGC is set (the runtime has
 // applied that one already).

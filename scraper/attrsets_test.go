@@ -48,7 +48,7 @@ func TestAttrSetsShared(t *testing.T) {
 	for _, fx := range fixtures {
 		page := read(t, fx.file)
 		sets := newAttrSets()
-		a, b := newConverter(fixtureTarget(fx.name), sets, newSlabPools()), newConverter(fixtureTarget(fx.name), sets, newSlabPools())
+		a, b := newConverter(fixtureTarget(fx.name), sets, newSlabPools(), newMetaLines()), newConverter(fixtureTarget(fx.name), sets, newSlabPools(), newMetaLines())
 		alone := NewConverter(fixtureTarget(fx.name))
 		var ra, rb, ralone []*metricspb.ResourceMetrics
 		for i := 0; i < 2; i++ {
@@ -137,7 +137,7 @@ func TestAttrSetsByPointKind(t *testing.T) {
 func TestAttrSetsForgotten(t *testing.T) {
 	sets := newAttrSets()
 	func() {
-		c := newConverter(fixtureTarget("gone"), sets, newSlabPools())
+		c := newConverter(fixtureTarget("gone"), sets, newSlabPools(), newMetaLines())
 		if _, err := c.ConvertAll(read(t, "node.txt"), ctText, time.Unix(1_800_000_000, 0), time.Millisecond); err != nil {
 			t.Fatal(err)
 		}
@@ -167,7 +167,7 @@ func TestAttrSetsConcurrentTargets(t *testing.T) {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			c := newConverter(fixtureTarget("vllm"), sets, newSlabPools())
+			c := newConverter(fixtureTarget("vllm"), sets, newSlabPools(), newMetaLines())
 			var enc otlpjson.MetricsEncoder
 			var b []byte
 			for i := 0; i < 20; i++ {

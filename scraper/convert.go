@@ -199,17 +199,21 @@ type Converter struct {
 	om      bool         // this scrape's page is OpenMetrics
 	created []createdRef // this scrape's B_created gauge samples
 	lc      lineCache    // the previous page's lines
-	strs    strChunks    // raw series keys and metadata lines, in page order
+	strs    strChunks    // raw series keys, in page order
+	metas   *metaLines   // metadata lines, shared by a Manager's converters
 	pools   *slabPools   // chunks of the scrapes' memory (arena.go)
 	ms      metricSlab   // this scrape's metrics
 }
 
 // NewConverter returns a Converter for target t.
-func NewConverter(t Target) *Converter { return newConverter(t, newAttrSets(), newSlabPools()) }
+func NewConverter(t Target) *Converter {
+	return newConverter(t, newAttrSets(), newSlabPools(), newMetaLines())
+}
 
 // newConverter returns a Converter for target t that interns its point
-// attributes in sets and carves its scrapes from pools.
-func newConverter(t Target, sets *attrSets, pools *slabPools) *Converter {
+// attributes in sets and its metadata lines in metas, and carves its
+// scrapes from pools.
+func newConverter(t Target, sets *attrSets, pools *slabPools, metas *metaLines) *Converter {
 	instance := t.instance()
 	res := &resourcepb.Resource{Attributes: resourceAttrs(t.JobName, instance, t.Scheme)}
 	c := &Converter{
@@ -221,6 +225,7 @@ func newConverter(t Target, sets *attrSets, pools *slabPools) *Converter {
 		fams:     map[string]*famState{},
 		sets:     sets,
 		pools:    pools,
+		metas:    metas,
 		lb:       *labels.NewBuilder(labels.EmptyLabels()),
 	}
 	keys := make([]string, 0, len(t.Labels))
@@ -417,19 +422,19 @@ func (c *Converter) parse(page []byte, pos, from int, contentType string, st *sc
 			st.last = n
 			c.typName = append(c.typName[:0], n...)
 			c.typ = t
-			c.lc.recordMeta(page, n, e, t, nil, &c.strs)
+			c.lc.recordMeta(page, n, e, t, nil, c.metas)
 		case textparse.EntryHelp:
 			n, h := p.Help()
 			st.last = n
 			c.hlpName = append(c.hlpName[:0], n...)
 			c.hlp = append(c.hlp[:0], h...)
-			c.lc.recordMeta(page, n, e, "", h, &c.strs)
+			c.lc.recordMeta(page, n, e, "", h, c.metas)
 		case textparse.EntryUnit:
 			n, u := p.Unit()
 			st.last = n
 			c.untName = append(c.untName[:0], n...)
 			c.unt = append(c.unt[:0], u...)
-			c.lc.recordMeta(page, n, e, "", u, &c.strs)
+			c.lc.recordMeta(page, n, e, "", u, c.metas)
 		case textparse.EntrySeries:
 			b, tsp, v := p.Series()
 			st.last = b
@@ -438,7 +443,7 @@ func (c *Converter) parse(page []byte, pos, from int, contentType string, st *sc
 		case textparse.EntryComment:
 			cm := p.Comment()
 			st.last = cm
-			c.lc.recordMeta(page, cm, e, "", nil, &c.strs)
+			c.lc.recordMeta(page, cm, e, "", nil, c.metas)
 		default:
 			c.lc.stopRecording()
 		}

@@ -132,6 +132,7 @@ func New(opts Options) (*Manager, error) {
 	m := &Manager{opts: opts, ownClient: ownClient, pages: newPageGate(runtime.GOMAXPROCS(0), pageWait)}
 	sets := newAttrSets()      // one for all targets: equal label sets are kept once (attrsets.go)
 	pools := newSlabPools()    // one for all targets: a scrape's chunks go to the next (arena.go)
+	metas := newMetaLines()    // one for all targets: a job's targets serve the same HELP and TYPE lines
 	perJob := map[string]int{} // targets kept so far, by job
 	for i, t := range opts.Targets {
 		if t.JobName == "" {
@@ -173,7 +174,7 @@ func New(opts Options) (*Manager, error) {
 		u := url.URL{Scheme: t.Scheme, Host: t.Address, Path: t.MetricsPath, RawQuery: t.Params.Encode()}
 		n := perJob[t.JobName]
 		perJob[t.JobName] = n + 1
-		l := &loop{t: t, url: u.String(), conv: newConverter(t, sets, pools), m: m,
+		l := &loop{t: t, url: u.String(), conv: newConverter(t, sets, pools, metas), m: m,
 			ph: phase(t.JobName, n/phaseGroup, t.Interval)}
 		if ownClient {
 			l.plain = newPlainConn(&u, t.Timeout)

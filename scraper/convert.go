@@ -200,9 +200,13 @@ type Converter struct {
 	created []createdRef // this scrape's B_created gauge samples
 	lc      lineCache    // the previous page's lines
 	strs    strChunks    // raw series keys, in page order
-	metas   *metaLines   // metadata lines, shared by a Manager's converters
-	pools   *slabPools   // chunks of the scrapes' memory (arena.go)
-	ms      metricSlab   // this scrape's metrics
+	// keys interns the series keys of the job's targets (serieskeys.go);
+	// nil for a job of one target.
+	keys  *seriesKeys
+	keyN  keyCounts  // this scrape's lookups in keys
+	metas *metaLines // metadata lines, shared by a Manager's converters
+	pools *slabPools // chunks of the scrapes' memory (arena.go)
+	ms    metricSlab // this scrape's metrics
 }
 
 // NewConverter returns a Converter for target t.
@@ -350,6 +354,7 @@ func (c *Converter) ConvertLeased(page []byte, contentType string, ts time.Time,
 	om := strings.HasPrefix(strings.TrimSpace(contentType), "application/openmetrics-text")
 	c.om = om
 	c.created = c.created[:0]
+	c.keyN = keyCounts{}
 	c.gen++
 	st := scrapeState{gen: c.gen, tsNs: uint64(ts.UnixNano()), om: om}
 	a := c.pools.newArena()
@@ -372,6 +377,7 @@ func (c *Converter) ConvertLeased(page []byte, contentType string, ts time.Time,
 		}
 	}
 	c.lc.finish()
+	c.keys.judge(&c.keyN)
 	c.startsFromCreatedGauges(st.gen)
 	c.finish(st.tsNs, &st.sl)
 	c.staleAndEvict(st.gen, st.tsNs)
@@ -1027,7 +1033,7 @@ func (c *Converter) famFor(name string) (famName, outName string, typ model.Metr
 // metric_relabel_configs, then the collector's label-to-attribute rules.
 func (c *Converter) newEntry(p textparse.Parser, b []byte) *seriesEntry {
 	p.Labels(&c.lbls)
-	rawKey := c.strs.str(b)
+	rawKey := c.keys.str(b, &c.strs, &c.keyN)
 	se := &seriesEntry{key: rawKey}
 	c.raw[rawKey] = se
 	lset := c.mutate(c.lbls)

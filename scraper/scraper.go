@@ -134,6 +134,11 @@ func New(opts Options) (*Manager, error) {
 	pools := newSlabPools()    // one for all targets: a scrape's chunks go to the next (arena.go)
 	metas := newMetaLines()    // one for all targets: a job's targets serve the same HELP and TYPE lines
 	perJob := map[string]int{} // targets kept so far, by job
+	jobs := map[string]int{}   // targets of each job
+	for _, t := range opts.Targets {
+		jobs[t.JobName]++
+	}
+	keysOf := map[string]*seriesKeys{}
 	for i, t := range opts.Targets {
 		if t.JobName == "" {
 			return nil, fmt.Errorf("scraper: target %d: empty job name", i)
@@ -174,7 +179,14 @@ func New(opts Options) (*Manager, error) {
 		u := url.URL{Scheme: t.Scheme, Host: t.Address, Path: t.MetricsPath, RawQuery: t.Params.Encode()}
 		n := perJob[t.JobName]
 		perJob[t.JobName] = n + 1
-		l := &loop{t: t, url: u.String(), conv: newConverter(t, sets, pools, metas), m: m,
+		conv := newConverter(t, sets, pools, metas)
+		if jobs[t.JobName] > 1 { // a job's targets mostly serve the same series bytes
+			if keysOf[t.JobName] == nil {
+				keysOf[t.JobName] = newSeriesKeys()
+			}
+			conv.keys = keysOf[t.JobName]
+		}
+		l := &loop{t: t, url: u.String(), conv: conv, m: m,
 			ph: phase(t.JobName, n/phaseGroup, t.Interval)}
 		if ownClient {
 			l.plain = newPlainConn(&u, t.Timeout)

@@ -1,0 +1,129 @@
+package scraper
+
+import (
+	"bytes"
+	"context"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"testing"
+	"time"
+	"unsafe"
+)
+
+// The targets of a job share their series keys: whichever of two targets
+// saw a series first made its key, the other holds the same string, a key
+// of its own only for the series the other lacks, and it converts its page
+// as a converter of its own would. A job of one target has no table.
+func TestSeriesKeysSharedWithinAJob(t *testing.T) {
+	node := read(t, "node.txt")
+	extra := []byte("# TYPE only_second gauge\nonly_second{x=\"1\"} 3\n")
+	second := append(append([]byte{}, node...), extra...)
+	srv := func(page []byte) *httptest.Server {
+		s := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			w.Header().Set("Content-Type", ctText)
+			_, _ = w.Write(page)
+		}))
+		t.Cleanup(s.Close)
+		return s
+	}
+	var tgs []Target
+	for i, s := range []*httptest.Server{srv(node), srv(second), srv(node)} {
+		tg := fixtureTarget("node")
+		if i == 2 {
+			tg = fixtureTarget("other") // another job: keys of its own
+		}
+		tg.Address = strings.TrimPrefix(s.URL, "http://")
+		tgs = append(tgs, tg)
+	}
+	col := &collect{ch: make(chan struct{}, 3)}
+	m, err := New(Options{Targets: tgs, Next: col, Logger: quiet()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer m.Close()
+	for range 2 {
+		m.ScrapeAll(context.Background())
+	}
+	first, sec, other := m.loops[0].conv, m.loops[1].conv, m.loops[2].conv
+	if sec.keys != first.keys || first.keys == nil || other.keys != nil {
+		t.Fatal("the job's converters do not share one table, or a job of one target has one")
+	}
+	if !first.keys.on() {
+		t.Fatal("the table turned itself off for pages that share all but one series")
+	}
+	shared, own := 0, 0
+	for k, se := range sec.raw {
+		fse := first.raw[k]
+		switch {
+		case fse == nil:
+			own++
+			if !strings.HasPrefix(k, "only_second") {
+				t.Errorf("series %q is the first target's too, but has a key of its own", k)
+			}
+		case unsafe.StringData(fse.key) == unsafe.StringData(se.key):
+			shared++
+		default:
+			t.Errorf("series %q: a copy of the first target's key", k)
+		}
+	}
+	if own != 1 || shared != len(first.raw) {
+		t.Errorf("second target: %d keys shared, %d its own; want %d and 1", shared, own, len(first.raw))
+	}
+	for k, se := range other.raw {
+		if fse := first.raw[k]; fse != nil && unsafe.StringData(fse.key) == unsafe.StringData(se.key) {
+			t.Fatalf("series %q: another job's target shares the key", k)
+		}
+	}
+	// What the shared keys give is what keys of its own give.
+	alone := NewConverter(tgs[1])
+	for _, page := range [][]byte{second, second} {
+		if _, err := alone.Convert(page, ctText, time.Now()); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if sec.lc.taken != alone.lc.taken || sec.lc.taken < bytes.Count(second, []byte("\n"))/2 {
+		t.Errorf("second target's cache took %d lines, a converter of its own %d", sec.lc.taken, alone.lc.taken)
+	}
+}
+
+// A job whose targets serve different series drops its table: it would
+// cost a map slot a key and share nothing.
+func TestSeriesKeysOffWhenNothingIsShared(t *testing.T) {
+	pages := [][]byte{
+		[]byte("# TYPE a gauge\na{x=\"1\"} 1\na{x=\"2\"} 2\na{x=\"3\"} 3\n"),
+		[]byte("# TYPE b gauge\nb{x=\"1\"} 1\nb{x=\"2\"} 2\na{x=\"3\"} 3\n"),
+	}
+	sets, pools, metas, keys := newAttrSets(), newSlabPools(), newMetaLines(), newSeriesKeys()
+	var convs []*Converter
+	for range pages {
+		c := newConverter(fixtureTarget("j"), sets, pools, metas)
+		c.keys = keys
+		convs = append(convs, c)
+	}
+	if _, err := convs[0].Convert(pages[0], ctText, time.Now()); err != nil {
+		t.Fatal(err)
+	}
+	if !keys.on() {
+		t.Fatal("off after the first target's scrape, before any other could share")
+	}
+	rm, err := convs[1].Convert(pages[1], ctText, time.Now())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if keys.on() {
+		t.Fatal("still on after a target that found 1 of its 3 series in it")
+	}
+	if m := findPoints(rm, "b"); m == nil || len(m.GetGauge().DataPoints) != 2 {
+		t.Fatalf("b: %v", m)
+	}
+	// off: new series get keys of their own, and scrapes go on
+	for _, c := range convs {
+		if _, err := c.Convert(append([]byte("c 1\n"), pages[0]...), ctText, time.Now()); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if unsafe.StringData(convs[0].lc.lines[0].se.key) == unsafe.StringData(convs[1].lc.lines[0].se.key) {
+		t.Error("a key shared after the table turned off")
+	}
+}

@@ -22,19 +22,22 @@ import (
 // response waits meanwhile in the socket's buffer, or the target waits on
 // its write.
 //
-// A slot is waited for at most pageWait: a target that sends its body
-// slowly, or pages that take long to convert, must not make the job's other
-// scrapes late. Past it the scrape reads its page without a slot, as every
-// scrape did before, and memory goes back to one page per scrape.
+// A slot is waited for at most a quarter of what is left of the scrape's
+// timeout: a target that sends its body slowly, or pages that take long to
+// convert, must not make the job's other scrapes fail. Past it the scrape
+// reads its page without a slot, as every scrape did before, and memory
+// goes back to one page per scrape. (A quarter, not a few milliseconds: a
+// target's first scrape, all of whose series are new, converts ten times
+// slower than the next ones, and with a short wait every target of the job
+// held its page through the first scrapes, which is when the heap peaks.)
 
-// pageWait is the longest a scrape waits for a slot: a few pages'
-// conversions (a node page is about 0.5 ms, a 13,000-sample page 5 ms).
-const pageWait = 50 * time.Millisecond
+// pageWait is the longest a scrape without a deadline waits for a slot.
+const pageWait = 250 * time.Millisecond
 
 // pageGate is a counting semaphore of pages being read or converted.
 type pageGate struct {
 	slots chan struct{}
-	wait  time.Duration // the longest enter waits
+	wait  time.Duration // the longest enter waits without a deadline
 }
 
 // newPageGate returns a gate of n slots (at least one) that waits at most
@@ -43,15 +46,20 @@ func newPageGate(n int, wait time.Duration) pageGate {
 	return pageGate{slots: make(chan struct{}, max(n, 1)), wait: wait}
 }
 
-// enter takes a slot, waiting at most g.wait or until ctx is done, and
-// reports whether it did.
+// enter takes a slot, waiting at most a quarter of the time left before
+// ctx's deadline (g.wait without one) or until ctx is done, and reports
+// whether it did.
 func (g pageGate) enter(ctx context.Context) bool {
 	select {
 	case g.slots <- struct{}{}:
 		return true
 	default:
 	}
-	t := time.NewTimer(g.wait)
+	wait := g.wait
+	if d, ok := ctx.Deadline(); ok {
+		wait = time.Until(d) / 4
+	}
+	t := time.NewTimer(wait)
 	defer t.Stop()
 	select {
 	case g.slots <- struct{}{}:
@@ -136,14 +144,19 @@ func growExact(b *bytes.Buffer, n int) {
 	*b = *bytes.NewBuffer(nb)
 }
 
-// freeBodies bounds the page buffers kept between scrapes: the gate's
-// slots' worth and a few for the scrapes that waited past pageWait.
+// freeBodies bounds the page buffers kept between scrapes by a bodyList
+// whose keep is not set.
 const freeBodies = 8
 
 // bodyList is the free list of page buffers.
 type bodyList struct {
 	mu   sync.Mutex
 	free []*bytes.Buffer
+	// keep bounds the buffers kept (0: freeBodies). A Manager keeps its
+	// gate's slots' worth: the buffers of scrapes that went on without a
+	// slot go back to the GC, or a slow first scrape (every series new)
+	// would leave one buffer a target in the list for good.
+	keep int
 }
 
 // get returns an empty buffer of at least size bytes: the smallest free one
@@ -181,7 +194,7 @@ func (l *bodyList) get(size int) *bytes.Buffer {
 }
 
 // put returns b to the list, unless one huge page grew it (that memory goes
-// back to the GC instead of staying pinned). With freeBodies kept, the
+// back to the GC instead of staying pinned). With l.keep kept, the
 // smallest gives way to a bigger one.
 func (l *bodyList) put(b *bytes.Buffer) {
 	if b.Cap() > 16<<20 {
@@ -190,7 +203,11 @@ func (l *bodyList) put(b *bytes.Buffer) {
 	b.Reset()
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	if len(l.free) < freeBodies {
+	keep := l.keep
+	if keep <= 0 {
+		keep = freeBodies
+	}
+	if len(l.free) < keep {
 		l.free = append(l.free, b)
 		return
 	}

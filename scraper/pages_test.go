@@ -70,6 +70,7 @@ func TestPagesReadOneAtATime(t *testing.T) {
 	col := &collect{ch: make(chan struct{}, n)}
 	m := managerOf(t, barrierServers(t, n, page), col)
 	m.pages = newPageGate(1, time.Minute)
+	m.bodies.keep = freeBodies
 	m.ScrapeAll(context.Background())
 	if len(col.b) != n {
 		t.Fatalf("%d batches, want %d", len(col.b), n)
@@ -172,6 +173,15 @@ func TestPageGate(t *testing.T) {
 	g.wait = time.Hour
 	if g.enter(cctx) {
 		t.Fatal("a slot taken past the context's end")
+	}
+	// with a deadline, a quarter of the time left: given up long before it
+	dctx, dcancel := context.WithTimeout(ctx, 2*time.Second)
+	defer dcancel()
+	if g.enter(dctx) {
+		t.Fatal("a third slot taken before the deadline")
+	}
+	if dctx.Err() != nil {
+		t.Fatal("waited for a slot until the scrape's deadline")
 	}
 	if newPageGate(0, 0).slots == nil || cap(newPageGate(0, 0).slots) != 1 {
 		t.Error("a gate of 0 slots is not one of 1")

@@ -129,7 +129,8 @@ func New(opts Options) (*Manager, error) {
 			DisableCompression:  true, // we ask for and decode gzip ourselves
 		}}
 	}
-	m := &Manager{opts: opts, ownClient: ownClient, pages: newPageGate(runtime.GOMAXPROCS(0), pageWait)}
+	slots := max(runtime.GOMAXPROCS(0), 1)
+	m := &Manager{opts: opts, ownClient: ownClient, pages: newPageGate(slots, pageWait), bodies: bodyList{keep: slots}}
 	sets := newAttrSets()      // one for all targets: equal label sets are kept once (attrsets.go)
 	pools := newSlabPools()    // one for all targets: a scrape's chunks go to the next (arena.go)
 	metas := newMetaLines()    // one for all targets: a job's targets serve the same HELP and TYPE lines

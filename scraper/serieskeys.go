@@ -13,22 +13,27 @@ import "sync"
 // A table that does not pay for itself turns itself off. Each entry costs
 // a map slot beside the key it shares, so a job whose targets serve
 // different series (the bench's --distinct pages, say) would pay for the
-// table and share nothing: once a scrape of one target makes new series
-// with fewer than half of them found while the table already held another
-// target's, the table is dropped and the job's converters copy their keys
-// as a converter of their own does.
+// table and share nothing. It counts its lookups, and from the second
+// scrape that made new series on, if fewer were found than half as many as
+// were not, it is dropped and the job's converters copy their keys as a
+// converter of their own does. With k targets serving the same N series
+// there are N misses and (k-1)N hits whatever the order; with disjoint
+// pages, no hits; the table stays for targets that share more than about a
+// third of their series. Counted over the table, not per scrape, so that
+// two first scrapes converted at once, each finding half of its series
+// made by the other, keep it.
 //
 // Only a new series looks a key up; the lock is the table's own.
 type seriesKeys struct {
-	mu   sync.Mutex
-	keys map[string]string // nil once off
+	mu           sync.Mutex
+	keys         map[string]string // nil once off
+	hits, misses int
+	scrapes      int // scrapes that looked keys up
 }
 
-// keyCounts are one scrape's lookups in a seriesKeys.
+// keyCounts is one scrape's use of a seriesKeys.
 type keyCounts struct {
-	hits, misses int
-	before       int  // keys in the table at the scrape's first lookup
-	started      bool // a lookup was made
+	started bool // a lookup was made
 }
 
 func newSeriesKeys() *seriesKeys { return &seriesKeys{keys: map[string]string{}} }
@@ -44,32 +49,31 @@ func (t *seriesKeys) str(b []byte, local *strChunks, n *keyCounts) string {
 	if t.keys == nil {
 		return local.str(b)
 	}
-	if !n.started {
-		n.started, n.before = true, len(t.keys)
-	}
+	n.started = true
 	if s, ok := t.keys[string(b)]; ok {
-		n.hits++
+		t.hits++
 		return s
 	}
-	n.misses++
+	t.misses++
 	s := local.str(b)
 	t.keys[s] = s
 	return s
 }
 
-// judge ends a scrape's lookups: it turns the table off if they found
-// fewer than half of the scrape's new series while it held another
-// target's keys, and resets n.
+// judge ends a scrape's lookups: from the table's second scrape with
+// lookups on, it turns the table off if it found fewer keys than half as
+// many as it made. It resets n.
 func (t *seriesKeys) judge(n *keyCounts) {
 	if t == nil || !n.started {
 		return
 	}
-	if n.before > 0 && n.hits < n.misses {
-		t.mu.Lock()
-		t.keys = nil
-		t.mu.Unlock()
-	}
 	*n = keyCounts{}
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	t.scrapes++
+	if t.keys != nil && t.scrapes >= 2 && 2*t.hits < t.misses {
+		t.keys = nil
+	}
 }
 
 // on reports whether the table still shares keys.

@@ -6,6 +6,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 	"unsafe"
@@ -88,7 +89,8 @@ func TestSeriesKeysSharedWithinAJob(t *testing.T) {
 }
 
 // A job whose targets serve different series drops its table: it would
-// cost a map slot a key and share nothing.
+// cost a map slot a key and share nothing. (b's page has one of a's three
+// series: 1 found, 5 made.)
 func TestSeriesKeysOffWhenNothingIsShared(t *testing.T) {
 	pages := [][]byte{
 		[]byte("# TYPE a gauge\na{x=\"1\"} 1\na{x=\"2\"} 2\na{x=\"3\"} 3\n"),
@@ -125,5 +127,31 @@ func TestSeriesKeysOffWhenNothingIsShared(t *testing.T) {
 	}
 	if unsafe.StringData(convs[0].lc.lines[0].se.key) == unsafe.StringData(convs[1].lc.lines[0].se.key) {
 		t.Error("a key shared after the table turned off")
+	}
+}
+
+// Two first scrapes converted at once each find part of their series made
+// by the other: the table keeps going.
+func TestSeriesKeysConcurrentFirstScrapes(t *testing.T) {
+	page := read(t, "node.txt")
+	sets, pools, metas, keys := newAttrSets(), newSlabPools(), newMetaLines(), newSeriesKeys()
+	var wg sync.WaitGroup
+	for range 2 {
+		c := newConverter(fixtureTarget("j"), sets, pools, metas)
+		c.keys = keys
+		wg.Go(func() {
+			for range 2 {
+				if _, err := c.Convert(page, ctText, time.Now()); err != nil {
+					t.Error(err)
+				}
+			}
+		})
+	}
+	wg.Wait()
+	if !keys.on() {
+		t.Fatalf("turned off by two identical pages: %d found, %d made", keys.hits, keys.misses)
+	}
+	if keys.hits != keys.misses {
+		t.Errorf("%d keys found, %d made; want each series made once and found once", keys.hits, keys.misses)
 	}
 }

@@ -203,7 +203,7 @@ type Converter struct {
 	// keys interns the series keys of the job's targets (serieskeys.go);
 	// nil for a job of one target.
 	keys  *seriesKeys
-	keyN  keyCounts  // this scrape's lookups in keys
+	keyed bool       // this scrape looked keys up in keys
 	metas *metaLines // metadata lines, shared by a Manager's converters
 	pools *slabPools // chunks of the scrapes' memory (arena.go)
 	ms    metricSlab // this scrape's metrics
@@ -354,7 +354,7 @@ func (c *Converter) ConvertLeased(page []byte, contentType string, ts time.Time,
 	om := strings.HasPrefix(strings.TrimSpace(contentType), "application/openmetrics-text")
 	c.om = om
 	c.created = c.created[:0]
-	c.keyN = keyCounts{}
+	c.keyed = false
 	c.gen++
 	st := scrapeState{gen: c.gen, tsNs: uint64(ts.UnixNano()), om: om}
 	a := c.pools.newArena()
@@ -377,7 +377,7 @@ func (c *Converter) ConvertLeased(page []byte, contentType string, ts time.Time,
 		}
 	}
 	c.lc.finish()
-	c.keys.judge(&c.keyN)
+	c.keys.judge(&c.keyed)
 	c.startsFromCreatedGauges(st.gen)
 	c.finish(st.tsNs, &st.sl)
 	c.staleAndEvict(st.gen, st.tsNs)
@@ -1033,7 +1033,7 @@ func (c *Converter) famFor(name string) (famName, outName string, typ model.Metr
 // metric_relabel_configs, then the collector's label-to-attribute rules.
 func (c *Converter) newEntry(p textparse.Parser, b []byte) *seriesEntry {
 	p.Labels(&c.lbls)
-	rawKey := c.keys.str(b, &c.strs, &c.keyN)
+	rawKey := c.keys.str(b, &c.strs, &c.keyed)
 	se := &seriesEntry{key: rawKey}
 	c.raw[rawKey] = se
 	lset := c.mutate(c.lbls)

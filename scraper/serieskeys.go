@@ -31,16 +31,12 @@ type seriesKeys struct {
 	scrapes      int // scrapes that looked keys up
 }
 
-// keyCounts is one scrape's use of a seriesKeys.
-type keyCounts struct {
-	started bool // a lookup was made
-}
-
 func newSeriesKeys() *seriesKeys { return &seriesKeys{keys: map[string]string{}} }
 
 // str returns a string equal to b: the table's, else a new one made in
-// local and entered. A nil table makes every key in local.
-func (t *seriesKeys) str(b []byte, local *strChunks, n *keyCounts) string {
+// local and entered, and sets *looked. A nil table makes every key in
+// local.
+func (t *seriesKeys) str(b []byte, local *strChunks, looked *bool) string {
 	if t == nil {
 		return local.str(b)
 	}
@@ -49,7 +45,7 @@ func (t *seriesKeys) str(b []byte, local *strChunks, n *keyCounts) string {
 	if t.keys == nil {
 		return local.str(b)
 	}
-	n.started = true
+	*looked = true
 	if s, ok := t.keys[string(b)]; ok {
 		t.hits++
 		return s
@@ -60,14 +56,14 @@ func (t *seriesKeys) str(b []byte, local *strChunks, n *keyCounts) string {
 	return s
 }
 
-// judge ends a scrape's lookups: from the table's second scrape with
-// lookups on, it turns the table off if it found fewer keys than half as
-// many as it made. It resets n.
-func (t *seriesKeys) judge(n *keyCounts) {
-	if t == nil || !n.started {
+// judge ends a scrape that looked keys up (*looked): from the table's
+// second such scrape on, it turns the table off if it found fewer keys than
+// half as many as it made. It clears *looked.
+func (t *seriesKeys) judge(looked *bool) {
+	if t == nil || !*looked {
 		return
 	}
-	*n = keyCounts{}
+	*looked = false
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	t.scrapes++

@@ -7,6 +7,7 @@ import (
 	"os"
 	"path/filepath"
 	"testing"
+	"time"
 
 	"github.com/otelstep/otelstep/pipeline"
 )
@@ -171,4 +172,75 @@ func firstDiff(a, b []byte) int {
 		}
 	}
 	return min(len(a), len(b))
+}
+
+// TestSizeFor: the direct-mode buffer is a quarter of a second's bytes,
+// rounded up to a power of two within its bounds, and a rate that moves
+// within a factor of four of the buffer leaves it as it is.
+func TestSizeFor(t *testing.T) {
+	for _, c := range []struct {
+		rate float64
+		size int
+		want int
+	}{
+		{0, directBufMin, directBufMin},
+		{1.9e6, directBufMin, directBufMin},    // 40,000 samples a second: 475 KB a quarter second
+		{2.5e6, directBufMin, 1 << 20},         // 625 KB a quarter second
+		{70 << 20, directBufMin, directBufMax}, // the traces load
+		{1 << 30, directBufMax, directBufMax},  // never past the top
+		{2.2e6, 1 << 20, 1 << 20},              // within a factor of four: kept
+		{1.5e6, 1 << 20, 1 << 20},
+		{0.9e6, 1 << 20, directBufMin}, // a quarter second's bytes under a quarter of it
+		{1e3, directBufMax, directBufMin},
+	} {
+		if got := sizeFor(c.rate, c.size); got != c.want {
+			t.Errorf("sizeFor(%g, %d) = %d, want %d", c.rate, c.size, got, c.want)
+		}
+	}
+}
+
+// TestDirectBufferFollowsRate: the buffer grows when the file is written
+// fast and shrinks when it is written slowly, the bytes in the file staying
+// those plain writes leave, and a buffer of the new size is used at once.
+func TestDirectBufferFollowsRate(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "m.jsonl")
+	s := directSink(t, path)
+	ctx := context.Background()
+	if s.dio.size != directBufMin {
+		t.Fatalf("a new sink's buffer is %d, want %d", s.dio.size, directBufMin)
+	}
+	now := time.Unix(1e9, 0)
+	s.now = func() time.Time { return now }
+	var want []byte
+	step := func(points int, dt time.Duration) {
+		b := metricsBatch("r", points)
+		s.write(ctx, b)
+		want = append(want, wholeLine(b)...)
+		s.flush(ctx) // sizes the buffer by the rate since the window began
+		now = now.Add(dt)
+	}
+	step(10, 0) // the first flush starts the window
+	// About 20 MB in a second: a quarter of it is past the top.
+	for range 4 {
+		step(40000, 250*time.Millisecond)
+	}
+	step(10, 0) // a second after the window began
+	if s.dio.size != directBufMax || cap(s.buf) < directBufMax || !isAligned(s.buf) {
+		t.Fatalf("after %d bytes in a second: size %d, buffer cap %d aligned %v; want %d", len(want), s.dio.size, cap(s.buf), isAligned(s.buf), directBufMax)
+	}
+	// A few lines in ten seconds: back to the least.
+	step(10, 10*time.Second)
+	step(10, 0)
+	if s.dio.size != directBufMin || cap(s.buf) > 2*directBufMin {
+		t.Fatalf("after a slow window: size %d, buffer cap %d; want %d", s.dio.size, cap(s.buf), directBufMin)
+	}
+	step(40000, time.Millisecond)
+	if got := readFile(t, path); !bytes.Equal(got, want) {
+		t.Fatalf("file is %d bytes, want %d; first difference at %d", len(got), len(want), firstDiff(got, want))
+	}
+	if s.dio == nil || s.dio.wrote < int64(len(want))/2 {
+		t.Fatalf("direct mode off, or too few bytes written directly")
+	}
+	s.dio.f.Close()
+	s.f.Close()
 }

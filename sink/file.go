@@ -41,8 +41,8 @@ const (
 
 // File is the JSONL sink: one OTLP/JSON export request per line, appended to
 // Path. It never drops: Enqueue blocks while the queue is full. Lines are
-// built in a buffer of 256 KiB (2 MiB where the file takes direct writes,
-// see direct.go) that is flushed when it is idle, at least every 200 ms,
+// built in a buffer of 256 KiB (where the file takes direct writes, 512 KiB
+// to 2 MiB by the rate it is written at, see direct.go) that is flushed when it is idle, at least every 200 ms,
 // and on shutdown (followed by fsync), and when it fills (a line longer
 // than the buffer goes out in pieces, see write). A write error
 // is logged with the path and retried until it succeeds (or the shutdown
@@ -68,8 +68,13 @@ type File struct {
 	// direct write writes again (direct.go).
 	kept      int
 	lostLines int
-	wb        *writeback  // nil unless w is a regular file
-	dio       *directFile // nil unless the file takes O_DIRECT writes
+	// written counts the bytes written to the file, directly or not: the
+	// rate the direct-mode buffer is sized by.
+	written int64
+	wb      *writeback  // nil unless w is a regular file
+	dio     *directFile // nil unless the file takes O_DIRECT writes
+	// now is the clock resize reads (time.Now; tests set their own).
+	now func() time.Time
 	// metricsEnc reuses the JSON of shared point attributes.
 	metricsEnc otlpjson.MetricsEncoder
 }
@@ -109,7 +114,7 @@ func startDirect(path string, end int64) *directFile {
 	if f == nil {
 		return nil
 	}
-	d := &directFile{f: f, fd: int(f.Fd()), base: end &^ (directAlign - 1)}
+	d := &directFile{f: f, fd: int(f.Fd()), base: end &^ (directAlign - 1), size: directBufMin}
 	if n := int(end - d.base); n > 0 {
 		r, err := os.Open(path)
 		if err == nil {
@@ -131,7 +136,7 @@ func (s *File) pending() int { return len(s.buf) - s.kept }
 // bufSize is the buffer's size: past it, lines are written out.
 func (s *File) bufSize() int {
 	if s.dio != nil {
-		return directBufSize
+		return s.dio.size
 	}
 	return fileBufSize
 }
@@ -139,7 +144,7 @@ func (s *File) bufSize() int {
 // newBuf returns an empty buffer for the mode the sink is in.
 func (s *File) newBuf() []byte {
 	if s.dio != nil {
-		return alignedBuf(directBufSize)
+		return alignedBuf(s.dio.size)
 	}
 	return make([]byte, 0, fileBufSize)
 }
@@ -197,6 +202,7 @@ func newFile(o FileOptions, w io.Writer) *File {
 		sem:    make(chan struct{}, o.QueueSize),
 		stopCh: make(chan struct{}),
 		done:   make(chan struct{}),
+		now:    time.Now,
 	}
 }
 
@@ -419,9 +425,40 @@ func (s *File) flush(ctx context.Context) {
 	if s.pending() == 0 {
 		return
 	}
-	if s.writeOut(ctx, true) && cap(s.buf) > fileBufKeptTimes*s.bufSize() {
+	if !s.writeOut(ctx, true) {
+		return
+	}
+	if cap(s.buf) > fileBufKeptTimes*s.bufSize() {
 		// One huge resource grew it: do not keep that for life.
 		s.buf = append(s.newBuf(), s.buf...)
+	}
+	s.resize(s.now())
+}
+
+// resize sizes the direct-mode buffer by the rate the file was written at
+// since the last time it was sized, at least directRateWindow ago (see
+// directBufMin). It is called after a flush, when the buffer holds at most
+// the part block kept for the next direct write.
+func (s *File) resize(now time.Time) {
+	d := s.dio
+	if d == nil {
+		return
+	}
+	if d.since.IsZero() {
+		d.since, d.at = now, s.written
+		return
+	}
+	el := now.Sub(d.since)
+	if el < directRateWindow {
+		return
+	}
+	rate := float64(s.written-d.at) / el.Seconds()
+	d.since, d.at = now, s.written
+	if n := sizeFor(rate, d.size); n != d.size {
+		d.size = n
+		if s.buf != nil {
+			s.buf = append(alignedBuf(n), s.buf...)
+		}
 	}
 }
 
@@ -458,12 +495,13 @@ func (s *File) writeOut(ctx context.Context, final bool) bool {
 // one direct write, and slides the rest to the buffer's start.
 func (s *File) writeDirect(n int) error {
 	if !isAligned(s.buf) {
-		s.buf = append(alignedBuf(max(cap(s.buf), directBufSize)), s.buf...)
+		s.buf = append(alignedBuf(max(cap(s.buf), s.dio.size)), s.buf...)
 	}
 	w, err := pwriteDirect(s.dio.fd, s.buf[:n], s.dio.base)
 	if w > s.kept {
 		s.wb.wrote(w - s.kept)
 		s.dio.wrote += int64(w - s.kept)
+		s.written += int64(w - s.kept)
 	}
 	s.slide(w)
 	return err
@@ -488,6 +526,7 @@ func (s *File) writeAll(ctx context.Context, p []byte) bool {
 	for {
 		n, err := s.w.Write(p)
 		s.wb.wrote(n)
+		s.written += int64(n)
 		if err == nil && n == len(p) {
 			return true
 		}

@@ -201,7 +201,21 @@ func serve(cfg *config.Config, stderr io.Writer) int {
 		log.Warn("second signal, exiting now", "signal", s.String())
 		os.Exit(exitFailure)
 	}()
-	if err := svc.Run(ctx, nil); err != nil {
+	ready := make(chan struct{})
+	go func() {
+		select {
+		case <-ready:
+		case <-ctx.Done():
+			return
+		}
+		// Running: what startup alone touched of the binary can go.
+		if kb, err := releaseStartPages(); err != nil {
+			log.Warn("cannot release the binary's startup pages", "err", err)
+		} else {
+			log.Debug("released the binary's startup pages", "resident_kB", kb)
+		}
+	}()
+	if err := svc.Run(ctx, ready); err != nil {
 		log.Error("otelstep stopped with errors", "err", err)
 		return exitFailure
 	}

@@ -66,8 +66,19 @@ type HTTPStats struct {
 const httpWorkers = 2
 
 // HTTP is the OTLP/HTTP exporter sink (protobuf, gzip). One queue is shared
-// by every signal; two workers send. Enqueue never blocks: when the queue is
-// full the oldest batch is dropped and counted.
+// by every signal; two workers send. Enqueue never waits on the backend:
+// when the queue is full the oldest request is dropped and counted.
+//
+// A batch is encoded when it is enqueued, in the caller's goroutine, and the
+// queue holds request bodies, not batches: the batch is let go at once
+// (its lease returns a scrape's points to the scraper's pools), and what
+// waits for a slow or dead backend is its gzipped protobuf, a tenth to a
+// hundredth of the batch's memory. Encoded in the workers, a round of
+// scrapes waited in the queue as OTLP structs while the workers posted the
+// requests before it: at 84 targets, a whole round's points (3 MB) were in
+// flight at once, and a backend outage held up to QueueSize batches.
+// Encoding costs the same CPU either way; at most httpWorkers batches are
+// encoded at once, so there are at most that many encoders.
 type HTTP struct {
 	o       HTTPOptions
 	log     *slog.Logger
@@ -75,19 +86,26 @@ type HTTP struct {
 	urls    [3]string
 	safeURL [3]string // userinfo redacted, for logs
 	gzip    bool
-	// encoders are the workers' request encoders (their gzip state is
-	// about 1 MB each), taken for an encode only: the workers seldom
-	// encode at once, so usually one exists.
+	// encoders are the request encoders (their gzip state is about 1 MB
+	// each), taken for an encode only; encoding takes a slot of encSem
+	// first, which bounds them to httpWorkers.
 	encoders encoderList
+	encSem   chan struct{}
+	bodies   bodyList
 
 	mu       sync.Mutex
-	ring     []*pipeline.Batch
+	ring     []*body
 	head, n  int
 	stopping bool
 	started  bool
 	avail    chan struct{}
 	stopCh   chan struct{}
 	wg       sync.WaitGroup
+	// enqueuing counts the Enqueue calls past the stopping check: Shutdown
+	// waits for them before the workers drain the queue. enqueuingN is the
+	// same count, for tests.
+	enqueuing  sync.WaitGroup
+	enqueuingN atomic.Int32
 
 	runCtx    context.Context
 	runCancel context.CancelFunc
@@ -154,7 +172,8 @@ func NewHTTP(o HTTPOptions) (*HTTP, error) {
 		lg = slog.Default()
 	}
 	h.log = lg.With("component", o.Name)
-	h.ring = make([]*pipeline.Batch, o.QueueSize)
+	h.ring = make([]*body, o.QueueSize)
+	h.encSem = make(chan struct{}, httpWorkers)
 	h.avail = make(chan struct{}, 1)
 	h.stopCh = make(chan struct{})
 	h.runCtx, h.runCancel = context.WithCancel(context.Background())
@@ -216,26 +235,37 @@ func (h *HTTP) Start(context.Context) error {
 	return nil
 }
 
-// Enqueue queues b and never blocks. When the queue is full the oldest batch
-// is dropped. After Shutdown it returns pipeline.ErrStopped.
+// Enqueue encodes b, lets go of it and queues the request body. It waits
+// only for an encoder (while httpWorkers other batches are being encoded),
+// never on the backend. When the queue is full the oldest body is dropped.
+// After Shutdown it returns pipeline.ErrStopped.
 func (h *HTTP) Enqueue(_ context.Context, b *pipeline.Batch) error {
 	h.mu.Lock()
 	if h.stopping {
 		h.mu.Unlock()
 		return pipeline.ErrStopped
 	}
-	var dropped *pipeline.Batch
+	h.enqueuing.Add(1)
+	h.enqueuingN.Add(1)
+	h.mu.Unlock()
+	defer func() { h.enqueuingN.Add(-1); h.enqueuing.Done() }()
+	bd := h.encode(b)
+	if bd == nil {
+		return nil // counted and logged: the batch is taken, and failed
+	}
+	h.mu.Lock()
+	var dropped *body
 	if h.n == len(h.ring) {
 		dropped = h.ring[h.head]
 		h.ring[h.head] = nil
 		h.head = (h.head + 1) % len(h.ring)
 		h.n--
 	}
-	h.ring[(h.head+h.n)%len(h.ring)] = b
+	h.ring[(h.head+h.n)%len(h.ring)] = bd
 	h.n++
 	h.mu.Unlock()
 	if dropped != nil {
-		dropped.Release()
+		h.bodies.put(dropped)
 		total := h.dropped.Add(1)
 		now := time.Now().UnixNano()
 		last := h.lastDropLog.Load()
@@ -250,7 +280,36 @@ func (h *HTTP) Enqueue(_ context.Context, b *pipeline.Batch) error {
 	return nil
 }
 
-func (h *HTTP) pop() (*pipeline.Batch, bool) {
+// enqueuingNow is how many Enqueue calls are encoding or queueing.
+func (h *HTTP) enqueuingNow() int { return int(h.enqueuingN.Load()) }
+
+// encode returns b's request body and lets go of b. On an error it counts
+// and logs the batch as failed and returns nil.
+func (h *HTTP) encode(b *pipeline.Batch) *body {
+	defer b.Release() // once encoded, nothing points into b
+	sig := b.Signal
+	if sig > pipeline.Logs {
+		h.failed.Add(1)
+		h.log.Error("otlp/http exporter: unknown signal, batch dropped", "signal", int(sig))
+		return nil
+	}
+	bd := h.bodies.get()
+	bd.sig, bd.items = sig, b.Items()
+	h.encSem <- struct{}{}
+	re := h.encoders.get()
+	err := re.encode(b, h.gzip, &bd.buf)
+	h.encoders.put(re)
+	<-h.encSem
+	if err != nil {
+		h.bodies.put(bd)
+		h.failed.Add(1)
+		h.log.Error("otlp/http exporter: encoding failed", "error", err)
+		return nil
+	}
+	return bd
+}
+
+func (h *HTTP) pop() (*body, bool) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	if h.n == 0 {
@@ -274,13 +333,12 @@ func (h *HTTP) pop() (*pipeline.Batch, bool) {
 // shared series are kept with the series and serve both workers.
 func (h *HTTP) worker() {
 	defer h.wg.Done()
-	w := new(exportWorker)
 	for {
 		if h.runCtx.Err() != nil {
 			return
 		}
 		if b, ok := h.pop(); ok {
-			h.export(b, w)
+			h.export(b)
 			continue
 		}
 		select {
@@ -292,7 +350,7 @@ func (h *HTTP) worker() {
 				if !ok {
 					return
 				}
-				h.export(b, w)
+				h.export(b)
 			}
 			return
 		}
@@ -308,6 +366,10 @@ func (h *HTTP) Shutdown(ctx context.Context) error {
 		return nil
 	}
 	h.stopping = true
+	h.mu.Unlock()
+	// The batches being encoded now are queued before the workers drain.
+	h.enqueuing.Wait()
+	h.mu.Lock()
 	if !h.started {
 		h.started = true
 		for range httpWorkers {
@@ -344,10 +406,48 @@ func (h *HTTP) Shutdown(ctx context.Context) error {
 	return err
 }
 
-// exportWorker is what one worker keeps between batches: the encoded body,
-// which its retries send again.
-type exportWorker struct {
-	out bytes.Buffer
+// body is one batch's request, encoded: what the queue holds and a worker
+// posts (again, on a retry).
+type body struct {
+	sig   pipeline.Signal
+	items int
+	buf   bytes.Buffer
+}
+
+// keptBodies bounds the bodies a bodyList keeps: about what the workers
+// post and the encoders fill at once.
+const keptBodies = 2 * httpWorkers
+
+// bodyList is a free list of request bodies, their buffers kept grown.
+type bodyList struct {
+	mu   sync.Mutex
+	free []*body
+}
+
+func (l *bodyList) get() *body {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if n := len(l.free); n > 0 {
+		bd := l.free[n-1]
+		l.free[n-1] = nil
+		l.free = l.free[:n-1]
+		return bd
+	}
+	return new(body)
+}
+
+// put keeps bd for reuse, unless keptBodies are kept or one huge batch grew
+// its buffer.
+func (l *bodyList) put(bd *body) {
+	if bd.buf.Cap() > maxKeptOut {
+		return
+	}
+	bd.buf.Reset()
+	l.mu.Lock()
+	if len(l.free) < keptBodies {
+		l.free = append(l.free, bd)
+	}
+	l.mu.Unlock()
 }
 
 // encoderList is a free list of request encoders. It holds at most as many
@@ -376,33 +476,11 @@ func (l *encoderList) put(re *requestEncoder) {
 	l.mu.Unlock()
 }
 
-// export encodes b with the worker's encoder and posts it, retrying as
-// configured.
-func (h *HTTP) export(b *pipeline.Batch, w *exportWorker) {
-	sig := b.Signal
-	if sig > pipeline.Logs {
-		b.Release()
-		h.failed.Add(1)
-		h.log.Error("otlp/http exporter: unknown signal, batch dropped", "signal", int(sig))
-		return
-	}
-	buf := &w.out
-	defer func() {
-		if buf.Cap() > maxKeptOut {
-			*buf = bytes.Buffer{}
-		}
-	}()
-	items := b.Items()
-	re := h.encoders.get()
-	err := re.encode(b, h.gzip, buf)
-	h.encoders.put(re)
-	b.Release() // the body is encoded: nothing points into b
-	if err != nil {
-		h.failed.Add(1)
-		h.log.Error("otlp/http exporter: encoding failed", "error", err)
-		return
-	}
-	body := buf.Bytes()
+// export posts bd, retrying as configured, then gives it back.
+func (h *HTTP) export(bd *body) {
+	defer h.bodies.put(bd)
+	sig, items := bd.sig, bd.items
+	body := bd.buf.Bytes()
 	start := time.Now()
 	interval := h.o.Retry.InitialInterval
 	for {

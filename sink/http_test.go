@@ -2,6 +2,7 @@ package sink
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"net"
@@ -9,6 +10,8 @@ import (
 	"net/http/httptest"
 	"os"
 	"path/filepath"
+	"slices"
+	"sort"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -288,5 +291,56 @@ func TestParseRetryAfter(t *testing.T) {
 	}
 	if d := parseRetryAfter("soon"); d != 0 {
 		t.Fatal(d)
+	}
+}
+
+// TestHTTPShutdownDuringEnqueues: a batch Enqueue took (returned nil) while
+// Shutdown began is still sent, though it is encoded outside the queue's
+// lock; none is sent twice; and at most httpWorkers encoders ever exist.
+func TestHTTPShutdownDuringEnqueues(t *testing.T) {
+	be := newBackend(t, nil)
+	h, _ := newTestHTTP(t, be.srv.URL, HTTPOptions{QueueSize: 10000})
+	_ = h.Start(context.Background())
+	// Hold every encoder slot: the Enqueues below pass the stopping check
+	// and wait to encode.
+	for range httpWorkers {
+		h.encSem <- struct{}{}
+	}
+	const n = 6
+	errs := make(chan error, n)
+	for i := range n {
+		go func() { errs <- h.Enqueue(context.Background(), metricsBatch(fmt.Sprint(i), 100)) }()
+	}
+	for h.enqueuingNow() < n {
+		time.Sleep(time.Millisecond)
+	}
+	shut := make(chan error, 1)
+	go func() { shut <- h.Shutdown(ctxT(10 * time.Second)) }()
+	time.Sleep(50 * time.Millisecond) // Shutdown has begun
+	if err := h.Enqueue(context.Background(), metricsBatch("late", 1)); !errors.Is(err, pipeline.ErrStopped) {
+		t.Fatalf("Enqueue after Shutdown began: %v, want ErrStopped", err)
+	}
+	for range httpWorkers {
+		<-h.encSem
+	}
+	for range n {
+		if err := <-errs; err != nil {
+			t.Fatalf("Enqueue: %v", err)
+		}
+	}
+	if err := <-shut; err != nil {
+		t.Fatal(err)
+	}
+	got := be.got()
+	sort.Strings(got)
+	want := []string{"0", "1", "2", "3", "4", "5"}
+	if !slices.Equal(got, want) {
+		t.Fatalf("the backend got %v, want %v", got, want)
+	}
+	if st := h.Stats(); st.Dropped != 0 || st.SentBatches != n {
+		t.Fatalf("stats %+v", st)
+	}
+	if k := len(h.encoders.free); k > httpWorkers {
+		t.Fatalf("%d encoders, want at most %d", k, httpWorkers)
 	}
 }

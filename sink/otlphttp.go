@@ -59,8 +59,8 @@ const gzipPiece = 256 << 10
 // huge resource does not pin its size for the process's life.
 const maxKeptRaw = 4 * gzipPiece
 
-// maxKeptOut bounds the output buffer an export worker keeps between
-// batches. The body must be whole to be sent, and traces' gzipped bodies
+// maxKeptOut bounds the buffer a request body kept for reuse may have
+// (bodyList). The body must be whole to be sent, and traces' gzipped bodies
 // are about half their raw size: 3 MB for 8192 spans, which a smaller
 // bound would have the worker regrow for every batch.
 const maxKeptOut = 16 << 20

@@ -26,7 +26,7 @@ import (
 // What must not be carved from an arena: anything the Converter keeps past
 // the scrape. A histogram's bounds are the series' (they shape the next
 // staleness marker and are reused while they do not change), and summary
-// points are kept whole (pointSeries.lastSum), so those are allocated as
+// points are kept whole (shapeState.lastSum), so those are allocated as
 // before; pointSeries.num and histBuilder.pt are reset before any read in a
 // later scrape.
 

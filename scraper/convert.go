@@ -53,29 +53,79 @@ type famState struct {
 }
 
 // pointSeries is one output data point identity (family + attributes).
+// One exists per point a scrape emits (at 84 targets, about 20,000), so it
+// is kept to 96 bytes: what only histograms and summaries need is in
+// shapeState, and the attributes are the set's.
 type pointSeries struct {
 	fam   *famState
-	attrs []*commonpb.KeyValue // set.kvs, or nil: shared, downstream must not mutate
-	set   *attrSet             // keeps attrs' entry in Converter.sets
-	start uint64               // committed start time (ns)
-	last  float64              // committed value (counter) or count (hist/summary)
-	seen  bool                 // a point was committed in a successful scrape
-	gen   uint64               // scrape that last touched it
-	stale uint64               // scrape that emitted its staleness marker
-	// last committed histogram/summary point: its bounds and quantiles shape
-	// the staleness marker. Read only.
-	lastBounds []float64 // of the last histogram point: immutable, reused while unchanged
-	histSeen   bool      // a histogram point was committed (lastBounds is its)
-	lastSum    *metricspb.SummaryDataPoint
+	set   *attrSet // the attributes (set.kvs), nil for none; keeps their entry in Converter.sets
+	start uint64   // committed start time (ns)
+	last  float64  // committed value (counter) or count (hist/summary)
+	gen   uint64   // scrape that last touched it
+	stale uint64   // scrape that emitted its staleness marker
 
 	// per-scrape state, reset on the first sample of each scrape
 	curStart uint64
 	curLast  float64
-	created  uint64 // start time from a _created sample this scrape (ns)
-	num      *metricspb.NumberDataPoint
-	hist     *histBuilder // this scrape's: hb, or nil
-	hb       *histBuilder // a histogram's builder, kept across scrapes
-	sum      *summaryBuilder
+	created  uint64                     // start time from a _created sample this scrape (ns)
+	num      *metricspb.NumberDataPoint // this scrape's point, for counters and gauges
+
+	shape *shapeState // histograms and summaries only
+	seen  bool        // a point was committed in a successful scrape
+}
+
+// shapeState is what a histogram or summary series keeps besides its
+// pointSeries.
+type shapeState struct {
+	// last committed histogram/summary point: its bounds and quantiles
+	// shape the staleness marker. Read only.
+	lastBounds []float64 // of the last histogram point: immutable, reused while unchanged
+	histSeen   bool      // a histogram point was committed (lastBounds is its)
+	lastSum    *metricspb.SummaryDataPoint
+
+	hist *histBuilder // this scrape's: hb, or nil
+	hb   *histBuilder // a histogram's builder, kept across scrapes
+	sum  *summaryBuilder
+}
+
+// attrs is the point attributes: shared, downstream must not mutate them.
+func (ps *pointSeries) attrs() []*commonpb.KeyValue {
+	if ps.set == nil {
+		return nil
+	}
+	return ps.set.kvs
+}
+
+// hist is this scrape's histogram builder, or nil.
+func (ps *pointSeries) hist() *histBuilder {
+	if ps.shape == nil {
+		return nil
+	}
+	return ps.shape.hist
+}
+
+// sum is this scrape's summary builder, or nil.
+func (ps *pointSeries) sum() *summaryBuilder {
+	if ps.shape == nil {
+		return nil
+	}
+	return ps.shape.sum
+}
+
+// resetScrape forgets this scrape's point and builders.
+func (ps *pointSeries) resetScrape() {
+	ps.num = nil
+	if ps.shape != nil {
+		ps.shape.hist, ps.shape.sum = nil, nil
+	}
+}
+
+// shaped returns the series' shapeState, made at its first use.
+func (ps *pointSeries) shaped() *shapeState {
+	if ps.shape == nil {
+		ps.shape = new(shapeState)
+	}
+	return ps.shape
 }
 
 type bucket struct{ le, cum float64 }
@@ -506,7 +556,7 @@ func (c *Converter) sample(p textparse.Parser, se *seriesEntry, v float64, ptTs 
 	}
 	if ps.gen != gen {
 		ps.gen = gen
-		ps.num, ps.hist, ps.sum = nil, nil, nil
+		ps.resetScrape()
 		ps.curStart, ps.curLast, ps.created = ps.start, ps.last, 0
 		c.touched = append(c.touched, ps)
 	}
@@ -516,19 +566,20 @@ func (c *Converter) sample(p textparse.Parser, se *seriesEntry, v float64, ptTs 
 	}
 	switch f.typ {
 	case model.MetricTypeHistogram:
-		h := ps.hist
+		sh := ps.shaped()
+		h := sh.hist
 		if h == nil {
 			// The builder and its buckets are the series' own, reused
 			// from scrape to scrape; the point is new every scrape.
-			h = ps.hb
+			h = sh.hb
 			if h == nil {
 				h = new(histBuilder)
-				ps.hb = h
+				sh.hb = h
 			}
 			x := next(&sl.hcur, &sl.ar.pools.hpts, &sl.ar.hpts)
-			x.p.Attributes, x.p.TimeUnixNano = ps.attrs, ptTs
+			x.p.Attributes, x.p.TimeUnixNano = ps.attrs(), ptTs
 			*h = histBuilder{pt: &x.p, sumSlot: &x.sum, buckets: h.buckets[:0]}
-			ps.hist = h
+			sh.hist = h
 		}
 		switch se.role {
 		case roleBucket:
@@ -543,10 +594,11 @@ func (c *Converter) sample(p textparse.Parser, se *seriesEntry, v float64, ptTs 
 			c.exemplars(p, &h.pt.Exemplars, ptTs)
 		}
 	case model.MetricTypeSummary:
-		s := ps.sum
+		sh := ps.shaped()
+		s := sh.sum
 		if s == nil {
-			s = &summaryBuilder{pt: &metricspb.SummaryDataPoint{Attributes: ps.attrs, TimeUnixNano: ptTs}}
-			ps.sum = s
+			s = &summaryBuilder{pt: &metricspb.SummaryDataPoint{Attributes: ps.attrs(), TimeUnixNano: ptTs}}
+			sh.sum = s
 		}
 		switch se.role {
 		case roleQuantile:
@@ -563,7 +615,7 @@ func (c *Converter) sample(p textparse.Parser, se *seriesEntry, v float64, ptTs 
 			ps.num.Flags = 0
 		} else {
 			pt := sl.num(v)
-			pt.Attributes = ps.attrs
+			pt.Attributes = ps.attrs()
 			pt.TimeUnixNano = ptTs
 			ps.num = pt
 			switch d := f.out.Data.(type) {
@@ -622,7 +674,7 @@ func (c *Converter) startsFromCreatedGauges(gen uint64) {
 // nothing of it leaks into the next scrape or the staleness markers.
 func (c *Converter) abort() {
 	for _, ps := range c.touched {
-		ps.num, ps.hist, ps.sum = nil, nil, nil
+		ps.resetScrape()
 		ps.gen = 0
 	}
 	for _, f := range c.order {
@@ -637,10 +689,10 @@ func (c *Converter) abort() {
 func (c *Converter) finish(now uint64, sl *slab) {
 	for _, ps := range c.touched {
 		switch {
-		case ps.hist != nil:
-			c.finishHist(ps, ps.hist, now, sl)
-		case ps.sum != nil:
-			c.finishSummary(ps, ps.sum, now)
+		case ps.hist() != nil:
+			c.finishHist(ps, ps.hist(), now, sl)
+		case ps.sum() != nil:
+			c.finishSummary(ps, ps.sum(), now)
 		case ps.num != nil && ps.fam.typ == model.MetricTypeCounter:
 			if v, ok := ps.num.Value.(*metricspb.NumberDataPoint_AsDouble); ok {
 				c.startFor(ps, v.AsDouble, ps.created, now)
@@ -649,7 +701,7 @@ func (c *Converter) finish(now uint64, sl *slab) {
 		}
 	}
 	for _, ps := range c.touched {
-		if ps.hist == nil && ps.sum == nil && ps.num == nil {
+		if ps.hist() == nil && ps.sum() == nil && ps.num == nil {
 			continue // only a _created sample: no point, nothing to commit
 		}
 		ps.start, ps.last, ps.seen = ps.curStart, ps.curLast, true
@@ -716,8 +768,9 @@ func (c *Converter) finishHist(ps *pointSeries, h *histBuilder, now uint64, sl *
 	// The bounds rarely change: the last point's (immutable downstream,
 	// like the attributes) serve again when they are the same.
 	var bounds []float64
-	if ps.histSeen && len(ps.lastBounds) == len(bs) {
-		bounds = ps.lastBounds
+	sh := ps.shape
+	if sh.histSeen && len(sh.lastBounds) == len(bs) {
+		bounds = sh.lastBounds
 		for i, b := range bs {
 			if math.Float64bits(bounds[i]) != math.Float64bits(b.le) {
 				bounds = nil
@@ -746,7 +799,7 @@ func (c *Converter) finishHist(ps *pointSeries, h *histBuilder, now uint64, sl *
 	pt.ExplicitBounds, pt.BucketCounts = bounds, counts
 	c.startFor(ps, h.count, ps.created, now)
 	pt.StartTimeUnixNano = ps.curStart
-	ps.lastBounds, ps.histSeen = bounds, true
+	sh.lastBounds, sh.histSeen = bounds, true
 	hd := ps.fam.out.Data.(*metricspb.Metric_Histogram).Histogram
 	hd.DataPoints = append(hd.DataPoints, pt)
 }
@@ -776,7 +829,7 @@ func (c *Converter) finishSummary(ps *pointSeries, s *summaryBuilder, now uint64
 	}
 	c.startFor(ps, s.count, ps.created, now)
 	pt.StartTimeUnixNano = ps.curStart
-	ps.lastSum = pt
+	ps.shape.lastSum = pt
 	sd := ps.fam.out.Data.(*metricspb.Metric_Summary).Summary
 	sd.DataPoints = append(sd.DataPoints, pt)
 }
@@ -893,29 +946,30 @@ func (c *Converter) markStale(se *seriesEntry, gen, now uint64) {
 	}
 	switch d := f.out.Data.(type) {
 	case *metricspb.Metric_Gauge:
-		d.Gauge.DataPoints = append(d.Gauge.DataPoints, &metricspb.NumberDataPoint{Attributes: ps.attrs, TimeUnixNano: now, Flags: flagNoValue})
+		d.Gauge.DataPoints = append(d.Gauge.DataPoints, &metricspb.NumberDataPoint{Attributes: ps.attrs(), TimeUnixNano: now, Flags: flagNoValue})
 	case *metricspb.Metric_Sum:
-		pt := &metricspb.NumberDataPoint{Attributes: ps.attrs, TimeUnixNano: now, Flags: flagNoValue}
+		pt := &metricspb.NumberDataPoint{Attributes: ps.attrs(), TimeUnixNano: now, Flags: flagNoValue}
 		if f.typ == model.MetricTypeCounter {
 			pt.StartTimeUnixNano = ps.start
 		}
 		d.Sum.DataPoints = append(d.Sum.DataPoints, pt)
 	case *metricspb.Metric_Histogram:
-		if !ps.histSeen {
+		if ps.shape == nil || !ps.shape.histSeen {
 			return
 		}
-		b := ps.lastBounds
-		d.Histogram.DataPoints = append(d.Histogram.DataPoints, &metricspb.HistogramDataPoint{Attributes: ps.attrs,
+		b := ps.shape.lastBounds
+		d.Histogram.DataPoints = append(d.Histogram.DataPoints, &metricspb.HistogramDataPoint{Attributes: ps.attrs(),
 			StartTimeUnixNano: ps.start, TimeUnixNano: now, Flags: flagNoValue, ExplicitBounds: b, BucketCounts: make([]uint64, len(b)+1)})
 	case *metricspb.Metric_Summary:
-		if ps.lastSum == nil {
+		if ps.shape == nil || ps.shape.lastSum == nil {
 			return
 		}
-		qs := make([]*metricspb.SummaryDataPoint_ValueAtQuantile, len(ps.lastSum.QuantileValues))
-		for i, q := range ps.lastSum.QuantileValues {
+		last := ps.shape.lastSum
+		qs := make([]*metricspb.SummaryDataPoint_ValueAtQuantile, len(last.QuantileValues))
+		for i, q := range last.QuantileValues {
 			qs[i] = &metricspb.SummaryDataPoint_ValueAtQuantile{Quantile: q.Quantile}
 		}
-		d.Summary.DataPoints = append(d.Summary.DataPoints, &metricspb.SummaryDataPoint{Attributes: ps.attrs,
+		d.Summary.DataPoints = append(d.Summary.DataPoints, &metricspb.SummaryDataPoint{Attributes: ps.attrs(),
 			StartTimeUnixNano: ps.start, TimeUnixNano: now, Flags: flagNoValue, QuantileValues: qs})
 	}
 }
@@ -1120,9 +1174,6 @@ func (c *Converter) newEntry(p textparse.Parser, b []byte) *seriesEntry {
 	ps := c.points[pk]
 	if ps == nil {
 		ps = &pointSeries{fam: f, set: set}
-		if set != nil {
-			ps.attrs = set.kvs
-		}
 		c.points[pk] = ps
 	}
 	se.ps = ps

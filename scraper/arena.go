@@ -2,6 +2,7 @@ package scraper
 
 import (
 	"sync"
+	"sync/atomic"
 
 	metricspb "go.opentelemetry.io/proto/otlp/metrics/v1"
 
@@ -84,6 +85,24 @@ type slabPools struct {
 	hists     chunkPool[histMetric]
 	summaries chunkPool[summaryMetric]
 	arenas    sync.Pool
+	builders  sync.Pool // *histBuilder, lent for a scrape
+	// buildersMade counts the builders ever made (tests).
+	buildersMade atomic.Int64
+}
+
+// builder returns an empty histogram builder, its buckets' array kept.
+func (p *slabPools) builder() *histBuilder {
+	if h, _ := p.builders.Get().(*histBuilder); h != nil {
+		return h
+	}
+	p.buildersMade.Add(1)
+	return new(histBuilder)
+}
+
+// putBuilder clears h (its point is the batch's) and pools it.
+func (p *slabPools) putBuilder(h *histBuilder) {
+	*h = histBuilder{buckets: h.buckets[:0]}
+	p.builders.Put(h)
 }
 
 func newSlabPools() *slabPools {

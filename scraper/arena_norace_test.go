@@ -3,7 +3,9 @@
 package scraper
 
 import (
+	"fmt"
 	"runtime"
+	"runtime/debug"
 	"testing"
 	"time"
 
@@ -44,5 +46,51 @@ func TestReleasedScrapesReuseMemory(t *testing.T) {
 	t.Logf("bytes allocated per node scrape: %d kept, %d released", kept, released)
 	if released*3 > kept {
 		t.Fatalf("released scrapes allocate %d bytes each, kept ones %d: the chunks are not reused", released, kept)
+	}
+}
+
+// The histogram builders are lent for a scrape from the Manager's pool: a
+// job's targets converted one after another need one page's worth, and no
+// series keeps one between scrapes.
+func TestHistogramBuildersLent(t *testing.T) {
+	defer debug.SetGCPercent(debug.SetGCPercent(-1)) // a GC would empty the pool
+	page := read(t, "vllm.txt")
+	sets, pools, metas := newAttrSets(), newSlabPools(), newMetaLines()
+	var cs []*Converter
+	for i := range 3 {
+		cs = append(cs, newConverter(fixtureTarget(fmt.Sprint("vllm", i)), sets, pools, metas))
+	}
+	hists := 0
+	ts := time.Unix(1_800_000_000, 0)
+	for s := range 3 {
+		for _, c := range cs {
+			rms, leases, err := c.ConvertLeased(page, ctText, ts.Add(time.Duration(s)*time.Second), time.Millisecond)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if s == 0 && c == cs[0] {
+				for _, sm := range rms[0].ScopeMetrics {
+					for _, m := range sm.Metrics {
+						if h := m.GetHistogram(); h != nil {
+							hists += len(h.DataPoints)
+						}
+					}
+				}
+			}
+			(&pipeline.Batch{Leases: leases}).Release()
+		}
+	}
+	if hists == 0 {
+		t.Fatal("the page has no histogram points")
+	}
+	if made := pools.buildersMade.Load(); made != int64(hists) {
+		t.Fatalf("%d builders made for 3 targets of %d histograms each, 3 scrapes: want %d", made, hists, hists)
+	}
+	for _, c := range cs {
+		for _, ps := range c.points {
+			if ps.shape != nil && ps.shape.hist != nil {
+				t.Fatal("a series holds a histogram builder between scrapes")
+			}
+		}
 	}
 }

@@ -1233,7 +1233,7 @@ func (c *Converter) mutate(ls labels.Labels) labels.Labels {
 func (c *Converter) newFam(outName, famName string, typ model.MetricType) *famState {
 	f := &famState{name: outName, typ: typ}
 	if string(c.hlpName) == famName && famName != "" {
-		f.help = string(c.hlp)
+		f.help = c.metas.text(c.hlp)
 	}
 	if string(c.untName) == famName && famName != "" {
 		f.unit = unitOf(string(c.unt))

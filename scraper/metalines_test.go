@@ -5,6 +5,7 @@ import (
 	"strings"
 	"testing"
 	"time"
+	"unsafe"
 
 	"github.com/prometheus/prometheus/model/textparse"
 )
@@ -48,6 +49,21 @@ func TestMetaLinesShared(t *testing.T) {
 	}
 	if len(metas.lines) != metaN {
 		t.Errorf("table holds %d lines for one page of %d", len(metas.lines), metaN)
+	}
+	// The families' descriptions are one string for both targets.
+	helps, same := 0, 0
+	for k, fa := range a.fams {
+		fb := b.fams[k]
+		if fa.help == "" || fb == nil {
+			continue
+		}
+		helps++
+		if unsafe.StringData(fa.help) == unsafe.StringData(fb.help) {
+			same++
+		}
+	}
+	if helps == 0 || same != helps {
+		t.Errorf("%d of %d families' HELP texts shared, want all", same, helps)
 	}
 }
 

@@ -244,3 +244,34 @@ func TestDirectBufferFollowsRate(t *testing.T) {
 	s.dio.f.Close()
 	s.f.Close()
 }
+
+// TestDirectBufferNotRegrown: batches of many resources, each well under
+// the buffer but together several times it, go out without the buffer ever
+// being regrown by append (it stays the aligned one it was made as), and
+// the file holds exactly their lines.
+func TestDirectBufferNotRegrown(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "m.jsonl")
+	s := directSink(t, path)
+	ctx := context.Background()
+	var want []byte
+	for i := range 4 {
+		b := metricsBatch(fmt.Sprint("many", i), 300)
+		for j := range 60 {
+			b.Metrics = append(b.Metrics, metricsBatch(fmt.Sprint("many", i, "-", j), 300+j).Metrics[0])
+		}
+		s.write(ctx, b)
+		want = append(want, wholeLine(b)...)
+		if c := cap(s.buf); c != s.dio.size || !isAligned(s.buf) {
+			t.Fatalf("batch %d: buffer cap %d aligned %v, want the %d it was made with", i, c, isAligned(s.buf), s.dio.size)
+		}
+	}
+	s.flush(ctx)
+	if got := readFile(t, path); !bytes.Equal(got, want) {
+		t.Fatalf("file is %d bytes, want %d; first difference at %d", len(got), len(want), firstDiff(got, want))
+	}
+	if len(want) < 4*s.dio.size {
+		t.Fatalf("the load is %d bytes, want several buffers' worth", len(want))
+	}
+	s.dio.f.Close()
+	s.f.Close()
+}

@@ -71,8 +71,10 @@ type File struct {
 	// written counts the bytes written to the file, directly or not: the
 	// rate the direct-mode buffer is sized by.
 	written int64
-	wb      *writeback  // nil unless w is a regular file
-	dio     *directFile // nil unless the file takes O_DIRECT writes
+	// maxRes is about the biggest resource's OTLP/JSON lately (write).
+	maxRes int
+	wb     *writeback  // nil unless w is a regular file
+	dio    *directFile // nil unless the file takes O_DIRECT writes
 	// now is the clock resize reads (time.Now; tests set their own).
 	now func() time.Time
 	// metricsEnc reuses the JSON of shared point attributes.
@@ -383,21 +385,25 @@ func (s *File) write(ctx context.Context, b *pipeline.Batch) {
 		}
 	}
 	s.buf = append(s.buf, start...)
+	s.maxRes -= s.maxRes / 4 // forget a one-off big resource
 	for i := range n {
 		if i > 0 {
 			s.buf = append(s.buf, ',')
 		}
+		// Write out first where the resource, if as big as the
+		// biggest lately, would not fit: append would regrow the
+		// buffer (leaving the old one as garbage, the new one kept
+		// and, in direct mode, not aligned), which at 84 targets made
+		// the 2 MiB buffer 2.5 MB. Less than directMin pending stays
+		// (a direct write of it costs more than the page cache).
+		if len(s.buf)+s.maxRes > cap(s.buf) && s.pending() >= s.earlyMin() && !s.writeOutMidLine(ctx) {
+			return
+		}
+		at := len(s.buf)
 		s.buf = s.appendResource(s.buf, b, i)
-		if len(s.buf) >= s.bufSize() && i < n-1 {
-			if !s.writeOut(ctx, false) {
-				// Only at shutdown, past its deadline: the line is
-				// cut short, and the next run starts a new one
-				// (NewFile). The whole lines before it in the
-				// buffer are lost with it.
-				s.lostLines += 1 + bytes.Count(s.buf[s.kept:], []byte{'\n'})
-				s.buf = s.buf[:s.kept]
-				return
-			}
+		s.maxRes = max(s.maxRes, len(s.buf)-at)
+		if len(s.buf) >= s.bufSize() && i < n-1 && !s.writeOutMidLine(ctx) {
+			return
 		}
 	}
 	s.buf = append(s.buf, otlpjson.RequestEnd...)
@@ -405,6 +411,28 @@ func (s *File) write(ctx context.Context, b *pipeline.Batch) {
 	if len(s.buf) >= s.bufSize() {
 		s.flush(ctx)
 	}
+}
+
+// writeOutMidLine writes out the buffer while a line is being built. It
+// fails only at shutdown, past its deadline: then the line is cut short
+// (the next run starts a new one, NewFile), and the whole lines before it
+// in the buffer are lost with it.
+func (s *File) writeOutMidLine(ctx context.Context) bool {
+	if s.writeOut(ctx, false) {
+		return true
+	}
+	s.lostLines += 1 + bytes.Count(s.buf[s.kept:], []byte{'\n'})
+	s.buf = s.buf[:s.kept]
+	return false
+}
+
+// earlyMin is the least pending that write writes out before a resource
+// that may not fit.
+func (s *File) earlyMin() int {
+	if s.dio != nil {
+		return directMin
+	}
+	return 1
 }
 
 // appendResource appends the OTLP/JSON of b's i-th resource.

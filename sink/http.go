@@ -89,9 +89,9 @@ type HTTP struct {
 	// encoders are the request encoders (their gzip state is about 1 MB
 	// each), taken for an encode only; encoding takes a slot of encSem
 	// first, which bounds them to httpWorkers.
-	encoders encoderList
+	encoders freeList[requestEncoder]
 	encSem   chan struct{}
-	bodies   bodyList
+	bodies   freeList[body]
 
 	mu       sync.Mutex
 	ring     []*body
@@ -174,6 +174,7 @@ func NewHTTP(o HTTPOptions) (*HTTP, error) {
 	h.log = lg.With("component", o.Name)
 	h.ring = make([]*body, o.QueueSize)
 	h.encSem = make(chan struct{}, httpWorkers)
+	h.bodies.keep = keptBodies
 	h.avail = make(chan struct{}, 1)
 	h.stopCh = make(chan struct{})
 	h.runCtx, h.runCancel = context.WithCancel(context.Background())
@@ -265,7 +266,7 @@ func (h *HTTP) Enqueue(_ context.Context, b *pipeline.Batch) error {
 	h.n++
 	h.mu.Unlock()
 	if dropped != nil {
-		h.bodies.put(dropped)
+		h.putBody(dropped)
 		total := h.dropped.Add(1)
 		now := time.Now().UnixNano()
 		last := h.lastDropLog.Load()
@@ -301,7 +302,7 @@ func (h *HTTP) encode(b *pipeline.Batch) *body {
 	h.encoders.put(re)
 	<-h.encSem
 	if err != nil {
-		h.bodies.put(bd)
+		h.putBody(bd)
 		h.failed.Add(1)
 		h.log.Error("otlp/http exporter: encoding failed", "error", err)
 		return nil
@@ -328,9 +329,8 @@ func (h *HTTP) pop() (*body, bool) {
 	return b, true
 }
 
-// worker sends batches until stopped. The workers share their encoders
-// (encoderList), which reuse their buffers; the encoded attributes of
-// shared series are kept with the series and serve both workers.
+// worker posts the queued request bodies until stopped (they were encoded
+// at Enqueue).
 func (h *HTTP) worker() {
 	defer h.wg.Done()
 	for {
@@ -414,71 +414,55 @@ type body struct {
 	buf   bytes.Buffer
 }
 
-// keptBodies bounds the bodies a bodyList keeps: about what the workers
+// keptBodies bounds the bodies kept for reuse: about what the workers
 // post and the encoders fill at once.
 const keptBodies = 2 * httpWorkers
 
-// bodyList is a free list of request bodies, their buffers kept grown.
-type bodyList struct {
+// freeList is a stack of values kept for reuse. Unlike a sync.Pool, a
+// garbage collection does not empty it, which for the request encoders
+// would make a new gzip writer every few seconds. It keeps at most keep
+// (0: as many as were ever in use at once).
+type freeList[T any] struct {
 	mu   sync.Mutex
-	free []*body
+	free []*T
+	keep int
 }
 
-func (l *bodyList) get() *body {
+// get returns a kept value, or a new one.
+func (l *freeList[T]) get() *T {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	if n := len(l.free); n > 0 {
-		bd := l.free[n-1]
+		x := l.free[n-1]
 		l.free[n-1] = nil
 		l.free = l.free[:n-1]
-		return bd
+		return x
 	}
-	return new(body)
+	return new(T)
 }
 
-// put keeps bd for reuse, unless keptBodies are kept or one huge batch grew
-// its buffer.
-func (l *bodyList) put(bd *body) {
+// put keeps x, unless keep are kept.
+func (l *freeList[T]) put(x *T) {
+	l.mu.Lock()
+	if l.keep == 0 || len(l.free) < l.keep {
+		l.free = append(l.free, x)
+	}
+	l.mu.Unlock()
+}
+
+// putBody keeps bd for reuse, emptied, unless one huge batch grew its
+// buffer.
+func (h *HTTP) putBody(bd *body) {
 	if bd.buf.Cap() > maxKeptOut {
 		return
 	}
 	bd.buf.Reset()
-	l.mu.Lock()
-	if len(l.free) < keptBodies {
-		l.free = append(l.free, bd)
-	}
-	l.mu.Unlock()
-}
-
-// encoderList is a free list of request encoders. It holds at most as many
-// as were ever in use at once (httpWorkers): unlike a sync.Pool, a garbage
-// collection does not empty it, which would make a new gzip writer every
-// few seconds.
-type encoderList struct {
-	mu   sync.Mutex
-	free []*requestEncoder
-}
-
-func (l *encoderList) get() *requestEncoder {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	if n := len(l.free); n > 0 {
-		re := l.free[n-1]
-		l.free = l.free[:n-1]
-		return re
-	}
-	return new(requestEncoder)
-}
-
-func (l *encoderList) put(re *requestEncoder) {
-	l.mu.Lock()
-	l.free = append(l.free, re)
-	l.mu.Unlock()
+	h.bodies.put(bd)
 }
 
 // export posts bd, retrying as configured, then gives it back.
 func (h *HTTP) export(bd *body) {
-	defer h.bodies.put(bd)
+	defer h.putBody(bd)
 	sig, items := bd.sig, bd.items
 	body := bd.buf.Bytes()
 	start := time.Now()

@@ -60,9 +60,9 @@ const gzipPiece = 256 << 10
 const maxKeptRaw = 4 * gzipPiece
 
 // maxKeptOut bounds the buffer a request body kept for reuse may have
-// (bodyList). The body must be whole to be sent, and traces' gzipped bodies
-// are about half their raw size: 3 MB for 8192 spans, which a smaller
-// bound would have the worker regrow for every batch.
+// (HTTP.putBody). The body must be whole to be sent, and traces' gzipped
+// bodies are about half their raw size: 3 MB for 8192 spans, which a
+// smaller bound would have regrown for every batch.
 const maxKeptOut = 16 << 20
 
 // encode writes b's export request into out (which it resets), gzipped

@@ -14,6 +14,7 @@ import (
 	"runtime"
 	"strconv"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/klauspost/compress/gzip"
@@ -87,6 +88,10 @@ type Manager struct {
 	gzipReaders sync.Pool
 	// ownClient says opts.Client is the Manager's own, not the caller's.
 	ownClient bool
+	// firstLeft counts the loops whose first scrape is not delivered yet;
+	// the last one closes firstDone (see FirstScrapesDone).
+	firstLeft atomic.Int64
+	firstDone chan struct{}
 }
 
 // startSpread is the window the targets' first scrapes are spread over.
@@ -194,7 +199,25 @@ func New(opts Options) (*Manager, error) {
 		}
 		m.loops = append(m.loops, l)
 	}
+	m.firstDone = make(chan struct{})
+	m.firstLeft.Store(int64(len(m.loops)))
+	if len(m.loops) == 0 {
+		close(m.firstDone)
+	}
 	return m, nil
+}
+
+// FirstScrapesDone is closed once every target's first scrape of Run has
+// been delivered to Next (or given up on because Run is stopping). Those
+// are the scrapes in which every series is new: the code that makes a
+// series' state runs then, and seldom after.
+func (m *Manager) FirstScrapesDone() <-chan struct{} { return m.firstDone }
+
+// firstScraped counts one loop's first scrape as done.
+func (m *Manager) firstScraped() {
+	if m.firstLeft.Add(-1) == 0 {
+		close(m.firstDone)
+	}
 }
 
 // Run runs one loop per target: the first scrape right away (after a jitter
@@ -253,10 +276,12 @@ func (l *loop) run(ctx context.Context) {
 	ph := l.ph
 	select {
 	case <-ctx.Done():
+		l.m.firstScraped()
 		return
 	case <-time.After(ph % min(l.t.Interval, startSpread)):
 	}
 	l.scrapeAndSend(ctx)
+	l.m.firstScraped()
 	select {
 	case <-ctx.Done():
 		return

@@ -613,3 +613,66 @@ func TestBodyListFits(t *testing.T) {
 		}
 	}
 }
+
+// FirstScrapesDone closes once every target's first scrape was delivered,
+// not before: a target held back keeps it open while the others are done;
+// and at once for a Manager without targets.
+func TestFirstScrapesDone(t *testing.T) {
+	page := read(t, "edge.txt")
+	hold := make(chan struct{})
+	var srvs []*httptest.Server
+	for i := range 3 {
+		srvs = append(srvs, httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
+			if i == 2 {
+				<-hold
+			}
+			w.Header().Set("Content-Type", ctText)
+			_, _ = w.Write(page)
+		})))
+	}
+	for _, srv := range srvs {
+		t.Cleanup(srv.Close)
+	}
+	var unhold sync.Once
+	release := func() { unhold.Do(func() { close(hold) }) }
+	col := &collect{ch: make(chan struct{}, 10)}
+	m := managerOf(t, srvs, col)
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() { _ = m.Run(ctx); close(done) }()
+	defer func() { release(); cancel(); <-done }() // a failure must not leave the handler held
+	for range 2 {
+		select {
+		case <-col.ch:
+		case <-time.After(5 * time.Second):
+			t.Fatal("the two prompt targets were not scraped")
+		}
+	}
+	select {
+	case <-m.FirstScrapesDone():
+		t.Fatal("closed while one target's first scrape was held back")
+	case <-time.After(100 * time.Millisecond):
+	}
+	release()
+	select {
+	case <-m.FirstScrapesDone():
+	case <-time.After(5 * time.Second):
+		t.Fatal("not closed after every first scrape")
+	}
+	col.mu.Lock()
+	n := len(col.b)
+	col.mu.Unlock()
+	if n < 3 {
+		t.Fatalf("closed with %d of 3 first scrapes delivered", n)
+	}
+
+	none, err := New(Options{Next: col, Logger: quiet()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case <-none.FirstScrapesDone():
+	default:
+		t.Fatal("a Manager without targets: not closed")
+	}
+}

@@ -291,6 +291,20 @@ func (s *Service) Run(ctx context.Context, ready chan<- struct{}) error {
 	return s.stop(stopCtx)
 }
 
+// FirstScrapesDone returns a channel closed once every scrape target has
+// had its first scrape delivered (at once for a config without targets);
+// see scraper.Manager.FirstScrapesDone.
+func (s *Service) FirstScrapesDone() <-chan struct{} {
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		for _, m := range s.scrapers {
+			<-m.FirstScrapesDone()
+		}
+	}()
+	return done
+}
+
 func (s *Service) start(ctx context.Context) error {
 	for _, id := range s.cfg.Service.Extensions {
 		h := s.cfg.HealthCheck[id]

@@ -203,16 +203,26 @@ func serve(cfg *config.Config, stderr io.Writer) int {
 	}()
 	ready := make(chan struct{})
 	go func() {
+		// What startup alone touched of the binary can go once running;
+		// what the first scrapes alone ran (every series new), once they
+		// are done (startpages.go).
+		release := func(after string) {
+			if kb, err := releaseStartPages(); err != nil {
+				log.Warn("cannot release the binary's startup pages", "after", after, "err", err)
+			} else {
+				log.Debug("released the binary's startup pages", "after", after, "resident_kB", kb)
+			}
+		}
 		select {
 		case <-ready:
+			release("running")
 		case <-ctx.Done():
 			return
 		}
-		// Running: what startup alone touched of the binary can go.
-		if kb, err := releaseStartPages(); err != nil {
-			log.Warn("cannot release the binary's startup pages", "err", err)
-		} else {
-			log.Debug("released the binary's startup pages", "resident_kB", kb)
+		select {
+		case <-svc.FirstScrapesDone():
+			release("first scrapes")
+		case <-ctx.Done():
 		}
 	}()
 	if err := svc.Run(ctx, ready); err != nil {

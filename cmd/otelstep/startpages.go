@@ -20,7 +20,10 @@ import (
 //
 // So once the service is running, otelstep asks the kernel to unmap the
 // pages of its binary's read-only mappings (text, rodata, pclntab):
-// madvise(MADV_DONTNEED). They are clean page cache, so nothing is lost or
+// madvise(MADV_DONTNEED). It asks again once every target's first scrape
+// is done: those make every series' state (textparse, the label and series
+// tables), which the next scrapes, taking their lines from the line cache,
+// seldom run; about 1 MiB more at 84 targets. They are clean page cache, so nothing is lost or
 // written: the pages the running process still uses fault back in at their
 // next touch, from the page cache, and the rest stay out. Only mappings
 // that hold no private (copied-on-write) page are released: a read-only

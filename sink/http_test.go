@@ -1,6 +1,7 @@
 package sink
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -342,5 +343,33 @@ func TestHTTPShutdownDuringEnqueues(t *testing.T) {
 	}
 	if k := len(h.encoders.free); k > httpWorkers {
 		t.Fatalf("%d encoders, want at most %d", k, httpWorkers)
+	}
+}
+
+// TestPostDoneWithBodyOnReturn: Post returns only once the transport is
+// done with the request body, even when the backend answers before it has
+// read it all, so the exporter may refill the body's buffer at once. (The
+// race detector sees the transport still reading it otherwise.)
+func TestPostDoneWithBodyOnReturn(t *testing.T) {
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		// Answer at once, before reading the body, and keep the
+		// connection a while without reading it either.
+		w.Header().Set("Content-Length", "9")
+		w.Header().Set("Content-Type", "text/plain")
+		w.WriteHeader(http.StatusRequestEntityTooLarge)
+		_, _ = w.Write([]byte("too large"))
+		w.(http.Flusher).Flush()
+		time.Sleep(300 * time.Millisecond)
+	}))
+	defer srv.Close()
+	body := bytes.Repeat([]byte("x"), 8<<20)
+	for range 3 {
+		res := Post(context.Background(), srv.Client(), Export{Signal: pipeline.Metrics, URL: srv.URL, Body: body})
+		if res.Status != http.StatusRequestEntityTooLarge {
+			t.Fatalf("status %d (%v), want 413", res.Status, res.Err)
+		}
+		for i := range body { // what the exporter's next encode does
+			body[i] = 'y'
+		}
 	}
 }

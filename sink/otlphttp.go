@@ -170,9 +170,32 @@ func (r Result) OK() bool { return r.Err == nil }
 
 // Post sends e once. ctx bounds the whole attempt (use it as the timeout).
 func Post(ctx context.Context, c *http.Client, e Export) Result {
-	req, err := http.NewRequestWithContext(ctx, http.MethodPost, e.URL, bytes.NewReader(e.Body))
+	// The transport may go on reading the body after the response came
+	// back (a backend that answers before it has read it all), until it
+	// closes the body, so Post waits for every body it handed out to be
+	// closed: its callers refill e.Body's memory for the next request.
+	// Cancelling the request first ends a write still under way.
+	ctx, cancel := context.WithCancel(ctx)
+	var bodies sync.WaitGroup
+	defer func() { cancel(); bodies.Wait() }()
+	newBody := func() *sentBody {
+		bodies.Add(1)
+		b := &sentBody{done: bodies.Done}
+		b.Reset(e.Body)
+		return b
+	}
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, e.URL, newBody())
 	if err != nil {
+		bodies.Done() // no transport took it
 		return Result{Err: redactErr(err)}
+	}
+	if len(e.Body) == 0 {
+		// A body of unknown length would go chunked: send none.
+		req.Body.Close()
+		req.Body = http.NoBody
+	} else {
+		req.ContentLength = int64(len(e.Body))
+		req.GetBody = func() (io.ReadCloser, error) { return newBody(), nil } // for the transport's retries
 	}
 	req.Header.Set("User-Agent", "otelstep")
 	for k, v := range e.Headers {
@@ -202,6 +225,20 @@ func Post(ctx context.Context, c *http.Client, e Export) Result {
 		r.RetryAfter = parseRetryAfter(resp.Header.Get("Retry-After"))
 	}
 	return r
+}
+
+// sentBody is a request body that says when the transport is done with it
+// (http.RoundTripper closes the body once it is, even after RoundTrip has
+// returned).
+type sentBody struct {
+	bytes.Reader
+	once sync.Once
+	done func()
+}
+
+func (b *sentBody) Close() error {
+	b.once.Do(b.done)
+	return nil
 }
 
 func isProto(resp *http.Response) bool {

@@ -455,9 +455,9 @@ type metaLines struct {
 	mu    sync.Mutex
 	lines map[metaKey]*metaLine
 	strs  strChunks // the lines' bytes
-	// texts interns the families' HELP and UNIT texts (famState), which
-	// the targets of a job repeat: at 84 targets, 0.5 MB of copies. It
-	// is bounded as lines is.
+	// texts interns the families' HELP texts (famState), which the
+	// targets of a job repeat: at 84 targets, 0.5 MB of copies. Their
+	// bytes are made in strs too; it is bounded as lines is.
 	texts map[string]string
 }
 
@@ -477,7 +477,7 @@ func newMetaLines() *metaLines {
 }
 
 // text returns b as a string shared by every caller that asks for the same
-// bytes (HELP and UNIT texts, see texts).
+// bytes (HELP texts, see texts).
 func (t *metaLines) text(b []byte) string {
 	if len(b) == 0 {
 		return ""
@@ -490,7 +490,7 @@ func (t *metaLines) text(b []byte) string {
 	if len(t.texts) >= maxMetaLines {
 		clear(t.texts)
 	}
-	s := string(b)
+	s := t.strs.str(b)
 	t.texts[s] = s
 	return s
 }

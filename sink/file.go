@@ -42,8 +42,8 @@ const (
 // File is the JSONL sink: one OTLP/JSON export request per line, appended to
 // Path. It never drops: Enqueue blocks while the queue is full. Lines are
 // built in a buffer of 256 KiB (where the file takes direct writes, 512 KiB
-// to 2 MiB by the rate it is written at, see direct.go) that is flushed when it is idle, at least every 200 ms,
-// and on shutdown (followed by fsync), and when it fills (a line longer
+// to 2 MiB by the rate it is written at, see direct.go) that is flushed
+// when it is idle, at least every 200 ms, and on shutdown (followed by fsync), and when it fills (a line longer
 // than the buffer goes out in pieces, see write). A write error
 // is logged with the path and retried until it succeeds (or the shutdown
 // deadline passes), so the queue fills and backpressure reaches the senders.

@@ -178,25 +178,23 @@ func Post(ctx context.Context, c *http.Client, e Export) Result {
 	ctx, cancel := context.WithCancel(ctx)
 	var bodies sync.WaitGroup
 	defer func() { cancel(); bodies.Wait() }()
-	newBody := func() *sentBody {
+	newBody := func() io.ReadCloser {
+		if len(e.Body) == 0 {
+			return http.NoBody // a body of unknown length would go chunked
+		}
 		bodies.Add(1)
 		b := &sentBody{done: bodies.Done}
 		b.Reset(e.Body)
 		return b
 	}
-	req, err := http.NewRequestWithContext(ctx, http.MethodPost, e.URL, newBody())
+	body := newBody()
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, e.URL, body)
 	if err != nil {
-		bodies.Done() // no transport took it
+		body.Close() // no transport took it
 		return Result{Err: redactErr(err)}
 	}
-	if len(e.Body) == 0 {
-		// A body of unknown length would go chunked: send none.
-		req.Body.Close()
-		req.Body = http.NoBody
-	} else {
-		req.ContentLength = int64(len(e.Body))
-		req.GetBody = func() (io.ReadCloser, error) { return newBody(), nil } // for the transport's retries
-	}
+	req.ContentLength = int64(len(e.Body))
+	req.GetBody = func() (io.ReadCloser, error) { return newBody(), nil } // for the transport's retries
 	req.Header.Set("User-Agent", "otelstep")
 	for k, v := range e.Headers {
 		req.Header.Set(k, v)

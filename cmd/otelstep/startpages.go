@@ -15,21 +15,21 @@ import (
 // mapping lasts, whether or not they are ever run again: 14.6 MiB of an
 // idle otelstep's 17.6 MiB, and 15 MiB under a scrape load, of which
 // about 10 MiB is what the running pipelines touch again (a 64 KiB window
-// at a time). The job's memory, as
-// Slurm's accounting and an OOM policy read it, is that resident set.
+// at a time). The job's memory, as Slurm's accounting and an OOM policy
+// read it, is that resident set.
 //
 // So once the service is running, otelstep asks the kernel to unmap the
 // pages of its binary's read-only mappings (text, rodata, pclntab):
 // madvise(MADV_DONTNEED). It asks again once every target's first scrape
 // is done: those make every series' state (textparse, the label and series
 // tables), which the next scrapes, taking their lines from the line cache,
-// seldom run; about 1 MiB more at 84 targets. They are clean page cache, so nothing is lost or
-// written: the pages the running process still uses fault back in at their
-// next touch, from the page cache, and the rest stay out. Only mappings
-// that hold no private (copied-on-write) page are released: a read-only
-// mapping a loader wrote to before protecting it (the relocations of a
-// position-independent binary) would get the file's bytes back, not its
-// own.
+// seldom run; about 1 MiB more at 84 targets. The pages are clean page
+// cache, so nothing is lost or written: those the running process still
+// uses fault back in at their next touch, and the rest stay out. Only
+// mappings that hold no private (copied-on-write) page are released: a
+// read-only mapping a loader wrote to before protecting it (the
+// relocations of a position-independent binary) would get the file's bytes
+// back, not its own.
 
 // mapping is one line of /proc/self/smaps with the fields read here.
 type mapping struct {
@@ -41,7 +41,7 @@ type mapping struct {
 }
 
 // releasable returns the mappings of exe in smaps (the text of
-// /proc/self/smaps) that startPages releases: read-only, of the file
+// /proc/self/smaps) that releaseStartPages releases: read-only, of the file
 // itself, with no private page.
 func releasable(smaps io.Reader, exe string) ([]mapping, error) {
 	var out []mapping

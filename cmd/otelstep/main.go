@@ -24,6 +24,7 @@ import (
 	"runtime/pprof"
 	"syscall"
 
+	"github.com/otelstep/otelstep/cmd/otelstep/internal/boot"
 	"github.com/otelstep/otelstep/config"
 	"github.com/otelstep/otelstep/service"
 )
@@ -51,8 +52,10 @@ func run(args []string, stdout, stderr io.Writer) int {
 		case "validate", "run":
 			cmd, args = args[0], args[1:]
 		case "replay":
+			boot.RestoreProcs()
 			return runReplay(args[1:], stdout, stderr)
 		case "bench":
+			boot.RestoreProcs()
 			return runBench(args[1:], stdout, stderr)
 		case "help", "-h", "--help":
 			usage(stderr)
@@ -82,6 +85,9 @@ func run(args []string, stdout, stderr io.Writer) int {
 	}
 	procsSet := false
 	fs.Visit(func(f *flag.Flag) { procsSet = procsSet || f.Name == "procs" })
+	// Before anything is built: a change of GOMAXPROCS stops the world and
+	// flushes the Ps it removes (package boot has set the default already).
+	setProcs(*procs, procsSet, os.LookupEnv)
 	var cfg *config.Config
 	var err error
 	if *cfgPath == "" {
@@ -124,8 +130,6 @@ func run(args []string, stdout, stderr io.Writer) int {
 			}
 		}()
 	}
-	setGCPercent(os.LookupEnv)
-	setProcs(*procs, procsSet, os.LookupEnv)
 	return serve(cfg, stderr)
 }
 
@@ -165,7 +169,7 @@ func setGCPercent(lookup func(string) (string, bool)) {
 // on this 2-core machine, and about a third less peak RSS under OTLP load
 // (bench/README.md); its ceiling, a million samples or 180,000–230,000
 // spans a second, is well above a job's load.
-const defaultProcs = 1
+const defaultProcs = boot.Procs
 
 // setProcs sets GOMAXPROCS to n (0: the runtime's own choice, one per CPU
 // the process may use) if --procs was given or GOMAXPROCS is not set (the
@@ -215,6 +219,11 @@ func serve(cfg *config.Config, stderr io.Writer) int {
 		}
 		select {
 		case <-ready:
+			// Not before: a start allocates about 3 MB, mostly tables that
+			// last, and at GOGC=25 of a heap never yet marked the GC ran
+			// in the middle of it, once or twice, and every P's cached
+			// spans were swept after it (20% of a start's CPU).
+			setGCPercent(os.LookupEnv)
 			release("running")
 		case <-ctx.Done():
 			return

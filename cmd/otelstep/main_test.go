@@ -13,6 +13,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/otelstep/otelstep/cmd/otelstep/internal/boot"
 )
 
 // runBinary runs the built otelstep with args and env, returning its exit
@@ -212,4 +214,48 @@ func TestProcsNegativeRefused(t *testing.T) {
 	if !strings.Contains(stderr.String(), "--procs -1") {
 		t.Errorf("error does not name the flag: %q", stderr.String())
 	}
+}
+
+// TestMain runs this package's tests in-process at the runtime's default
+// GOMAXPROCS, as before package boot set it to one at init.
+func TestMain(m *testing.M) {
+	boot.RestoreProcs()
+	os.Exit(m.Run())
+}
+
+// TestBootInitialisesEarly: in the built binary, package boot's initialiser
+// runs before the slow ones it is there to speed up (protobuf's and the
+// OTLP types' registrations, gRPC, YAML, Prometheus), whose order Go sets
+// by import path (boot's package comment).
+func TestBootInitialisesEarly(t *testing.T) {
+	code, out := runBinary(t, []string{"GODEBUG=inittrace=1"}, "--help")
+	if code != exitOK {
+		t.Fatalf("--help: exit %d\n%s", code, out)
+	}
+	const bootPkg = "github.com/otelstep/otelstep/cmd/otelstep/internal/boot"
+	slow := []string{"google.golang.org/", "go.opentelemetry.io/", "go.yaml.in/", "github.com/prometheus/", "net/http"}
+	var order []string
+	bootAt := -1
+	for _, line := range strings.Split(out, "\n") {
+		// "init PKG @T ms, C ms clock, B bytes, A allocs"
+		fs := strings.Fields(line)
+		if len(fs) < 3 || fs[0] != "init" {
+			continue
+		}
+		if fs[1] == bootPkg {
+			bootAt = len(order)
+		}
+		order = append(order, fs[1])
+	}
+	if bootAt < 0 {
+		t.Fatalf("no init of %s in the inittrace of %d packages:\n%s", bootPkg, len(order), out)
+	}
+	for _, p := range order[:bootAt] {
+		for _, s := range slow {
+			if strings.HasPrefix(p, s) {
+				t.Errorf("%s was initialised before %s (%d of %d)", p, bootPkg, bootAt+1, len(order))
+			}
+		}
+	}
+	t.Logf("%s initialised %d of %d", bootPkg, bootAt+1, len(order))
 }

@@ -12,6 +12,7 @@ import (
 	"path/filepath"
 	"reflect"
 	"sort"
+	"strconv"
 	"strings"
 	"testing"
 	"unicode/utf8"
@@ -313,6 +314,27 @@ func TestAppendFloatMatchesEncodingJSON(t *testing.T) {
 	for range 20000 {
 		vals = append(vals, float64(r.Int64N(1<<55)-1<<54), float64(r.Int64N(1e6)-5e5), math.Trunc(r.NormFloat64()*math.Pow(10, float64(r.IntN(25)))))
 	}
+	// decimals of 1 to 17 significant digits with 1 to 17 fraction digits,
+	// as a page would write them
+	for range 200000 {
+		digits, frac := 1+r.IntN(17), 1+r.IntN(17)
+		m := r.Int64N(int64(math.Pow10(min(digits, 18))))
+		s := strconv.FormatInt(m, 10)
+		for len(s) <= frac {
+			s = "0" + s
+		}
+		s = s[:len(s)-frac] + "." + s[len(s)-frac:]
+		if r.IntN(4) == 0 {
+			s = "-" + s
+		}
+		f, err := strconv.ParseFloat(s, 64)
+		if err != nil {
+			t.Fatal(err)
+		}
+		vals = append(vals, f, math.Nextafter(f, 0), math.Nextafter(f, math.Inf(1)))
+	}
+	vals = append(vals, 1e15-0.5, 1e15-0.125, 999999999999999.9, 99999999999999.99, 123456789012345.6, 0.000001, 0.0000015,
+		0.1+0.2, 1.0/3, 2.0/3, 0.125, -0.5, 1e-6+1e-21, 1e-6-1e-21, 4.35, 0.07, 1.005, 8.675309e-3)
 	for _, f := range vals {
 		if math.IsNaN(f) || math.IsInf(f, 0) {
 			continue

@@ -16,7 +16,6 @@ import (
 	"github.com/otelstep/otelstep/ratelimit"
 	"github.com/prometheus/prometheus/model/labels"
 	"github.com/prometheus/prometheus/model/textparse"
-	"golang.org/x/sys/unix"
 )
 
 // Impl is a collector to measure: otelstep (argv is its own binary) or a
@@ -364,13 +363,4 @@ func TextparseRate(pages []Page, per time.Duration) float64 {
 		return 0
 	}
 	return float64(samples) / took.Seconds()
-}
-
-// threadCPU is the user+system CPU time of the calling thread.
-func threadCPU() (time.Duration, error) {
-	var ru unix.Rusage
-	if err := unix.Getrusage(unix.RUSAGE_THREAD, &ru); err != nil {
-		return 0, err
-	}
-	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano()), nil
 }

@@ -291,18 +291,19 @@ func (s *Service) Run(ctx context.Context, ready chan<- struct{}) error {
 	return s.stop(stopCtx)
 }
 
-// FirstScrapesDone returns a channel closed once every scrape target has
-// had its first scrape delivered (at once for a config without targets);
-// see scraper.Manager.FirstScrapesDone.
-func (s *Service) FirstScrapesDone() <-chan struct{} {
-	done := make(chan struct{})
-	go func() {
-		defer close(done)
-		for _, m := range s.scrapers {
-			<-m.FirstScrapesDone()
+// WaitFirstScrapes waits until every scrape target has had its first scrape
+// delivered (at once for a config without targets; see
+// scraper.Manager.FirstScrapesDone) or ctx is done, and reports whether
+// they were.
+func (s *Service) WaitFirstScrapes(ctx context.Context) bool {
+	for _, m := range s.scrapers {
+		select {
+		case <-m.FirstScrapesDone():
+		case <-ctx.Done():
+			return false
 		}
-	}()
-	return done
+	}
+	return true
 }
 
 func (s *Service) start(ctx context.Context) error {

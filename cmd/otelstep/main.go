@@ -228,10 +228,8 @@ func serve(cfg *config.Config, stderr io.Writer) int {
 		case <-ctx.Done():
 			return
 		}
-		select {
-		case <-svc.FirstScrapesDone():
+		if svc.WaitFirstScrapes(ctx) {
 			release("first scrapes")
-		case <-ctx.Done():
 		}
 	}()
 	if err := svc.Run(ctx, ready); err != nil {

@@ -1,15 +1,18 @@
 package main
 
 import (
+	"errors"
 	"os"
+	"syscall"
 	"testing"
 
+	"github.com/otelstep/otelstep/cmd/otelstep/internal/boot"
 	"github.com/otelstep/otelstep/config"
 )
 
 // exeResidentKB is how many kB of the test binary's read-only mappings
-// are resident.
-func exeResidentKB(t *testing.T) int64 {
+// are resident, and their size in kB.
+func exeResidentKB(t *testing.T) (rssKB, sizeKB int64) {
 	t.Helper()
 	exe, err := os.Readlink("/proc/self/exe")
 	if err != nil {
@@ -24,18 +27,18 @@ func exeResidentKB(t *testing.T) int64 {
 	if err != nil {
 		t.Fatal(err)
 	}
-	var kb int64
 	for _, m := range ms {
-		kb += m.rssKB
+		rssKB += m.rssKB
+		sizeKB += int64(m.hi-m.lo) >> 10
 	}
-	return kb
+	return rssKB, sizeKB
 }
 
 // TestReleaseStartPages: in this very process, the binary's read-only
 // pages leave the resident set, and the code goes on running (whatever it
 // touches next faults back in).
 func TestReleaseStartPages(t *testing.T) {
-	before := exeResidentKB(t)
+	before, _ := exeResidentKB(t)
 	if before == 0 {
 		t.Skip("no resident read-only mapping of the test binary")
 	}
@@ -43,7 +46,7 @@ func TestReleaseStartPages(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	after := exeResidentKB(t)
+	after, _ := exeResidentKB(t)
 	if kb < before/2 || after > before/2 {
 		t.Fatalf("resident kB of the binary's read-only mappings: %d before, %d after; release reported %d", before, after, kb)
 	}
@@ -57,4 +60,27 @@ func TestReleaseStartPages(t *testing.T) {
 		t.Fatal("the embedded default parsed to no pipelines after the release")
 	}
 	t.Logf("read-only mappings resident: %d kB before, %d kB after, %d released", before, after, kb)
+}
+
+// TestPrefault: what releaseStartPages released of the binary, boot.Prefault
+// (which package boot's init runs) maps in again, all of it.
+func TestPrefault(t *testing.T) {
+	if _, err := releaseStartPages(); err != nil {
+		t.Fatal(err)
+	}
+	released, size := exeResidentKB(t)
+	if size == 0 {
+		t.Skip("no read-only mapping of the test binary to release")
+	}
+	if err := boot.Prefault(); err != nil {
+		if errors.Is(err, syscall.EINVAL) {
+			t.Skip("this kernel has no MADV_POPULATE_READ")
+		}
+		t.Fatal(err)
+	}
+	after, _ := exeResidentKB(t)
+	if after < size*95/100 {
+		t.Fatalf("read-only mappings: %d kB; resident %d kB released, %d kB after Prefault, want nearly all", size, released, after)
+	}
+	t.Logf("read-only mappings: %d kB; resident %d kB released, %d kB after Prefault", size, released, after)
 }

@@ -38,7 +38,7 @@ func init() {
 		runtime.GOMAXPROCS(Procs)
 		procsSet = true
 	}
-	prefault()
+	_ = Prefault() // an optimisation only
 }
 
 // RestoreProcs gives GOMAXPROCS back to the runtime's default (one per CPU

@@ -7,7 +7,7 @@ import "syscall"
 // otelstep starts as before.
 const madvPopulateRead = 22
 
-// prefault maps every read-only mapping of the binary (text, rodata and
+// Prefault maps every read-only mapping of the binary (text, rodata and
 // pclntab) into the process in one madvise each. Starting touches pages
 // all over the binary: the package initialisers, config parsing, building
 // the pipelines, and the runtime's stack and type tables. Each first touch
@@ -19,30 +19,42 @@ const madvPopulateRead = 22
 // set until cmd/otelstep releases them once running (startpages.go): the
 // start's peak is about 6 MiB higher, a running job's is not.
 //
-// It uses only syscall (see the package comment). Any failure leaves the
-// pages to be faulted in as before.
-func prefault() {
+// init calls it, and init ignores its error: any failure leaves the pages
+// to be faulted in as before. A later call maps in again what was released
+// since. It uses only syscall (see the package comment), so its errors are
+// bare errno values: EINVAL from a kernel without MADV_POPULATE_READ.
+func Prefault() error {
 	var exe [1024]byte
 	n, err := syscall.Readlink("/proc/self/exe", exe[:])
-	if err != nil || n == len(exe) {
-		return
+	if err != nil {
+		return err
+	}
+	if n == len(exe) {
+		return syscall.ENAMETOOLONG
 	}
 	fd, err := syscall.Open("/proc/self/maps", syscall.O_RDONLY|syscall.O_CLOEXEC, 0)
 	if err != nil {
-		return
+		return err
 	}
 	// The binary's mappings come first in the file: the first read holds
 	// them.
 	var buf [8 << 10]byte
-	m, _ := syscall.Read(fd, buf[:])
+	m, err := syscall.Read(fd, buf[:])
 	syscall.Close(fd)
-	if m <= 0 {
-		return
+	if err != nil {
+		return err
 	}
-	spans, k := readOnlyOf(buf[:m], exe[:n])
+	spans, k := readOnlyOf(buf[:max(m, 0)], exe[:n])
+	if k == 0 {
+		return syscall.ENOENT
+	}
 	for _, r := range spans[:k] {
-		if r.hi > r.lo {
-			syscall.Syscall(syscall.SYS_MADVISE, r.lo, r.hi-r.lo, madvPopulateRead)
+		if r.hi <= r.lo {
+			continue
+		}
+		if _, _, e := syscall.Syscall(syscall.SYS_MADVISE, r.lo, r.hi-r.lo, madvPopulateRead); e != 0 {
+			return e
 		}
 	}
+	return nil
 }

@@ -2,5 +2,5 @@
 
 package boot
 
-// prefault does nothing off Linux (prefault_linux.go).
-func prefault() {}
+// Prefault does nothing off Linux (prefault_linux.go).
+func Prefault() error { return nil }

@@ -206,3 +206,24 @@ func newBuf(t *testing.T, n int) *bytes.Buffer {
 	t.Helper()
 	return bytes.NewBuffer(make([]byte, 0, n))
 }
+
+// A buffer too small for a page is grown with room to spare, so that a
+// page a few bytes longer at the next scrape reads into the same buffer.
+func TestBodyListGrowsWithSlack(t *testing.T) {
+	var l bodyList
+	b := l.get(100_000)
+	if b.Cap() < 100_000 || b.Cap() > 100_000+100_000/pageSlack+64 {
+		t.Fatalf("new buffer for 100000 bytes: cap %d", b.Cap())
+	}
+	c := b.Cap()
+	l.put(b)
+	b2 := l.get(100_100) // the page grew by 100 bytes
+	if b2 != b || b2.Cap() != c {
+		t.Errorf("page 100 bytes longer: got cap %d (same buffer %v), want the same buffer of cap %d", b2.Cap(), b2 == b, c)
+	}
+	l.put(b2)
+	b3 := l.get(200_000)
+	if b3.Cap() < 200_000 {
+		t.Errorf("page twice as long: cap %d", b3.Cap())
+	}
+}

@@ -192,3 +192,39 @@ func BenchmarkAppendTracesJSON(b *testing.B) {
 	b.SetBytes(int64(len(buf)))
 	b.ReportMetric(100*float64(b.N)/b.Elapsed().Seconds(), "spans/s")
 }
+
+// One resource bigger than a piece goes through gzip in pieces too: the
+// body is exactly the plain one, and the encoder never held the resource's
+// raw protobuf whole.
+func TestEncodeRequestGzipHugeResource(t *testing.T) {
+	b := hugeResource(40_000)
+	var plain, gz bytes.Buffer
+	if err := EncodeRequest(b, false, &plain); err != nil {
+		t.Fatal(err)
+	}
+	if plain.Len() < 8*gzipPiece {
+		t.Fatalf("test resource too small: %d bytes", plain.Len())
+	}
+	var re requestEncoder
+	for round := range 2 {
+		if err := re.encode(b, true, &gz); err != nil {
+			t.Fatal(err)
+		}
+		zr, err := gzip.NewReader(bytes.NewReader(gz.Bytes()))
+		if err != nil {
+			t.Fatal(err)
+		}
+		got, err := io.ReadAll(zr)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !bytes.Equal(got, plain.Bytes()) {
+			t.Fatalf("round %d: gunzipped body differs from the plain one (%d vs %d bytes)", round, len(got), plain.Len())
+		}
+		// Held whole, the raw buffer would have been over maxKeptRaw and
+		// dropped (cap 0); in pieces it is about one piece.
+		if c := cap(re.raw); c == 0 || c > 2*gzipPiece {
+			t.Errorf("round %d: %d bytes of raw protobuf kept for a %d-byte resource: not encoded in pieces", round, c, plain.Len())
+		}
+	}
+}

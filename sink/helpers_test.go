@@ -137,3 +137,15 @@ func forLines(t testing.TB, path string, fn func(line []byte)) {
 		fn(l)
 	}
 }
+
+// hugeResource is a batch of one resource holding two metrics of points
+// points each, as one scrape of a 20,000-series target makes it: its
+// encodings are megabytes, one resource.
+func hugeResource(points int) *pipeline.Batch {
+	b := metricsBatch("huge", points)
+	m2 := metricsBatch("huge", points).Metrics[0].ScopeMetrics[0].Metrics[0]
+	m2.Name = "system.cpu.utilization"
+	sm := b.Metrics[0].ScopeMetrics[0]
+	sm.Metrics = append(sm.Metrics, m2)
+	return b
+}

@@ -93,8 +93,22 @@ func (re *requestEncoder) encode(b *pipeline.Batch, gz bool, out *bytes.Buffer) 
 		return err
 	}
 	re.raw = re.raw[:0]
+	// A resource bigger than a piece goes through gzip a piece at a time
+	// too (MetricsProtoEncoder.flush).
+	var werr error
+	enc.flushAt = gzipPiece
+	enc.flush = func(raw []byte) []byte {
+		if werr == nil {
+			_, werr = zw.Write(raw)
+		}
+		return raw[:0]
+	}
+	defer func() { enc.flush = nil }()
 	for i := range n {
 		re.raw = appendReq(re.raw, i, i+1)
+		if werr != nil {
+			return werr
+		}
 		if len(re.raw) >= gzipPiece || i == n-1 {
 			if _, err := zw.Write(re.raw); err != nil {
 				return err

@@ -44,6 +44,24 @@ type MetricsProtoEncoder struct {
 	apos    int
 	sub     *MetricsProtoEncoder // encodes a slice for the cache
 	scratch []byte
+
+	// flush, when set, is called between two data points (and two
+	// metrics) once dst holds flushAt bytes or more. It takes what dst
+	// holds, the request's bytes since the last flush, and returns the
+	// slice to go on appending to. The lengths are known from the size
+	// pass, so nothing already appended is ever looked at again: a request
+	// can go out in pieces, and one resource of 20,000 series is not held
+	// whole (2-3 MB, allocated afresh for every scrape).
+	flush   func(dst []byte) []byte
+	flushAt int
+}
+
+// maybeFlush hands dst to e.flush once it holds e.flushAt bytes.
+func (e *MetricsProtoEncoder) maybeFlush(dst []byte) []byte {
+	if e.flush != nil && len(dst) >= e.flushAt {
+		return e.flush(dst)
+	}
+	return dst
 }
 
 func (e *MetricsProtoEncoder) mark() int { e.sizes = append(e.sizes, 0); return len(e.sizes) - 1 }
@@ -57,6 +75,9 @@ func (e *MetricsProtoEncoder) AppendRequest(dst []byte, rms []*metricspb.Resourc
 	total := 0
 	for _, rm := range rms {
 		total += lenField(1, e.sizeResourceMetrics(rm))
+	}
+	if e.flush != nil {
+		total = min(total, e.flushAt+e.flushAt/4) // it goes out in pieces
 	}
 	dst = slices.Grow(dst, total) // one allocation at most: the size pass knows the length
 	for _, rm := range rms {
@@ -373,6 +394,7 @@ func (e *MetricsProtoEncoder) appendScopeMetrics(dst []byte, sm *metricspb.Scope
 		dst = e.appendScope(dst, sm.Scope)
 	}
 	for _, m := range sm.Metrics {
+		dst = e.maybeFlush(dst)
 		dst = e.msg(dst, 2)
 		dst = e.appendMetric(dst, m)
 	}
@@ -469,6 +491,7 @@ func (e *MetricsProtoEncoder) sizeNumberPoints(pts []*metricspb.NumberDataPoint)
 
 func (e *MetricsProtoEncoder) appendNumberPoints(dst []byte, pts []*metricspb.NumberDataPoint) []byte {
 	for _, p := range pts {
+		dst = e.maybeFlush(dst)
 		dst = e.msg(dst, 1)
 		dst = appendFixed64(dst, 2, p.StartTimeUnixNano)
 		dst = appendFixed64(dst, 3, p.TimeUnixNano)
@@ -575,6 +598,7 @@ func (e *MetricsProtoEncoder) sizeHistogramPoints(pts []*metricspb.HistogramData
 
 func (e *MetricsProtoEncoder) appendHistogramPoints(dst []byte, pts []*metricspb.HistogramDataPoint) []byte {
 	for _, p := range pts {
+		dst = e.maybeFlush(dst)
 		dst = e.msg(dst, 1)
 		dst = appendFixed64(dst, 2, p.StartTimeUnixNano)
 		dst = appendFixed64(dst, 3, p.TimeUnixNano)
@@ -637,6 +661,7 @@ func (e *MetricsProtoEncoder) sizeSummaryPoints(pts []*metricspb.SummaryDataPoin
 
 func (e *MetricsProtoEncoder) appendSummaryPoints(dst []byte, pts []*metricspb.SummaryDataPoint) []byte {
 	for _, p := range pts {
+		dst = e.maybeFlush(dst)
 		dst = e.msg(dst, 1)
 		dst = appendFixed64(dst, 2, p.StartTimeUnixNano)
 		dst = appendFixed64(dst, 3, p.TimeUnixNano)

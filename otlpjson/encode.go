@@ -27,7 +27,7 @@ import (
 // AppendMetrics appends the OTLP/JSON encoding of an ExportMetricsServiceRequest holding rms to dst (no trailing newline).
 // Resource attributes whose key equals any of skipResourceKeys are left out (used to keep the Authorization token off disk).
 func AppendMetrics(dst []byte, rms []*metricspb.ResourceMetrics, skipResourceKeys ...string) []byte {
-	return appendMetricsRequest(dst, rms, skipResourceKeys, false)
+	return appendMetricsRequest(dst, rms, skipResourceKeys, &pointWriter{})
 }
 
 // MetricsEncoder is AppendMetrics reusing the encoded data-point attributes
@@ -37,20 +37,34 @@ func AppendMetrics(dst []byte, rms []*metricspb.ResourceMetrics, skipResourceKey
 // scrape path's CPU. The output is byte-identical to AppendMetrics'.
 // Unshared slices are encoded as usual.
 //
-// The zero value is ready to use, and it is safe for concurrent use.
-type MetricsEncoder struct{}
+// The zero value is ready to use, and it is safe for concurrent use as
+// long as Flush and FlushAt are not changed meanwhile.
+type MetricsEncoder struct {
+	// Flush, when set, is called between two data points (and two metrics)
+	// once the buffer holds FlushAt bytes or more. It takes the buffer,
+	// writes out what it can, and returns the buffer to go on appending to,
+	// holding the bytes it did not write out. Nothing appended before is
+	// looked at again, so a line can go out in pieces while one resource of
+	// it is being encoded: a resource of 20,000 series is megabytes of
+	// JSON, which held whole grew the JSONL sink's buffer at every scrape.
+	Flush   func(b []byte) []byte
+	FlushAt int
+}
 
 // AppendMetrics appends the OTLP/JSON encoding of an
 // ExportMetricsServiceRequest holding rms to dst, as the package-level
 // AppendMetrics does.
 func (e *MetricsEncoder) AppendMetrics(dst []byte, rms []*metricspb.ResourceMetrics, skipResourceKeys ...string) []byte {
-	return appendMetricsRequest(dst, rms, skipResourceKeys, true)
+	return appendMetricsRequest(dst, rms, skipResourceKeys, e.pointWriter())
 }
 
-// appendMetricsRequest is AppendMetrics, reusing the encodings stored with
-// shared point attributes (pipeline.Encoded) when stored is set.
-func appendMetricsRequest(dst []byte, rms []*metricspb.ResourceMetrics, skip []string, stored bool) []byte {
-	pw := &pointWriter{stored: stored}
+// pointWriter returns a pointWriter using stored encodings and e's Flush.
+func (e *MetricsEncoder) pointWriter() *pointWriter {
+	return &pointWriter{stored: true, flush: e.Flush, flushAt: e.FlushAt}
+}
+
+// appendMetricsRequest is AppendMetrics through pw.
+func appendMetricsRequest(dst []byte, rms []*metricspb.ResourceMetrics, skip []string, pw *pointWriter) []byte {
 	return appendRequest(dst, pipeline.Metrics, rms, func(b []byte, r *metricspb.ResourceMetrics) []byte {
 		return appendResourceMetrics(b, r, skip, pw)
 	})
@@ -64,6 +78,18 @@ func appendMetricsRequest(dst []byte, rms []*metricspb.ResourceMetrics, skip []s
 type pointWriter struct {
 	stored bool
 	last   [2]timeDigits // start, time
+	// flush and flushAt are MetricsEncoder's Flush and FlushAt.
+	flush   func(b []byte) []byte
+	flushAt int
+}
+
+// maybeFlush hands b to pw.flush once it holds pw.flushAt bytes. It is
+// called only between two points or two metrics.
+func (pw *pointWriter) maybeFlush(b []byte) []byte {
+	if pw.flush != nil && len(b) >= pw.flushAt {
+		return pw.flush(b)
+	}
+	return b
 }
 
 type timeDigits struct {
@@ -143,7 +169,7 @@ const RequestEnd = "]}"
 // ResourceMetrics, as an element of a request's list (see RequestStart),
 // reusing stored point attribute encodings as e.AppendMetrics does.
 func (e *MetricsEncoder) AppendResourceMetrics(dst []byte, rm *metricspb.ResourceMetrics, skipResourceKeys ...string) []byte {
-	return appendResourceMetrics(dst, rm, skipResourceKeys, &pointWriter{stored: true})
+	return appendResourceMetrics(dst, rm, skipResourceKeys, e.pointWriter())
 }
 
 // AppendResourceSpans appends the OTLP/JSON encoding of one ResourceSpans,
@@ -636,7 +662,7 @@ func appendScopeMetrics(b []byte, sm *metricspb.ScopeMetrics, pw *pointWriter) [
 		b = appendScope(b, sm.Scope)
 	}
 	b = fieldList(b, &first, "metrics", sm.Metrics, func(b []byte, m *metricspb.Metric) []byte {
-		return appendMetric(b, m, pw)
+		return appendMetric(pw.maybeFlush(b), m, pw)
 	})
 	b = fieldString(b, &first, "schemaUrl", sm.SchemaUrl)
 	return append(b, '}')
@@ -716,7 +742,7 @@ func appendNumberDataPoints(b []byte, ps []*metricspb.NumberDataPoint, pw *point
 	b = append(b, '[')
 	for i, p := range ps {
 		if i > 0 {
-			b = append(b, ',')
+			b = append(pw.maybeFlush(b), ',')
 		}
 		b = append(b, '{')
 		if p != nil {
@@ -807,6 +833,7 @@ func appendDoubles(b []byte, first *bool, name string, vs []float64) []byte {
 }
 
 func appendHistogramDataPoint(b []byte, p *metricspb.HistogramDataPoint, pw *pointWriter) []byte {
+	b = pw.maybeFlush(b)
 	b = append(b, '{')
 	if p == nil {
 		return append(b, '}')
@@ -838,6 +865,7 @@ func appendBuckets(b []byte, first *bool, name string, bk *metricspb.Exponential
 }
 
 func appendExpHistogramDataPoint(b []byte, p *metricspb.ExponentialHistogramDataPoint, pw *pointWriter) []byte {
+	b = pw.maybeFlush(b)
 	b = append(b, '{')
 	if p == nil {
 		return append(b, '}')
@@ -860,6 +888,7 @@ func appendExpHistogramDataPoint(b []byte, p *metricspb.ExponentialHistogramData
 }
 
 func appendSummaryDataPoint(b []byte, p *metricspb.SummaryDataPoint, pw *pointWriter) []byte {
+	b = pw.maybeFlush(b)
 	b = append(b, '{')
 	if p == nil {
 		return append(b, '}')

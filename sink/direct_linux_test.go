@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"runtime"
 	"testing"
 	"time"
 
@@ -270,6 +271,40 @@ func TestDirectBufferNotRegrown(t *testing.T) {
 		t.Fatalf("file is %d bytes, want %d; first difference at %d", len(got), len(want), firstDiff(got, want))
 	}
 	if len(want) < 4*s.dio.size {
+		t.Fatalf("the load is %d bytes, want several buffers' worth", len(want))
+	}
+	s.dio.f.Close()
+	s.f.Close()
+}
+
+// A metrics resource several times the buffer is written out while it is
+// encoded (flushMidResource): writing it allocates next to nothing (held
+// whole, it regrew the buffer to its size and more), the buffer stays the
+// aligned one it was made with, and the file holds the lines whole.
+func TestDirectBufferNotRegrownByOneResource(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "m.jsonl")
+	s := directSink(t, path)
+	ctx := context.Background()
+	var want []byte
+	for i, b := range []*pipeline.Batch{hugeResource(40_000), metricsBatch("small", 3), hugeResource(60_000)} {
+		line := wholeLine(b)
+		var before, after runtime.MemStats
+		runtime.ReadMemStats(&before)
+		s.write(ctx, b)
+		runtime.ReadMemStats(&after)
+		if a := after.TotalAlloc - before.TotalAlloc; a > uint64(len(line))/8+uint64(s.dio.size) {
+			t.Errorf("batch %d: writing a %d-byte line allocated %d bytes", i, len(line), a)
+		}
+		want = append(want, line...)
+		if c := cap(s.buf); c != s.dio.size || !isAligned(s.buf) {
+			t.Fatalf("batch %d: buffer cap %d aligned %v, want the %d it was made with", i, c, isAligned(s.buf), s.dio.size)
+		}
+	}
+	s.flush(ctx)
+	if got := readFile(t, path); !bytes.Equal(got, want) {
+		t.Fatalf("file is %d bytes, want %d; first difference at %d", len(got), len(want), firstDiff(got, want))
+	}
+	if len(want) < 8*s.dio.size {
 		t.Fatalf("the load is %d bytes, want several buffers' worth", len(want))
 	}
 	s.dio.f.Close()

@@ -77,9 +77,22 @@ type File struct {
 	dio    *directFile // nil unless the file takes O_DIRECT writes
 	// now is the clock resize reads (time.Now; tests set their own).
 	now func() time.Time
-	// metricsEnc reuses the JSON of shared point attributes.
+	// metricsEnc reuses the JSON of shared point attributes, and writes
+	// out a metrics resource bigger than the buffer while encoding it
+	// (flushMidResource).
 	metricsEnc otlpjson.MetricsEncoder
+	// While write encodes a resource: its ctx, where in the buffer the
+	// resource's bytes not yet written out start, and whether a write-out
+	// in the middle of it failed.
+	wctx   context.Context
+	resAt  int
+	midErr bool
 }
+
+// fileFlushRoom is the room a metrics resource's encoding leaves in the
+// buffer when it is written out in the middle (flushMidResource): more
+// than one data point's JSON, so that the next point does not regrow it.
+const fileFlushRoom = 64 << 10
 
 // NewFile opens (creating) the file and returns the sink. Call Start to begin
 // writing.
@@ -196,7 +209,7 @@ func newFile(o FileOptions, w io.Writer) *File {
 	if lg == nil {
 		lg = slog.Default()
 	}
-	return &File{
+	s := &File{
 		o:      o,
 		log:    lg.With("component", o.Name, "path", o.Path),
 		w:      w,
@@ -206,6 +219,8 @@ func newFile(o FileOptions, w io.Writer) *File {
 		done:   make(chan struct{}),
 		now:    time.Now,
 	}
+	s.metricsEnc.Flush = s.flushMidResource
+	return s
 }
 
 // Name returns the component id.
@@ -399,9 +414,16 @@ func (s *File) write(ctx context.Context, b *pipeline.Batch) {
 		if len(s.buf)+s.maxRes > cap(s.buf) && s.pending() >= s.earlyMin() && !s.writeOutMidLine(ctx) {
 			return
 		}
-		at := len(s.buf)
+		s.wctx, s.resAt = ctx, len(s.buf)
+		s.metricsEnc.FlushAt = max(cap(s.buf)-fileFlushRoom, cap(s.buf)/2)
 		s.buf = s.appendResource(s.buf, b, i)
-		s.maxRes = max(s.maxRes, len(s.buf)-at)
+		s.wctx = nil
+		if s.midErr {
+			s.midErr = false
+			s.loseLine()
+			return
+		}
+		s.maxRes = max(s.maxRes, len(s.buf)-s.resAt)
 		if len(s.buf) >= s.bufSize() && i < n-1 && !s.writeOutMidLine(ctx) {
 			return
 		}
@@ -421,9 +443,33 @@ func (s *File) writeOutMidLine(ctx context.Context) bool {
 	if s.writeOut(ctx, false) {
 		return true
 	}
+	s.loseLine()
+	return false
+}
+
+// loseLine drops the pending bytes, the line being built and the whole
+// lines before it, after a write-out failed at shutdown.
+func (s *File) loseLine() {
 	s.lostLines += 1 + bytes.Count(s.buf[s.kept:], []byte{'\n'})
 	s.buf = s.buf[:s.kept]
-	return false
+}
+
+// flushMidResource is the metrics encoder's Flush: called between two data
+// points of a resource once the buffer nears its capacity, it writes the
+// buffer out, so that one resource of a 20,000-series page (megabytes of
+// JSON) does not grow the buffer for every scrape. After a failed write-out
+// the encoder goes on appending, and write drops the line (loseLine).
+func (s *File) flushMidResource(b []byte) []byte {
+	s.buf = b
+	if s.midErr || s.wctx == nil || s.pending() < s.earlyMin() {
+		return s.buf
+	}
+	if !s.writeOut(s.wctx, false) {
+		s.midErr = true
+		return s.buf
+	}
+	s.resAt = len(s.buf)
+	return s.buf
 }
 
 // earlyMin is the least pending that write writes out before a resource

@@ -266,3 +266,39 @@ func TestFileBufferAtFirstBatch(t *testing.T) {
 		t.Fatalf("a file that got no batch holds a buffer of %d bytes", cap(idle.buf))
 	}
 }
+
+// One metrics resource several times the buffer (a scrape of a
+// 20,000-series target) is written out while it is encoded: the line is the
+// whole-request encoding, and no write holds more than the buffer.
+func TestFileHugeResourceInPieces(t *testing.T) {
+	big := hugeResource(40_000)
+	want := wholeLine(big)
+	if len(want) < 8*fileBufSize {
+		t.Fatalf("test resource too small: %d bytes", len(want))
+	}
+	small := metricsBatch("after", 2)
+	w := &sizeWriter{}
+	f := newFile(FileOptions{Path: "/x.jsonl", Signal: pipeline.Metrics}, w)
+	_ = f.Start(context.Background())
+	for _, b := range []*pipeline.Batch{big, small, big} {
+		if err := f.Enqueue(context.Background(), b); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := f.Shutdown(ctxT(5 * time.Second)); err != nil {
+		t.Fatal(err)
+	}
+	got := w.buf.Bytes()
+	whole := append(append(append([]byte(nil), want...), wholeLine(small)...), want...)
+	if !bytes.Equal(got, whole) {
+		t.Fatalf("file differs from the whole-request encodings (%d vs %d bytes)", len(got), len(whole))
+	}
+	if len(w.sizes) < 2*len(want)/fileBufSize {
+		t.Errorf("%d writes for two %d-byte lines: not written in pieces", len(w.sizes), len(want))
+	}
+	for i, n := range w.sizes {
+		if n > fileBufSize {
+			t.Fatalf("write %d is %d bytes, more than the %d-byte buffer: the resource was held whole", i, n, fileBufSize)
+		}
+	}
+}

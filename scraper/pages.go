@@ -157,7 +157,20 @@ type bodyList struct {
 	// slot go back to the GC, or a slow first scrape (every series new)
 	// would leave one buffer a target in the list for good.
 	keep int
+
+	// big is the one buffer of more than bigBody bytes kept, for a target
+	// whose every page is that big: dropped, its 16 MB or more were
+	// allocated and cleared again at every scrape, and the heap held
+	// several of them. So that one huge page does not pin its size, it is
+	// kept only while full to half or more, and dropped once bigTTL gets in
+	// a row (0: freeBodies) have passed it by.
+	big     *bytes.Buffer
+	bigIdle int
+	bigTTL  int
 }
+
+// bigBody is the size past which a page buffer is kept only as bodyList.big.
+const bigBody = 16 << 20
 
 // get returns an empty buffer of at least size bytes: the smallest free one
 // that fits, else the largest grown to fit (the targets of a job serve
@@ -165,6 +178,16 @@ type bodyList struct {
 // fits is regrown at once).
 func (l *bodyList) get(size int) *bytes.Buffer {
 	l.mu.Lock()
+	if b := l.big; b != nil {
+		if size > b.Cap()/2 && size <= b.Cap() {
+			l.big = nil
+			l.mu.Unlock()
+			return b
+		}
+		if l.bigIdle++; l.bigIdle > max(l.bigTTL, freeBodies) {
+			l.big = nil
+		}
+	}
 	fit, largest := -1, -1
 	for i, b := range l.free {
 		if b.Cap() >= size && (fit < 0 || b.Cap() < l.free[fit].Cap()) {
@@ -206,7 +229,16 @@ const pageSlack = 16
 // back to the GC instead of staying pinned). With l.keep kept, the
 // smallest gives way to a bigger one.
 func (l *bodyList) put(b *bytes.Buffer) {
-	if b.Cap() > 16<<20 {
+	if b.Cap() > bigBody {
+		if b.Len() < b.Cap()/2 {
+			return
+		}
+		b.Reset()
+		l.mu.Lock()
+		if l.big == nil || b.Cap() >= l.big.Cap() {
+			l.big, l.bigIdle = b, 0
+		}
+		l.mu.Unlock()
 		return
 	}
 	b.Reset()

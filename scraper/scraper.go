@@ -135,7 +135,7 @@ func New(opts Options) (*Manager, error) {
 		}}
 	}
 	slots := max(runtime.GOMAXPROCS(0), 1)
-	m := &Manager{opts: opts, ownClient: ownClient, pages: newPageGate(slots, pageWait), bodies: bodyList{keep: slots}}
+	m := &Manager{opts: opts, ownClient: ownClient, pages: newPageGate(slots, pageWait), bodies: bodyList{keep: slots, bigTTL: 2 * len(opts.Targets)}}
 	sets := newAttrSets()      // one for all targets: equal label sets are kept once (attrsets.go)
 	pools := newSlabPools()    // one for all targets: a scrape's chunks go to the next (arena.go)
 	metas := newMetaLines()    // one for all targets: a job's targets serve the same HELP and TYPE lines

@@ -302,3 +302,42 @@ func TestFileHugeResourceInPieces(t *testing.T) {
 		}
 	}
 }
+
+// The same for one resource written out while it is encoded
+// (flushMidResource): a write-out that fails at the shutdown deadline in
+// the middle of it loses that line and the lines before it, the lines
+// after it are not glued to a cut one, and Shutdown returns.
+func TestFileHugeResourceCutAtShutdown(t *testing.T) {
+	for _, started := range []bool{false, true} {
+		f, w, logs := failingFile()
+		if started {
+			_ = f.Start(context.Background())
+		}
+		for _, b := range []*pipeline.Batch{metricsBatch("small", 2), hugeResource(40_000), metricsBatch("after", 2)} {
+			if err := f.Enqueue(context.Background(), b); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if started {
+			waitFor(t, 2*time.Second, func() bool { return w.writes.Load() >= 2 }, "write retried")
+		}
+		start := time.Now()
+		_ = f.Shutdown(ctxT(300 * time.Millisecond))
+		select {
+		case <-f.done:
+		case <-time.After(3 * time.Second):
+			t.Fatalf("started %v: the sink still runs 3 s after a 300 ms shutdown deadline", started)
+		}
+		if el := time.Since(start); el > 3*time.Second {
+			t.Fatalf("started %v: shutdown took %v", started, el)
+		}
+		// the small line and the cut one; "after" stays queued, or
+		// buffered as a line of its own
+		if l := logs.String(); !strings.Contains(l, "data not written") || !strings.Contains(l, "lost_lines=2 ") {
+			t.Fatalf("started %v: lost lines not reported as 2: %s", started, l)
+		}
+		if w.String() != "" {
+			t.Fatalf("started %v: a failing writer recorded %q", started, w.String())
+		}
+	}
+}

@@ -163,7 +163,7 @@ type bodyList struct {
 	// allocated and cleared again at every scrape, and the heap held
 	// several of them. So that one huge page does not pin its size, it is
 	// kept only while full to half or more, and dropped once bigTTL gets in
-	// a row (0: freeBodies) have passed it by.
+	// a row (freeBodies at least) have passed it by.
 	big     *bytes.Buffer
 	bigIdle int
 	bigTTL  int

@@ -71,7 +71,9 @@ type File struct {
 	// written counts the bytes written to the file, directly or not: the
 	// rate the direct-mode buffer is sized by.
 	written int64
-	// maxRes is about the biggest resource's OTLP/JSON lately (write).
+	// maxRes is about the most one resource's OTLP/JSON added to the buffer
+	// lately between two write-outs (write): a metrics resource bigger than
+	// the buffer is written out while it is encoded (flushMidResource).
 	maxRes int
 	wb     *writeback  // nil unless w is a regular file
 	dio    *directFile // nil unless the file takes O_DIRECT writes

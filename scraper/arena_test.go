@@ -6,6 +6,7 @@ import (
 	"strings"
 	"testing"
 	"time"
+	"unsafe"
 
 	metricspb "go.opentelemetry.io/proto/otlp/metrics/v1"
 	"google.golang.org/protobuf/proto"
@@ -188,4 +189,45 @@ func TestLeasedScrapeAfterParseError(t *testing.T) {
 		}
 		(&pipeline.Batch{Leases: leases}).Release()
 	}
+}
+
+// A small target's scrape takes little memory from the pools: the batch
+// processor holds a scrape's chunks, their unused ends included, until its
+// batch is full, and at 84 targets that is dozens of scrapes at once.
+func TestSmallScrapeTakesSmallChunks(t *testing.T) {
+	pools := newSlabPools()
+	c := newConverter(fixtureTarget("small"), newAttrSets(), pools, newMetaLines())
+	page := []byte(`# TYPE reqs counter
+reqs_total{code="200"} 7
+# TYPE temp gauge
+temp 21.5
+# TYPE lat histogram
+lat_bucket{le="0.1"} 1
+lat_bucket{le="+Inf"} 2
+lat_sum 0.3
+lat_count 2
+# TYPE rpc summary
+rpc{quantile="0.5"} 0.2
+rpc_sum 1
+rpc_count 4
+`)
+	_, leases, err := c.ConvertLeased(page, ctText, time.Unix(1_800_000_000, 0), time.Millisecond)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer (&pipeline.Batch{Leases: leases}).Release()
+	total := chunkBytes(&pools.nums) + chunkBytes(&pools.hpts) + chunkBytes(&pools.counts) + chunkBytes(&pools.ptrs) +
+		chunkBytes(&pools.sums) + chunkBytes(&pools.gauges) + chunkBytes(&pools.hists) + chunkBytes(&pools.summaries)
+	if total == 0 {
+		t.Fatal("the scrape took no chunks: the pools are not counted")
+	}
+	if total > 32<<10 {
+		t.Errorf("a scrape of 4 families took %d bytes of chunks, want at most 32 KiB", total)
+	}
+}
+
+// chunkBytes is the memory of the chunks p made.
+func chunkBytes[T any](p *chunkPool[T]) int {
+	var x T
+	return int(p.made.Load()) * p.size * int(unsafe.Sizeof(x))
 }

@@ -430,6 +430,26 @@ func benchConvertPage(b *testing.B, page []byte, ct string) {
 	b.ReportMetric(float64(m1.Mallocs-m0.Mallocs)/total, "allocs/sample")
 }
 
+// benchConvertLeased converts page as the scrape loop does: each scrape's
+// chunks go back to the pools once its batch is let go.
+func benchConvertLeased(b *testing.B, file string) {
+	page := read(b, file)
+	c := NewConverter(fixtureTarget("bench"))
+	ts := time.Now()
+	b.ReportAllocs()
+	for b.Loop() {
+		ts = ts.Add(time.Second)
+		_, leases, err := c.ConvertLeased(page, ctText, ts, time.Millisecond)
+		if err != nil {
+			b.Fatal(err)
+		}
+		(&pipeline.Batch{Leases: leases}).Release()
+	}
+}
+
+func BenchmarkConvertLeasedVLLM(b *testing.B) { benchConvertLeased(b, "vllm.txt") }
+func BenchmarkConvertLeasedNode(b *testing.B) { benchConvertLeased(b, "node.txt") }
+
 func BenchmarkConvertVLLM(b *testing.B) { benchConvert(b, "vllm.txt", ctText) }
 func BenchmarkConvertNode(b *testing.B) { benchConvert(b, "node.txt", ctText) }
 func BenchmarkConvertOM(b *testing.B)   { benchConvert(b, "openmetrics.om", ctOM) }

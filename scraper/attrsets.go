@@ -36,6 +36,8 @@ type attrSets struct {
 	// a set's (a node page has 283 families, each of which wrote
 	// "prometheus.type" and its type afresh in both encodings). Read only.
 	meta map[string][]*commonpb.KeyValue
+	// fams interns family metadata, held weakly as the sets are.
+	fams map[famID]weak.Pointer[famMeta]
 }
 
 // attrSet is one interned, shared (pipeline.MarkShared) attribute slice.
@@ -45,7 +47,7 @@ type attrSet struct {
 }
 
 func newAttrSets() *attrSets {
-	s := &attrSets{m: map[string]weak.Pointer[attrSet]{}, meta: map[string][]*commonpb.KeyValue{}}
+	s := &attrSets{m: map[string]weak.Pointer[attrSet]{}, meta: map[string][]*commonpb.KeyValue{}, fams: map[famID]weak.Pointer[famMeta]{}}
 	for _, t := range []model.MetricType{model.MetricTypeCounter, model.MetricTypeGauge, model.MetricTypeHistogram,
 		model.MetricTypeGaugeHistogram, model.MetricTypeSummary, model.MetricTypeInfo, model.MetricTypeStateset, "unknown"} {
 		s.meta[string(t)] = pipeline.MarkShared([]*commonpb.KeyValue{strKV("prometheus.type", string(t))})
@@ -97,6 +99,45 @@ func (s *attrSets) forget(key string) {
 		delete(s.m, key)
 	}
 	s.mu.Unlock()
+}
+
+// fam returns the shared family metadata of id.
+func (s *attrSets) fam(id famID) *famMeta {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if wp, ok := s.fams[id]; ok {
+		if f := wp.Value(); f != nil {
+			return f
+		}
+	}
+	t := string(id.typ)
+	if id.typ == "" || t == "untyped" {
+		t = "unknown"
+	}
+	f := &famMeta{famID: id, metadata: s.meta[t]}
+	if f.metadata == nil {
+		f.metadata = pipeline.MarkShared([]*commonpb.KeyValue{strKV("prometheus.type", t)})
+	}
+	s.fams[id] = weak.Make(f)
+	runtime.AddCleanup(f, s.forgetFam, id)
+	return f
+}
+
+// forgetFam drops id's entry once its metadata is gone, unless newer
+// metadata took it meanwhile.
+func (s *attrSets) forgetFam(id famID) {
+	s.mu.Lock()
+	if wp, ok := s.fams[id]; ok && wp.Value() == nil {
+		delete(s.fams, id)
+	}
+	s.mu.Unlock()
+}
+
+// famSize is the number of family metadata entries (tests).
+func (s *attrSets) famSize() int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return len(s.fams)
 }
 
 // size is the number of entries (tests).

@@ -1,7 +1,9 @@
 package scraper
 
 import (
+	"fmt"
 	"runtime"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -94,6 +96,18 @@ func TestAttrSetsShared(t *testing.T) {
 			t.Errorf("%s: %d attribute sets for %d points with attributes", fx.name, n, points)
 		}
 		t.Logf("%s: %d points with attributes, %d sets", fx.name, points, sets.size())
+		// The two targets' families share their metadata.
+		if len(a.fams) == 0 || len(a.fams) != len(b.fams) {
+			t.Fatalf("%s: %d and %d families", fx.name, len(a.fams), len(b.fams))
+		}
+		for k, f := range a.fams {
+			if g := b.fams[k]; g == nil || g.famMeta != f.famMeta {
+				t.Fatalf("%s: family %q: the two targets' metadata are two copies", fx.name, k)
+			}
+		}
+		if n := sets.famSize(); n != len(a.fams) {
+			t.Errorf("%s: %d family metadata for %d families", fx.name, n, len(a.fams))
+		}
 		runtime.KeepAlive(a) // its series hold the sets
 		runtime.KeepAlive(b)
 	}
@@ -146,12 +160,67 @@ func TestAttrSetsForgotten(t *testing.T) {
 		}
 	}()
 	deadline := time.Now().Add(10 * time.Second)
-	for sets.size() > 0 && time.Now().Before(deadline) {
+	for (sets.size() > 0 || sets.famSize() > 0) && time.Now().Before(deadline) {
 		runtime.GC()
 		time.Sleep(10 * time.Millisecond)
 	}
 	if n := sets.size(); n != 0 {
 		t.Fatalf("%d sets left after their converter is gone", n)
+	}
+	if n := sets.famSize(); n != 0 {
+		t.Fatalf("%d family metadata left after their converter is gone", n)
+	}
+}
+
+// Families share metadata only when all of it is equal: the same name with
+// another help, unit, type or honor_labels resource is a metadata of its
+// own, and each target's output keeps its own.
+func TestFamilyMetadataSharedOnlyWhenEqual(t *testing.T) {
+	sets := newAttrSets()
+	pages := []struct{ page, ct string }{
+		{"# HELP x One.\n# TYPE x gauge\nx 1\n", ctText},
+		{"# HELP x One.\n# TYPE x gauge\nx 2\n", ctText},   // equal: shared
+		{"# HELP x Two.\n# TYPE x gauge\nx 1\n", ctText},   // other help
+		{"# HELP x One.\n# TYPE x counter\nx 1\n", ctText}, // other type
+		{"# HELP x_seconds One.\n# TYPE x_seconds gauge\n# UNIT x_seconds seconds\nx_seconds 1\n# EOF\n", ctOM},
+	}
+	var metas []*famMeta
+	var descs []string
+	for i, p := range pages {
+		c := newConverter(fixtureTarget(fmt.Sprint("t", i)), sets, newSlabPools(), newMetaLines())
+		rms, err := c.ConvertAll([]byte(p.page), p.ct, time.Unix(1_800_000_000, 0), time.Millisecond)
+		if err != nil {
+			t.Fatalf("page %d: %v", i, err)
+		}
+		var f *famState
+		for _, g := range c.fams {
+			if strings.HasPrefix(g.name, "x") {
+				f = g
+			}
+		}
+		if f == nil {
+			t.Fatalf("page %d: no family x", i)
+		}
+		metas = append(metas, f.famMeta)
+		for _, m := range rms[0].ScopeMetrics[0].Metrics {
+			if strings.HasPrefix(m.Name, "x") {
+				descs = append(descs, m.Name+"|"+m.Description+"|"+m.Unit+"|"+m.Metadata[0].Value.GetStringValue())
+			}
+		}
+	}
+	if metas[0] != metas[1] {
+		t.Error("two targets' equal families have two metadata")
+	}
+	for i := 2; i < len(metas); i++ {
+		for j := range i {
+			if metas[i] == metas[j] {
+				t.Errorf("pages %d and %d: different families share metadata", j, i)
+			}
+		}
+	}
+	want := []string{"x|One.||gauge", "x|One.||gauge", "x|Two.||gauge", "x|One.||counter", "x_seconds|One.|s|gauge"}
+	if fmt.Sprint(descs) != fmt.Sprint(want) {
+		t.Errorf("metrics %q, want %q", descs, want)
 	}
 }
 

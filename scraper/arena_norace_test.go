@@ -91,8 +91,8 @@ func TestHistogramBuildersLent(t *testing.T) {
 		t.Fatalf("%d builders made for 3 targets of %d histograms each, 3 scrapes: want %d", made, hists, hists)
 	}
 	for _, c := range cs {
-		for _, ps := range c.points {
-			if ps.shape != nil && ps.shape.hist != nil {
+		for _, se := range c.index.all {
+			if ps := se.ps; ps != nil && ps.shape != nil && ps.shape.hist != nil {
 				t.Fatal("a series holds a histogram builder between scrapes")
 			}
 		}

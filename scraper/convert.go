@@ -199,9 +199,13 @@ type pointKey struct {
 // createdFor is what a B_created gauge gives a start time to: the points
 // with its attributes (attrs, as in an attrSets key after the kind) of the
 // families named fams (the counter's, then the histogram's or summary's).
+// ps are the points found last, kept so that a steady page finds them
+// without the index's maps (seriesindex.go): a point of the current
+// scrape with the same family and set is the one the maps would give.
 type createdFor struct {
 	fams  [2]string
 	attrs string
+	ps    [2]*pointSeries
 }
 
 // createdRef is a text-format B_created gauge sample of this scrape.
@@ -223,8 +227,8 @@ type Converter struct {
 	resource *resourcepb.Resource
 	base     []*commonpb.KeyValue // target labels as attributes, sorted
 	tlbls    labels.Labels        // target labels (job, instance, static labels)
-	raw      map[string]*seriesEntry
-	points   map[pointKey]*pointSeries
+	// index holds the raw series and finds them and their point series (seriesindex.go).
+	index seriesIndex
 	// kvs interns point attributes: a page's label pairs repeat across its
 	// series (model, engine, gpu, ...), and one immutable KeyValue per pair
 	// instead of one per series is most of a series' memory.
@@ -287,8 +291,6 @@ func newConverter(t Target, sets *attrSets, pools *slabPools, metas *metaLines) 
 	c := &Converter{
 		t:        t,
 		resource: res,
-		raw:      map[string]*seriesEntry{},
-		points:   map[pointKey]*pointSeries{},
 		kvs:      map[string]*commonpb.KeyValue{},
 		fams:     map[string]*famState{},
 		sets:     sets,
@@ -445,6 +447,7 @@ func (c *Converter) ConvertLeased(page []byte, contentType string, ts time.Time,
 	c.startsFromCreatedGauges(st.gen)
 	c.finish(st.tsNs, &st.sl)
 	c.staleAndEvict(st.gen, st.tsNs)
+	c.index.endScrape()
 	rms := c.collect(st.gen, st.tsNs, 1, dur, st.n)
 	c.ms = metricSlab{} // the converter keeps no pointer into the arena
 	return rms, a.leases[:], nil
@@ -525,7 +528,7 @@ func (c *Converter) parse(page []byte, pos, from int, contentType string, st *sc
 func (c *Converter) series(p textparse.Parser, b []byte, se *seriesEntry, tsp *int64, v float64, st *scrapeState) *seriesEntry {
 	st.n.samples++
 	if se == nil {
-		se = c.raw[string(b)]
+		se = c.index.lookup(b)
 	}
 	if se == nil {
 		se = c.newEntry(p, b)
@@ -658,7 +661,8 @@ func (c *Converter) startsFromCreatedGauges(gen uint64) {
 		if !ok {
 			continue
 		}
-		for _, fk := range cf.fams {
+		found := cf.ps
+		for i, fk := range cf.fams {
 			f := c.fams[fk]
 			if f == nil {
 				continue
@@ -672,14 +676,26 @@ func (c *Converter) startsFromCreatedGauges(gen uint64) {
 					continue
 				}
 			}
-			ps := c.points[pointKey{f, set}]
-			if ps == nil || ps.gen != gen || ps.created != 0 {
+			ps := cf.ps[i]
+			if ps == nil || ps.gen != gen || ps.fam != f || ps.set != set {
+				ps = c.index.point(pointKey{f, set})
+			}
+			if ps == nil || ps.gen != gen {
+				found[i] = nil
+				continue
+			}
+			found[i] = ps
+			if ps.created != 0 {
 				continue
 			}
 			switch ps.fam.typ {
 			case model.MetricTypeCounter, model.MetricTypeHistogram, model.MetricTypeSummary:
 				ps.created = r.ns
 			}
+		}
+		if found != cf.ps {
+			cf.ps = found
+			c.starts[r.se] = cf
 		}
 	}
 }
@@ -921,24 +937,15 @@ func hexID(s string, n int) []byte {
 // cache entries no longer exposed. Nothing to do, and no map walk, when
 // every cached series was seen.
 func (c *Converter) staleAndEvict(gen, now uint64) {
-	if c.seenN == len(c.raw) {
+	if c.seenN == c.index.len() {
 		return
 	}
-	for k, se := range c.raw {
-		if se.gen == gen {
-			continue
-		}
+	c.index.evict(gen, func(se *seriesEntry) {
 		c.markStale(se, gen, now)
-		delete(c.raw, k)
 		if se.created {
 			delete(c.starts, se)
 		}
-	}
-	for k, ps := range c.points {
-		if ps.gen != gen {
-			delete(c.points, k)
-		}
-	}
+	})
 	for k, f := range c.fams {
 		if f.gen != gen {
 			delete(c.fams, k)
@@ -947,7 +954,7 @@ func (c *Converter) staleAndEvict(gen, now uint64) {
 	// Forget the interned pairs when churning label values (a request id,
 	// say) have made the table much larger than the live series: the
 	// series keep their KeyValues, new ones intern afresh.
-	if len(c.kvs) > 4*len(c.points)+256 {
+	if len(c.kvs) > 4*len(c.touched)+256 { // touched: this scrape's point series, every live one
 		clear(c.kvs)
 		for _, b := range c.base {
 			c.kvs[b.Key+"\xff"+b.Value.GetStringValue()] = b
@@ -1115,7 +1122,7 @@ func (c *Converter) newEntry(p textparse.Parser, b []byte) *seriesEntry {
 	p.Labels(&c.lbls)
 	rawKey := c.keys.str(b, &c.strs, &c.keyed)
 	se := &seriesEntry{key: rawKey}
-	c.raw[rawKey] = se
+	c.index.add(se)
 	lset := c.mutate(c.lbls)
 	if lset.IsEmpty() {
 		se.role = roleDrop
@@ -1196,10 +1203,10 @@ func (c *Converter) newEntry(p textparse.Parser, b []byte) *seriesEntry {
 		})
 	}
 	pk := pointKey{f, set}
-	ps := c.points[pk]
+	ps := c.index.point(pk)
 	if ps == nil {
 		ps = &pointSeries{fam: f, set: set}
-		c.points[pk] = ps
+		c.index.addPoint(pk, ps)
 	}
 	se.ps = ps
 	return se
@@ -1485,14 +1492,13 @@ func (c *Converter) DownLeased(ts time.Time, dur time.Duration) ([]*metricspb.Re
 	c.order = c.order[:0]
 	a := c.pools.newArena()
 	c.ms.begin(a)
-	for _, se := range c.raw {
+	for _, se := range c.index.all {
 		c.markStale(se, gen, now)
 	}
 	rms := c.collect(gen, now, 0, dur, scrapeCounts{})
 	c.ms = metricSlab{}
-	clear(c.raw)
+	c.index.reset()
 	clear(c.starts)
-	clear(c.points)
 	clear(c.fams)
 	c.lc.reset() // its entries were in raw
 	return rms, a.leases[:]

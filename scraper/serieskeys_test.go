@@ -54,8 +54,8 @@ func TestSeriesKeysSharedWithinAJob(t *testing.T) {
 		t.Fatal("the table turned itself off for pages that share all but one series")
 	}
 	shared, own := 0, 0
-	for k, se := range sec.raw {
-		fse := first.raw[k]
+	for k, se := range rawOf(sec) {
+		fse := rawOf(first)[k]
 		switch {
 		case fse == nil:
 			own++
@@ -68,11 +68,11 @@ func TestSeriesKeysSharedWithinAJob(t *testing.T) {
 			t.Errorf("series %q: a copy of the first target's key", k)
 		}
 	}
-	if own != 1 || shared != len(first.raw) {
-		t.Errorf("second target: %d keys shared, %d its own; want %d and 1", shared, own, len(first.raw))
+	if own != 1 || shared != len(rawOf(first)) {
+		t.Errorf("second target: %d keys shared, %d its own; want %d and 1", shared, own, len(rawOf(first)))
 	}
-	for k, se := range other.raw {
-		if fse := first.raw[k]; fse != nil && unsafe.StringData(fse.key) == unsafe.StringData(se.key) {
+	for k, se := range rawOf(other) {
+		if fse := rawOf(first)[k]; fse != nil && unsafe.StringData(fse.key) == unsafe.StringData(se.key) {
 			t.Fatalf("series %q: another job's target shares the key", k)
 		}
 	}

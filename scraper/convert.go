@@ -429,6 +429,7 @@ func (c *Converter) ConvertLeased(page []byte, contentType string, ts time.Time,
 	c.touched = c.touched[:0]
 	c.order = c.order[:0]
 	c.seenN = 0
+	c.index.beginScrape()
 	c.typName, c.hlpName, c.untName = c.typName[:0], c.hlpName[:0], c.untName[:0]
 
 	// The lines that are byte for byte those of the previous page are

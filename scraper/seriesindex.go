@@ -7,7 +7,11 @@ package scraper
 // that find them were a fifth of the per-series memory (at 84 targets, 1.6
 // MB for the raw series and 1.1 MB for the point series, against 0.3 MB for
 // a slice of the entries), so they are built when a scrape first needs one
-// and dropped after indexIdle scrapes in a row that did not.
+// and dropped after indexIdle scrapes in a row that did not. A target's
+// first scrape, every series of which is new, drops them at once: it
+// looked up only to add, and the next scrape of the same page takes every
+// line from the cache. Kept until then, every target's maps were in the
+// heap at once a second after the start, the process's peak.
 //
 // Invariant: all holds every live raw entry; byKey and points, when built,
 // hold the same entries as a map kept all along would, because a point
@@ -29,8 +33,12 @@ type seriesIndex struct {
 	byKey  map[string]*seriesEntry   // nil unless built
 	points map[pointKey]*pointSeries // built with byKey
 	used   bool                      // the maps were used this scrape
+	first  bool                      // this scrape began with no series
 	idle   int                       // scrapes in a row that did not use them
 }
+
+// beginScrape starts a scrape.
+func (x *seriesIndex) beginScrape() { x.first = len(x.all) == 0 }
 
 // len is the number of raw series.
 func (x *seriesIndex) len() int { return len(x.all) }
@@ -102,8 +110,12 @@ func (x *seriesIndex) evict(gen uint64, gone func(*seriesEntry)) {
 }
 
 // endScrape ends a successful scrape: the maps go after indexIdle of them
-// in a row that did not use them.
+// in a row that did not use them, or after a first scrape.
 func (x *seriesIndex) endScrape() {
+	if x.first {
+		x.byKey, x.points, x.used, x.idle = nil, nil, false, 0
+		return
+	}
 	if x.used {
 		x.used, x.idle = false, 0
 		return

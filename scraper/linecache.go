@@ -82,8 +82,18 @@ func (lc *lineCache) reset() {
 }
 
 // finish drops the references past the lines kept: call it when a scrape
-// is done.
-func (lc *lineCache) finish() { clear(lc.lines[len(lc.lines):cap(lc.lines)]) }
+// is done. It also gives back the room append left past the lines, which
+// a first scrape leaves at up to as much again (one cachedLine a line of
+// every target's page: 1.25 MB at 84 targets, 0.4 MB of it unused room),
+// keeping a sixteenth for a page that grows.
+func (lc *lineCache) finish() {
+	n := len(lc.lines)
+	if cap(lc.lines) > n+n/8+64 {
+		lc.lines = append(make([]cachedLine, 0, n+n/16), lc.lines...)
+		return
+	}
+	clear(lc.lines[n:cap(lc.lines)])
+}
 
 // truncate keeps the first n lines, dropping the references of the rest.
 func (lc *lineCache) truncate(n int) {

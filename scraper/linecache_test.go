@@ -459,3 +459,25 @@ func FuzzParseValue(f *testing.F) {
 	}
 	f.Fuzz(func(t *testing.T, tok string) { checkParseValue(t, tok) })
 }
+
+// The line cache and the series index keep little room past their lines
+// and entries once a scrape is done, whatever room appending them left.
+func TestLineCacheRoomGivenBack(t *testing.T) {
+	c := NewConverter(fixtureTarget("room"))
+	ts := time.Unix(1_800_000_000, 0)
+	for i, page := range [][]byte{read(t, "node.txt"), read(t, "node.txt"), read(t, "vllm.txt"), read(t, "node.txt")} {
+		if _, err := c.ConvertAll(page, ctText, ts.Add(time.Duration(i)*time.Second), time.Millisecond); err != nil {
+			t.Fatal(err)
+		}
+		n := len(c.lc.lines)
+		if n < 100 {
+			t.Fatalf("scrape %d: %d lines cached", i, n)
+		}
+		if room := cap(c.lc.lines) - n; room > n/8+64 {
+			t.Errorf("scrape %d: %d lines cached with room for %d more", i, n, room)
+		}
+		if n, room := len(c.index.all), cap(c.index.all)-len(c.index.all); room > n/8+64 {
+			t.Errorf("scrape %d: %d series with room for %d more", i, n, room)
+		}
+	}
+}

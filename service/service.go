@@ -35,6 +35,10 @@ type Service struct {
 
 	state   atomic.Int32
 	started time.Time
+	// answered is closed once the health endpoint has answered 200
+	// (HealthAnswered).
+	answered     chan struct{}
+	answeredOnce sync.Once
 
 	scrapers  []*scraper.Manager
 	receivers []*otlpin.Receiver
@@ -54,7 +58,7 @@ type Service struct {
 
 // New builds every component of cfg without starting any.
 func New(cfg *config.Config, log *slog.Logger) (*Service, error) {
-	s := &Service{cfg: cfg, log: log, started: time.Now(), stopTimeout: StopTimeout}
+	s := &Service{cfg: cfg, log: log, started: time.Now(), stopTimeout: StopTimeout, answered: make(chan struct{})}
 	sinks := map[string]sink.Sink{}
 	fileSignal := map[string]pipeline.Signal{}
 	for _, p := range cfg.Service.Pipelines {

@@ -3,6 +3,7 @@ package main
 import (
 	"bytes"
 	"io"
+	"math"
 	"net/http"
 	"os"
 	"os/exec"
@@ -175,6 +176,49 @@ func TestGCPercentDefault(t *testing.T) {
 	setGCPercent(func(string) (string, bool) { return "", false })
 	if got := debug.SetGCPercent(100); got != defaultGCPercent {
 		t.Fatalf("GOGC unset: GC percent %d, want %d", got, defaultGCPercent)
+	}
+}
+
+// The GC is off while otelstep starts, with a heap limit as a backstop,
+// and at otelstep's target once settled; a job's GOGC or GOMEMLIMIT is
+// left alone throughout.
+func TestGCOffForStart(t *testing.T) {
+	origPct := debug.SetGCPercent(100)
+	origLimit := debug.SetMemoryLimit(math.MaxInt64)
+	defer func() { debug.SetGCPercent(origPct); debug.SetMemoryLimit(origLimit) }()
+	unset := func(string) (string, bool) { return "", false }
+	settled := gcOffForStart(unset)
+	if got := debug.SetGCPercent(-1); got != -1 {
+		t.Errorf("starting: GC percent %d, want off", got)
+	}
+	if got := debug.SetMemoryLimit(-1); got != startHeapLimit {
+		t.Errorf("starting: memory limit %d, want %d", got, startHeapLimit)
+	}
+	settled()
+	if got := debug.SetGCPercent(defaultGCPercent); got != defaultGCPercent {
+		t.Errorf("settled: GC percent %d, want %d", got, defaultGCPercent)
+	}
+	if got := debug.SetMemoryLimit(-1); got != math.MaxInt64 {
+		t.Errorf("settled: memory limit %d, want none", got)
+	}
+	for _, env := range []string{"GOGC", "GOMEMLIMIT"} {
+		debug.SetGCPercent(100)
+		set := func(k string) (string, bool) { return "200", k == env }
+		settled := gcOffForStart(set)
+		if got := debug.SetGCPercent(100); got != 100 {
+			t.Errorf("%s set: GC percent changed to %d while starting", env, got)
+		}
+		if got := debug.SetMemoryLimit(-1); got != math.MaxInt64 {
+			t.Errorf("%s set: memory limit changed to %d", env, got)
+		}
+		settled()
+		want := defaultGCPercent
+		if env == "GOGC" {
+			want = 100
+		}
+		if got := debug.SetGCPercent(100); got != want {
+			t.Errorf("%s set: GC percent %d once settled, want %d", env, got, want)
+		}
 	}
 }
 

@@ -662,7 +662,7 @@ func (c *Converter) startsFromCreatedGauges(gen uint64) {
 		if !ok {
 			continue
 		}
-		found := cf.ps
+		var found [2]*pointSeries // what is kept for the next scrape
 		for i, fk := range cf.fams {
 			f := c.fams[fk]
 			if f == nil {
@@ -682,7 +682,6 @@ func (c *Converter) startsFromCreatedGauges(gen uint64) {
 				ps = c.index.point(pointKey{f, set})
 			}
 			if ps == nil || ps.gen != gen {
-				found[i] = nil
 				continue
 			}
 			found[i] = ps

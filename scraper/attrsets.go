@@ -27,7 +27,9 @@ import (
 // a sink) uses it, and its entry goes with it, so nothing needs releasing
 // when series are evicted or targets go away.
 
-// attrSets interns point attribute slices. Safe for concurrent use.
+// attrSets interns point attribute slices, and families' metadata (their
+// name, help, unit and type repeat across a job's targets as the label sets
+// do). Safe for concurrent use.
 type attrSets struct {
 	mu sync.Mutex
 	m  map[string]weak.Pointer[attrSet]

@@ -168,6 +168,29 @@ type ConsumerFunc func(ctx context.Context, b *Batch) error
 // Consume calls f.
 func (f ConsumerFunc) Consume(ctx context.Context, b *Batch) error { return f(ctx, b) }
 
+// A Flusher takes the hint that its producer has sent all it has for now:
+// a scrape round is over. A stage that holds data for a while (the batch
+// processor, up to its timeout) sends what it holds at once, and a stage
+// that passes batches on passes the hint on. It is only a hint: what a
+// stage sends, and when at the latest, do not depend on it.
+//
+// Why: a job's targets are scraped in one instant, and the batch processor
+// sent the round's remainder at its timeout, 200 ms later, when the
+// process had gone idle: a wake-up of its own on a process whose cost is
+// mostly waking up (bench/README.md). Sent at the end of the round: 4%
+// more samples per CPU-second on the 84-target mix, the mean of eleven
+// pairs of builds run at once (−3% to +12%).
+type Flusher interface {
+	Flush(ctx context.Context)
+}
+
+// Flush passes the hint to c if it takes it.
+func Flush(ctx context.Context, c Consumer) {
+	if f, ok := c.(Flusher); ok {
+		f.Flush(ctx)
+	}
+}
+
 // ErrFull is returned by Consume when a buffer that must not drop data is
 // full. Receivers turn it into "retry later" (gRPC UNAVAILABLE, HTTP 503).
 var ErrFull = errors.New("pipeline: buffer full, retry later")

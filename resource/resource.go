@@ -193,6 +193,9 @@ func (p *Processor) Consume(ctx context.Context, b *pipeline.Batch) error {
 	return p.next.Consume(ctx, b)
 }
 
+// Flush passes the hint on (pipeline.Flusher).
+func (p *Processor) Flush(ctx context.Context) { pipeline.Flush(ctx, p.next) }
+
 // ForEachResource calls fn on every resource of the batch, creating an empty
 // resource where a sender left it out (so it can still be stamped).
 func ForEachResource(b *pipeline.Batch, fn func(*resourcepb.Resource) *resourcepb.Resource) {

@@ -37,6 +37,9 @@ func NewTransform(t *config.Transform, signal pipeline.Signal, next pipeline.Con
 }
 
 // Consume runs the statements, in order, and passes the batch on.
+// Flush passes the hint on (pipeline.Flusher).
+func (t *Transform) Flush(ctx context.Context) { pipeline.Flush(ctx, t.next) }
+
 func (t *Transform) Consume(ctx context.Context, b *pipeline.Batch) error {
 	for i := range t.stmts {
 		st := &t.stmts[i]

@@ -108,6 +108,8 @@ type loop struct {
 	m    *Manager
 	size int           // the last page's size: the next buffer is grown to it at once
 	ph   time.Duration // offset of the scrapes within the interval
+	// round is the loop's phase group's count of scrapes this interval.
+	round *round
 	// plain is the target's own connection for plain HTTP (plainhttp.go);
 	// nil when its scrapes go through opts.Client.
 	plain *plainConn
@@ -140,7 +142,8 @@ func New(opts Options) (*Manager, error) {
 	pools := newSlabPools()    // one for all targets: a scrape's chunks go to the next (arena.go)
 	metas := newMetaLines()    // one for all targets: a job's targets serve the same HELP and TYPE lines
 	perJob := map[string]int{} // targets kept so far, by job
-	jobs := map[string]int{}   // targets of each job
+	rounds := map[groupKey]*round{}
+	jobs := map[string]int{} // targets of each job
 	for _, t := range opts.Targets {
 		jobs[t.JobName]++
 	}
@@ -192,12 +195,20 @@ func New(opts Options) (*Manager, error) {
 			}
 			conv.keys = keysOf[t.JobName]
 		}
+		g := groupKey{t.JobName, n / phaseGroup}
+		if rounds[g] == nil {
+			rounds[g] = &round{}
+		}
+		rounds[g].size++
 		l := &loop{t: t, url: u.String(), conv: conv, m: m,
-			ph: phase(t.JobName, n/phaseGroup, t.Interval)}
+			ph: phase(g.job, g.n, t.Interval), round: rounds[g]}
 		if ownClient {
 			l.plain = newPlainConn(&u, t.Timeout)
 		}
 		m.loops = append(m.loops, l)
+	}
+	for _, r := range rounds {
+		r.left.Store(r.size)
 	}
 	m.firstDone = make(chan struct{})
 	m.firstLeft.Store(int64(len(m.loops)))
@@ -352,6 +363,36 @@ func (l *loop) scrapeAndSend(ctx context.Context) {
 			l.m.opts.Logger.Warn("scrape: delivering failed", "job", l.t.JobName, "target", l.url, "error", err)
 		}
 	}
+	if l.round.delivered() {
+		pipeline.Flush(ctx, l.m.opts.Next)
+	}
+}
+
+// groupKey names a phase group: a job's targets n*phaseGroup to
+// (n+1)*phaseGroup-1 in config order, scraped in the same instant.
+type groupKey struct {
+	job string
+	n   int
+}
+
+// round counts a phase group's scrapes, so that the last of each interval
+// tells Next the round is over (pipeline.Flusher): the batch processor then
+// sends the round's remainder while the process is awake, not at its
+// timeout. A scrape that runs late or is skipped shifts which scrape tells
+// it, never whether the data is sent.
+type round struct {
+	size int32        // the group's targets
+	left atomic.Int32 // scrapes of this round not yet delivered
+}
+
+// delivered counts one scrape of the group and reports whether it was the
+// round's last. Every size-th call over the group's life reports true.
+func (r *round) delivered() bool {
+	if r.left.Add(-1) != 0 {
+		return false
+	}
+	r.left.Add(r.size)
+	return true
 }
 
 // scrape does one scrape and returns its resources (DownAll on failure) and

@@ -10,6 +10,7 @@ import (
 	commonpb "go.opentelemetry.io/proto/otlp/common/v1"
 	"io"
 	"log/slog"
+	"maps"
 	"net/http"
 	"net/http/httptest"
 	"os"
@@ -694,5 +695,80 @@ func TestFirstScrapesDone(t *testing.T) {
 	case <-none.FirstScrapesDone():
 	default:
 		t.Fatal("a Manager without targets: not closed")
+	}
+}
+
+// hinted records the batches it takes and, at each flush hint, how many of
+// each job's it had taken by then.
+type hinted struct {
+	mu    sync.Mutex
+	jobs  map[string]int
+	hints []map[string]int
+}
+
+func (h *hinted) Consume(_ context.Context, b *pipeline.Batch) error {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	for _, kv := range b.Metrics[0].Resource.Attributes {
+		if kv.Key == "service.name" {
+			h.jobs[kv.Value.GetStringValue()]++
+		}
+	}
+	return nil
+}
+
+func (h *hinted) Flush(context.Context) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	h.hints = append(h.hints, maps.Clone(h.jobs))
+}
+
+// The last scrape of a phase group's round tells Next the round is over
+// (pipeline.Flusher), once a round and after all of the group's scrapes.
+func TestRoundEndHint(t *testing.T) {
+	srv := httptest.NewServer(serve(read(t, "edge.txt"), ctText))
+	defer srv.Close()
+	var tgs []Target
+	for _, job := range []string{"a", "a", "a", "b"} {
+		tg := fixtureTarget(job)
+		tg.Address = strings.TrimPrefix(srv.URL, "http://")
+		tgs = append(tgs, tg)
+	}
+	h := &hinted{jobs: map[string]int{}}
+	m, err := New(Options{Targets: tgs, Next: h, Logger: quiet()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer m.Close()
+	for round := 1; round <= 3; round++ {
+		m.ScrapeAll(context.Background())
+		h.mu.Lock()
+		if len(h.hints) != 2*round {
+			t.Fatalf("round %d: %d hints, want %d (one per group and round)", round, len(h.hints), 2*round)
+		}
+		// Of this round's two hints, one came after all three of job a's
+		// scrapes: a's count then was a multiple of 3 at least 3*round.
+		ok := false
+		for _, hs := range h.hints[2*round-2:] {
+			if hs["a"] == 3*round {
+				ok = true
+			}
+		}
+		h.mu.Unlock()
+		if !ok {
+			t.Fatalf("round %d: no hint after all of job a's scrapes: %v", round, h.hints)
+		}
+	}
+}
+
+func TestRoundDelivered(t *testing.T) {
+	r := &round{size: 3}
+	r.left.Store(3)
+	var got []bool
+	for range 7 {
+		got = append(got, r.delivered())
+	}
+	if fmt.Sprint(got) != "[false false true false false true false]" {
+		t.Fatalf("delivered %v", got)
 	}
 }

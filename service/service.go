@@ -205,15 +205,26 @@ func httpOptions(id string, e *config.OTLPHTTPExporter, log *slog.Logger) sink.H
 }
 
 func countItems(c *counter, next pipeline.Consumer) pipeline.Consumer {
-	return pipeline.ConsumerFunc(func(ctx context.Context, b *pipeline.Batch) error {
-		n := b.Items()
-		err := next.Consume(ctx, b)
-		if err == nil {
-			c.v.Add(int64(n))
-		}
-		return err
-	})
+	return counting{c, next}
 }
+
+// counting counts the items of the batches next takes.
+type counting struct {
+	c    *counter
+	next pipeline.Consumer
+}
+
+func (k counting) Consume(ctx context.Context, b *pipeline.Batch) error {
+	n := b.Items()
+	err := k.next.Consume(ctx, b)
+	if err == nil {
+		k.c.v.Add(int64(n))
+	}
+	return err
+}
+
+// Flush passes the hint on (pipeline.Flusher).
+func (k counting) Flush(ctx context.Context) { pipeline.Flush(ctx, k.next) }
 
 // multi feeds every pipeline a receiver is in. Each pipeline but the last
 // gets a deep copy, since processors change batches in place.
@@ -224,18 +235,30 @@ func multi(cs []pipeline.Consumer) pipeline.Consumer {
 	case 1:
 		return cs[0]
 	}
-	return pipeline.ConsumerFunc(func(ctx context.Context, b *pipeline.Batch) error {
-		for i, c := range cs {
-			bb := b
-			if i < len(cs)-1 {
-				bb = cloneBatch(b)
-			}
-			if err := c.Consume(ctx, bb); err != nil {
-				return err
-			}
+	return fanIn(cs)
+}
+
+// fanIn is multi's consumer of several pipelines.
+type fanIn []pipeline.Consumer
+
+func (cs fanIn) Consume(ctx context.Context, b *pipeline.Batch) error {
+	for i, c := range cs {
+		bb := b
+		if i < len(cs)-1 {
+			bb = cloneBatch(b)
 		}
-		return nil
-	})
+		if err := c.Consume(ctx, bb); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// Flush passes the hint to every pipeline (pipeline.Flusher).
+func (cs fanIn) Flush(ctx context.Context) {
+	for _, c := range cs {
+		pipeline.Flush(ctx, c)
+	}
 }
 
 func cloneBatch(b *pipeline.Batch) *pipeline.Batch {

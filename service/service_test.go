@@ -279,3 +279,75 @@ func TestServiceStopDeadline(t *testing.T) {
 		t.Fatalf("the log does not say what the deadline dropped:\n%s", out)
 	}
 }
+
+// A scrape round reaches the sinks as soon as it is over, through every
+// stage of the pipeline (the item counter, transform, resource), not at
+// the batch processor's timeout: an hour here.
+func TestScrapeRoundFlushedBeforeBatchTimeout(t *testing.T) {
+	target := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
+		w.Header().Set("Content-Type", "text/plain; version=0.0.4")
+		_, _ = io.WriteString(w, "# TYPE round_test gauge\nround_test 1\n")
+	}))
+	defer target.Close()
+	dir := t.TempDir()
+	addr := strings.TrimPrefix(target.URL, "http://")
+	yaml := `
+receivers:
+  prometheus:
+    config:
+      scrape_configs:
+      - job_name: round
+        scrape_interval: 1h
+        static_configs:
+        - targets: [` + addr + `, ` + addr + `]
+processors:
+  batch:
+    timeout: 1h
+  resource:
+    attributes:
+    - key: run_id
+      value: r1
+      action: upsert
+  transform:
+    metric_statements:
+    - context: metric
+      statements:
+      - replace_pattern(metric.name, "^([^:]+):(.+)$", "$${1}_$${2}")
+exporters:
+  file/metrics:
+    path: ` + filepath.Join(dir, "metrics.jsonl") + `
+service:
+  pipelines:
+    metrics:
+      receivers: [prometheus]
+      processors: [transform, resource, batch]
+      exporters: [file/metrics]
+`
+	cfg, err := config.Parse("round.yaml", []byte(yaml), func(string) (string, bool) { return "", false })
+	if err != nil {
+		t.Fatal(err)
+	}
+	s, err := New(cfg, slog.New(slog.NewTextHandler(io.Discard, nil)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	done := runReady(t, ctx, s)
+	deadline := time.Now().Add(10 * time.Second)
+	var lines int
+	for time.Now().Before(deadline) {
+		b, _ := os.ReadFile(filepath.Join(dir, "metrics.jsonl"))
+		if lines = bytes.Count(b, []byte("round_test")); lines >= 2 {
+			break
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	if lines < 2 {
+		t.Fatalf("the round's two scrapes are not in the JSONL after 10 s (%d): held to the batch timeout", lines)
+	}
+	cancel()
+	if err := <-done; err != nil {
+		t.Fatal(err)
+	}
+}

@@ -243,6 +243,24 @@ func (b *Batcher) run() {
 	}
 }
 
+// Flush sends what is pending of every signal now, rather than at its
+// timeout (pipeline.Flusher): its producer has nothing more for now. A
+// send that next refuses stays pending, for the timer, as any flush's.
+func (b *Batcher) Flush(ctx context.Context) {
+	if b.acquire(ctx) != nil {
+		return
+	}
+	defer b.unlock()
+	if b.stopped {
+		return
+	}
+	for sig := range b.pend {
+		if b.pend[sig].b != nil {
+			_ = b.flushLocked(ctx, pipeline.Signal(sig), true)
+		}
+	}
+}
+
 // Shutdown stops the timer and flushes every pending batch to next within
 // ctx. Consume returns ErrStopped afterwards.
 func (b *Batcher) Shutdown(ctx context.Context) error {

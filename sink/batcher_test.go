@@ -180,3 +180,36 @@ func TestBatcherConsumeHonoursCtxWhileFlushBlocks(t *testing.T) {
 		t.Fatal(err)
 	}
 }
+
+// A flush hint (pipeline.Flusher) sends what is pending at once, in order,
+// and an empty Batcher or a stopped one takes it without sending anything.
+func TestBatcherFlushHint(t *testing.T) {
+	rec := &recorder{}
+	b := NewBatcher(BatchOptions{SendBatchSize: 1000, Timeout: time.Hour}, rec)
+	_ = b.Start(context.Background())
+	pipeline.Flush(context.Background(), b) // nothing pending
+	if n := len(rec.got()); n != 0 {
+		t.Fatalf("an empty batcher sent %d batches on a hint", n)
+	}
+	_ = b.Consume(context.Background(), metricsBatch("a", 2))
+	_ = b.Consume(context.Background(), metricsBatch("b", 3))
+	if n := len(rec.got()); n != 0 {
+		t.Fatalf("sent %d batches before the hint", n)
+	}
+	pipeline.Flush(context.Background(), b)
+	got := rec.got()
+	if len(got) != 1 || got[0].Items() != 5 {
+		t.Fatalf("after the hint: %d batches, want one of 5 items", len(got))
+	}
+	if v := pointValues(got); len(v) != 5 {
+		t.Fatalf("points %v", v)
+	}
+	_ = b.Consume(context.Background(), metricsBatch("c", 1))
+	if err := b.Shutdown(ctxT(time.Second)); err != nil {
+		t.Fatal(err)
+	}
+	pipeline.Flush(context.Background(), b) // stopped
+	if n := len(rec.got()); n != 2 {
+		t.Fatalf("%d batches after shutdown and a hint, want 2", n)
+	}
+}

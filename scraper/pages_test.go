@@ -71,6 +71,13 @@ func TestPagesReadOneAtATime(t *testing.T) {
 	m := managerOf(t, barrierServers(t, n, page), col)
 	m.pages = newPageGate(1, time.Minute)
 	m.bodies.keep = freeBodies
+	// The gate waits a quarter of the scrape's timeout, which New caps at
+	// the interval (1 s): under -race on a loaded machine six first
+	// scrapes (every series new) took longer than that, and the last went
+	// on without a slot.
+	for _, l := range m.loops {
+		l.t.Timeout = time.Minute
+	}
 	m.ScrapeAll(context.Background())
 	if len(col.b) != n {
 		t.Fatalf("%d batches, want %d", len(col.b), n)

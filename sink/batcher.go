@@ -3,6 +3,7 @@ package sink
 import (
 	"context"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/otelstep/otelstep/pipeline"
@@ -58,6 +59,9 @@ type Batcher struct {
 	runCancel context.CancelFunc
 	startOnce sync.Once
 	stopOnce  sync.Once
+	// idleWakes counts the timer's firings that found nothing pending
+	// (tests).
+	idleWakes atomic.Int64
 }
 
 type pendingBatch struct {
@@ -184,6 +188,13 @@ func (b *Batcher) flushLocked(ctx context.Context, sig pipeline.Signal, all bool
 		}
 		if rest == nil || rest.Len() == 0 {
 			*p = pendingBatch{}
+			// The timer is set for the batch just sent: have it set
+			// again now, while the process is awake, rather than wake
+			// it at the sent batch's timeout to find nothing to do.
+			select {
+			case b.kick <- struct{}{}:
+			default:
+			}
 			return nil
 		}
 		p.b = rest
@@ -209,14 +220,19 @@ func (b *Batcher) run() {
 	var wait time.Duration = time.Hour
 	for {
 		t.Reset(wait)
+		fired := false
 		select {
 		case <-t.C:
+			fired = true
 		case <-b.kick:
 		case <-b.stopCh:
 			return
 		}
 		if b.acquire(b.runCtx) != nil {
 			return
+		}
+		if fired && b.pend[0].b == nil && b.pend[1].b == nil && b.pend[2].b == nil {
+			b.idleWakes.Add(1)
 		}
 		now := time.Now()
 		wait = time.Hour

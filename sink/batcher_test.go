@@ -213,3 +213,27 @@ func TestBatcherFlushHint(t *testing.T) {
 		t.Fatalf("%d batches after shutdown and a hint, want 2", n)
 	}
 }
+
+// A batch sent before its timeout, on a hint or at its size, leaves no
+// timer set for it: the process is not woken at that timeout to find
+// nothing to send.
+func TestBatcherNoTimerLeftAfterFlush(t *testing.T) {
+	rec := &recorder{}
+	b := NewBatcher(BatchOptions{SendBatchSize: 4, Timeout: 40 * time.Millisecond}, rec)
+	_ = b.Start(context.Background())
+	defer b.Shutdown(ctxT(time.Second))
+	_ = b.Consume(context.Background(), metricsBatch("a", 1))
+	time.Sleep(5 * time.Millisecond) // the timer is set for a
+	pipeline.Flush(context.Background(), b)
+	time.Sleep(100 * time.Millisecond)
+	_ = b.Consume(context.Background(), metricsBatch("b", 1))
+	time.Sleep(5 * time.Millisecond)
+	_ = b.Consume(context.Background(), metricsBatch("c", 3)) // b and c sent at their size
+	time.Sleep(100 * time.Millisecond)
+	if n := len(rec.got()); n != 2 {
+		t.Fatalf("%d batches sent, want 2", n)
+	}
+	if n := b.idleWakes.Load(); n != 0 {
+		t.Fatalf("the timer fired %d times with nothing pending", n)
+	}
+}

@@ -97,10 +97,16 @@ func (s *attrSets) find(key []byte) *attrSet {
 // the key meanwhile.
 func (s *attrSets) forget(key string) {
 	s.mu.Lock()
-	if wp, ok := s.m[key]; ok && wp.Value() == nil {
-		delete(s.m, key)
-	}
+	dropIfGone(s.m, key)
 	s.mu.Unlock()
+}
+
+// dropIfGone deletes m[k] once its value is gone, unless a newer value
+// took k meanwhile. The caller holds the lock of m.
+func dropIfGone[K comparable, V any](m map[K]weak.Pointer[V], k K) {
+	if wp, ok := m[k]; ok && wp.Value() == nil {
+		delete(m, k)
+	}
 }
 
 // fam returns the shared family metadata of id.
@@ -129,9 +135,7 @@ func (s *attrSets) fam(id famID) *famMeta {
 // metadata took it meanwhile.
 func (s *attrSets) forgetFam(id famID) {
 	s.mu.Lock()
-	if wp, ok := s.fams[id]; ok && wp.Value() == nil {
-		delete(s.fams, id)
-	}
+	dropIfGone(s.fams, id)
 	s.mu.Unlock()
 }
 

@@ -84,15 +84,19 @@ func (lc *lineCache) reset() {
 // finish drops the references past the lines kept: call it when a scrape
 // is done. It also gives back the room append left past the lines, which
 // a first scrape leaves at up to as much again (one cachedLine a line of
-// every target's page: 1.25 MB at 84 targets, 0.4 MB of it unused room),
-// keeping a sixteenth for a page that grows.
+// every target's page: 1.25 MB at 84 targets, 0.4 MB of it unused room).
 func (lc *lineCache) finish() {
-	n := len(lc.lines)
-	if cap(lc.lines) > n+n/8+64 {
-		lc.lines = append(make([]cachedLine, 0, n+n/16), lc.lines...)
-		return
+	clear(lc.lines[len(lc.lines):cap(lc.lines)])
+	lc.lines = trimRoom(lc.lines)
+}
+
+// trimRoom returns s, or a copy of it with a sixteenth of room to spare
+// (for a page that grows) when appending left more than an eighth.
+func trimRoom[T any](s []T) []T {
+	if n := len(s); cap(s) > n+n/8+64 {
+		return append(make([]T, 0, n+n/16), s...)
 	}
-	clear(lc.lines[n:cap(lc.lines)])
+	return s
 }
 
 // truncate keeps the first n lines, dropping the references of the rest.

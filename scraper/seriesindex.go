@@ -113,9 +113,7 @@ func (x *seriesIndex) evict(gen uint64, gone func(*seriesEntry)) {
 // in a row that did not use them, or after a first scrape. The room append
 // left past the entries goes too (as the line cache's, linecache.go).
 func (x *seriesIndex) endScrape() {
-	if n := len(x.all); cap(x.all) > n+n/8+64 {
-		x.all = append(make([]*seriesEntry, 0, n+n/16), x.all...)
-	}
+	x.all = trimRoom(x.all)
 	if x.first {
 		x.byKey, x.points, x.used, x.idle = nil, nil, false, 0
 		return

@@ -2,6 +2,7 @@ package sink
 
 import (
 	"context"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -231,7 +232,7 @@ func (b *Batcher) run() {
 		if b.acquire(b.runCtx) != nil {
 			return
 		}
-		if fired && b.pend[0].b == nil && b.pend[1].b == nil && b.pend[2].b == nil {
+		if fired && !slices.ContainsFunc(b.pend[:], func(p pendingBatch) bool { return p.b != nil }) {
 			b.idleWakes.Add(1)
 		}
 		now := time.Now()

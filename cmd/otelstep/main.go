@@ -90,8 +90,12 @@ func run(args []string, stdout, stderr io.Writer) int {
 	// Before anything is built: a change of GOMAXPROCS stops the world and
 	// flushes the Ps it removes (package boot has set the default already).
 	setProcs(*procs, procsSet, os.LookupEnv)
+	slack, err := timerSlackFrom(os.LookupEnv)
+	if err != nil {
+		fmt.Fprintf(stderr, "otelstep: %v\n", err)
+		return exitUsage
+	}
 	var cfg *config.Config
-	var err error
 	if *cfgPath == "" {
 		// No config: the embedded default, for a first run on a laptop.
 		fmt.Fprintln(stderr, "otelstep: no --config given: running the embedded default (cmd/otelstep/default.yaml; JSONL under ./otel)")
@@ -132,7 +136,7 @@ func run(args []string, stdout, stderr io.Writer) int {
 			}
 		}()
 	}
-	return serve(cfg, stderr)
+	return serve(cfg, slack, stderr)
 }
 
 // defaultGCPercent is the GC target otelstep runs at unless GOGC is set.
@@ -220,7 +224,10 @@ func setProcs(n int, given bool, lookup func(string) (string, bool)) {
 	runtime.GOMAXPROCS(n)
 }
 
-func serve(cfg *config.Config, stderr io.Writer) int {
+// serve runs the collector for cfg until a signal stops it. Once it is
+// running, every thread's timer slack becomes slack unless that is 0
+// (timerslack.go).
+func serve(cfg *config.Config, slack time.Duration, stderr io.Writer) int {
 	h := slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: cfg.Service.LogLevel})
 	log := slog.New(service.NewRedactingHandler(h, cfg.Secrets))
 	settled := gcOffForStart(os.LookupEnv)
@@ -275,6 +282,9 @@ func serve(cfg *config.Config, stderr io.Writer) int {
 		}
 		t.Stop()
 		settled()
+		if slack > 0 {
+			setSlack(log, slack)
+		}
 		release("running")
 		if svc.WaitFirstScrapes(ctx) {
 			release("first scrapes")
@@ -286,6 +296,23 @@ func serve(cfg *config.Config, stderr io.Writer) int {
 	}
 	log.Info("otelstep stopped")
 	return exitOK
+}
+
+// setSlack sets every thread's timer slack and logs what came of it.
+func setSlack(log *slog.Logger, slack time.Duration) {
+	was, err := setTimerSlack(slack)
+	switch {
+	case err == nil:
+		log.Debug("timer slack set", "slack", slack, "was", was)
+	case errors.Is(err, errSlackChosen):
+		log.Debug("timer slack left as started", "slack", was)
+	case errors.Is(err, errors.ErrUnsupported):
+		// A build with cgo: Go cannot reach the threads C may have
+		// started. The release build has none (README.md).
+		log.Info("timer slack left as started: this build uses cgo; build with CGO_ENABLED=0 for the lower CPU use of a larger slack (cmd/otelstep/timerslack.go)", "err", err)
+	default:
+		log.Warn("cannot set the timer slack", "slack", slack, "err", err)
+	}
 }
 
 func usage(w io.Writer) {

@@ -82,7 +82,7 @@ const (
 	numChunk    = 64   // number points a chunk (8.5 KiB)
 	histChunk   = 16   // histogram points a chunk (3.3 KiB)
 	countChunk  = 1024 // bucket counts a chunk: a point of more gets its own slice
-	ptrChunk    = 512  // point pointers a chunk: a family of more gets its own slice
+	ptrChunk    = 512  // point (and metric) pointers a chunk: a family (a page) of more gets its own slice
 	metricChunk = 8    // metrics of a kind a chunk (1.6-1.7 KiB)
 )
 
@@ -92,6 +92,7 @@ type slabPools struct {
 	hpts      chunkPool[histPoint]
 	counts    chunkPool[uint64]
 	ptrs      chunkPool[*metricspb.NumberDataPoint]
+	mptrs     chunkPool[*metricspb.Metric]
 	sums      chunkPool[sumMetric]
 	gauges    chunkPool[gaugeMetric]
 	hists     chunkPool[histMetric]
@@ -120,6 +121,7 @@ func (p *slabPools) putBuilder(h *histBuilder) {
 func newSlabPools() *slabPools {
 	p := &slabPools{}
 	p.nums.size, p.hpts.size, p.counts.size, p.ptrs.size = numChunk, histChunk, countChunk, ptrChunk
+	p.mptrs.size = ptrChunk
 	p.sums.size, p.gauges.size, p.hists.size, p.summaries.size = metricChunk, metricChunk, metricChunk, metricChunk
 	return p
 }
@@ -134,6 +136,7 @@ type arena struct {
 	hpts      []*chunk[histPoint]
 	counts    []*chunk[uint64]
 	ptrs      []*chunk[*metricspb.NumberDataPoint]
+	mptrs     []*chunk[*metricspb.Metric]
 	sums      []*chunk[sumMetric]
 	gauges    []*chunk[gaugeMetric]
 	hists     []*chunk[histMetric]
@@ -161,6 +164,7 @@ func (a *arena) recycle() {
 	a.hpts = putAll(&p.hpts, a.hpts)
 	a.counts = putAll(&p.counts, a.counts)
 	a.ptrs = putAll(&p.ptrs, a.ptrs)
+	a.mptrs = putAll(&p.mptrs, a.mptrs)
 	a.sums = putAll(&p.sums, a.sums)
 	a.gauges = putAll(&p.gauges, a.gauges)
 	a.hists = putAll(&p.hists, a.hists)

@@ -27,6 +27,10 @@ type Action struct {
 	Value         *commonpb.AnyValue
 	FromAttribute string
 	ConvertedType string
+	// kv is Key: Value, made once by Compile for an action with a value:
+	// stamped on every resource rather than a new one each (attributes are
+	// replaced, never mutated, so resources may share it).
+	kv *commonpb.KeyValue
 }
 
 // Compile turns config actions into Actions; values are built once and
@@ -49,6 +53,9 @@ func Compile(acts []config.ResourceAction) ([]Action, error) {
 				return nil, fmt.Errorf("resource: action %s on %q: unsupported value type %T", a.Action, a.Key, a.Value)
 			}
 		}
+		if ca.Value != nil && ca.FromAttribute == "" {
+			ca.kv = &commonpb.KeyValue{Key: ca.Key, Value: ca.Value}
+		}
 		out = append(out, ca)
 	}
 	return out, nil
@@ -61,21 +68,28 @@ func Apply(r *resourcepb.Resource, acts []Action) {
 		idx := find(r.Attributes, a.Key)
 		switch a.Op {
 		case "insert", "update", "upsert":
-			v := a.Value
-			if a.FromAttribute != "" {
-				j := find(r.Attributes, a.FromAttribute)
-				if j < 0 {
-					continue
-				}
-				v = r.Attributes[j].Value
+			present := idx >= 0
+			if present && a.Op == "insert" || !present && a.Op == "update" {
+				continue
 			}
-			switch {
-			case idx >= 0 && a.Op != "insert":
-				// Replace the KeyValue rather than its Value field: the old
-				// one may be shared with another batch.
-				r.Attributes[idx] = &commonpb.KeyValue{Key: a.Key, Value: v}
-			case idx < 0 && a.Op != "update":
-				r.Attributes = append(r.Attributes, &commonpb.KeyValue{Key: a.Key, Value: v})
+			kv := a.kv
+			if kv == nil {
+				v := a.Value
+				if a.FromAttribute != "" {
+					j := find(r.Attributes, a.FromAttribute)
+					if j < 0 {
+						continue
+					}
+					v = r.Attributes[j].Value
+				}
+				kv = &commonpb.KeyValue{Key: a.Key, Value: v}
+			}
+			// Replace the KeyValue rather than its Value field: the old one
+			// may be shared with another batch.
+			if present {
+				r.Attributes[idx] = kv
+			} else {
+				r.Attributes = append(r.Attributes, kv)
 			}
 		case "delete":
 			if idx >= 0 {

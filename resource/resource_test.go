@@ -77,6 +77,39 @@ func TestApplyDoesNotMutateSharedKeyValues(t *testing.T) {
 	}
 }
 
+// Stamping a constant allocates nothing: the KeyValue is made once, at
+// Compile, and shared by every resource it is stamped on (a scrape's
+// resource has room for the job's stamps).
+func TestApplyConstantsAllocateNothing(t *testing.T) {
+	acts, err := Compile([]config.ResourceAction{
+		{Key: "service.name", Action: "upsert", Value: "svc"},
+		{Key: "hpc.job", Action: "insert", Value: int64(4242)},
+		{Key: "service.name", Action: "insert", Value: "not stamped"},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	base := []*commonpb.KeyValue{str("service.name", "orig")}
+	attrs := make([]*commonpb.KeyValue, 0, 8)
+	var first *commonpb.KeyValue
+	r := &resourcepb.Resource{}
+	allocs := testing.AllocsPerRun(100, func() {
+		r.Attributes = append(attrs[:0], base...)
+		Apply(r, acts)
+		if len(r.Attributes) != 2 || r.Attributes[0].Value.GetStringValue() != "svc" || r.Attributes[1].Value.GetIntValue() != 4242 {
+			t.Fatalf("stamped %v", r.Attributes)
+		}
+		if first == nil {
+			first = r.Attributes[0]
+		} else if r.Attributes[0] != first {
+			t.Fatal("each resource got a KeyValue of its own")
+		}
+	})
+	if allocs != 0 {
+		t.Errorf("%.1f allocations a resource, want 0", allocs)
+	}
+}
+
 func TestProcessorStampsEverySignal(t *testing.T) {
 	var got []*pipeline.Batch
 	sinkC := pipeline.ConsumerFunc(func(_ context.Context, b *pipeline.Batch) error { got = append(got, b); return nil })

@@ -93,6 +93,7 @@ type slabPools struct {
 	counts    chunkPool[uint64]
 	ptrs      chunkPool[*metricspb.NumberDataPoint]
 	mptrs     chunkPool[*metricspb.Metric]
+	res       chunkPool[resMetrics]
 	sums      chunkPool[sumMetric]
 	gauges    chunkPool[gaugeMetric]
 	hists     chunkPool[histMetric]
@@ -121,7 +122,7 @@ func (p *slabPools) putBuilder(h *histBuilder) {
 func newSlabPools() *slabPools {
 	p := &slabPools{}
 	p.nums.size, p.hpts.size, p.counts.size, p.ptrs.size = numChunk, histChunk, countChunk, ptrChunk
-	p.mptrs.size = ptrChunk
+	p.mptrs.size, p.res.size = ptrChunk, 1 // one target resource a scrape
 	p.sums.size, p.gauges.size, p.hists.size, p.summaries.size = metricChunk, metricChunk, metricChunk, metricChunk
 	return p
 }
@@ -137,6 +138,7 @@ type arena struct {
 	counts    []*chunk[uint64]
 	ptrs      []*chunk[*metricspb.NumberDataPoint]
 	mptrs     []*chunk[*metricspb.Metric]
+	res       []*chunk[resMetrics]
 	sums      []*chunk[sumMetric]
 	gauges    []*chunk[gaugeMetric]
 	hists     []*chunk[histMetric]
@@ -165,6 +167,7 @@ func (a *arena) recycle() {
 	a.counts = putAll(&p.counts, a.counts)
 	a.ptrs = putAll(&p.ptrs, a.ptrs)
 	a.mptrs = putAll(&p.mptrs, a.mptrs)
+	a.res = putAll(&p.res, a.res)
 	a.sums = putAll(&p.sums, a.sums)
 	a.gauges = putAll(&p.gauges, a.gauges)
 	a.hists = putAll(&p.hists, a.hists)

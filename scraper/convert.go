@@ -1274,6 +1274,7 @@ type metricSlab struct {
 	summaries *chunk[summaryMetric]
 	nums      *chunk[*metricspb.NumberDataPoint]
 	mptrs     *chunk[*metricspb.Metric]
+	res       *chunk[resMetrics]
 }
 
 // A metric, its oneof wrapper and its data, allocated together.
@@ -1455,15 +1456,45 @@ func (c *Converter) synthetic(ms []*metricspb.Metric, ts uint64, up float64, dur
 // downstream stamp resources in place, while the sinks may still be reading
 // the previous scrape's. The KeyValues themselves are shared (processors
 // replace them, never mutate them); the spare capacity holds the stamped
-// attributes without a second allocation.
+// attributes without a second allocation. It comes from the scrape's arena,
+// as it lives exactly as long as the scrape's metrics.
 func (c *Converter) wrap(ms []*metricspb.Metric) *metricspb.ResourceMetrics {
-	return wrapAttrs(c.resource.Attributes, ms)
+	base := c.resource.Attributes
+	x := next(&c.ms.res, &c.ms.ar.pools.res, &c.ms.ar.res)
+	var attrs []*commonpb.KeyValue
+	if len(base)+stampRoom <= len(x.attrs) {
+		attrs = x.attrs[:len(base)]
+	} else {
+		attrs = make([]*commonpb.KeyValue, len(base), len(base)+stampRoom)
+	}
+	copy(attrs, base)
+	x.scope.Name, x.scope.Version = ScopeName, ScopeVersion
+	x.sm.Scope, x.sm.Metrics = &x.scope, ms
+	x.sms[0] = &x.sm
+	x.res.Attributes = attrs
+	x.rm.Resource, x.rm.ScopeMetrics = &x.res, x.sms[:]
+	return &x.rm
+}
+
+// stampRoom is the spare capacity a resource's attributes get for the
+// processors' stamps.
+const stampRoom = 12
+
+// resMetrics is a scrape's ResourceMetrics with everything it points to,
+// allocated together (in an arena: wrap).
+type resMetrics struct {
+	rm    metricspb.ResourceMetrics
+	res   resourcepb.Resource
+	sms   [1]*metricspb.ScopeMetrics
+	sm    metricspb.ScopeMetrics
+	scope commonpb.InstrumentationScope
+	attrs [4 + stampRoom]*commonpb.KeyValue // a target's four resource attributes and the stamps
 }
 
 // wrapAttrs makes a ResourceMetrics of its own (processors stamp resources
 // in place) with a copy of attrs, room to stamp, and the scope.
 func wrapAttrs(base []*commonpb.KeyValue, ms []*metricspb.Metric) *metricspb.ResourceMetrics {
-	attrs := make([]*commonpb.KeyValue, len(base), len(base)+12)
+	attrs := make([]*commonpb.KeyValue, len(base), len(base)+stampRoom)
 	copy(attrs, base)
 	return &metricspb.ResourceMetrics{
 		Resource: &resourcepb.Resource{Attributes: attrs},

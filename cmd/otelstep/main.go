@@ -309,7 +309,7 @@ func setSlack(log *slog.Logger, slack time.Duration) {
 	case errors.Is(err, errors.ErrUnsupported):
 		// A build with cgo: Go cannot reach the threads C may have
 		// started. The release build has none (README.md).
-		log.Info("timer slack left as started: this build uses cgo; build with CGO_ENABLED=0 for the lower CPU use of a larger slack (cmd/otelstep/timerslack.go)", "err", err)
+		log.Info("timer slack left as started: a build with cgo cannot set it on every thread, a static one (CGO_ENABLED=0) can, and uses less CPU for it (cmd/otelstep/timerslack.go)", "err", err)
 	default:
 		log.Warn("cannot set the timer slack", "slack", slack, "err", err)
 	}

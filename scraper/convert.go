@@ -1459,8 +1459,33 @@ func (c *Converter) synthetic(ms []*metricspb.Metric, ts uint64, up float64, dur
 // attributes without a second allocation. It comes from the scrape's arena,
 // as it lives exactly as long as the scrape's metrics.
 func (c *Converter) wrap(ms []*metricspb.Metric) *metricspb.ResourceMetrics {
-	base := c.resource.Attributes
-	x := next(&c.ms.res, &c.ms.ar.pools.res, &c.ms.ar.res)
+	return next(&c.ms.res, &c.ms.ar.pools.res, &c.ms.ar.res).fill(c.resource.Attributes, ms)
+}
+
+// wrapAttrs is wrap for a resource of the page's own (honor_labels), off
+// the heap.
+func wrapAttrs(base []*commonpb.KeyValue, ms []*metricspb.Metric) *metricspb.ResourceMetrics {
+	return new(resMetrics).fill(base, ms)
+}
+
+// stampRoom is the spare capacity a resource's attributes get for the
+// processors' stamps.
+const stampRoom = 12
+
+// resMetrics is a ResourceMetrics with everything it points to, allocated
+// together.
+type resMetrics struct {
+	rm    metricspb.ResourceMetrics
+	res   resourcepb.Resource
+	sms   [1]*metricspb.ScopeMetrics
+	sm    metricspb.ScopeMetrics
+	scope commonpb.InstrumentationScope
+	attrs [4 + stampRoom]*commonpb.KeyValue // a target's four resource attributes and the stamps
+}
+
+// fill makes x a ResourceMetrics of the otelstep scope holding ms, its
+// resource's attributes a copy of base with room to stamp.
+func (x *resMetrics) fill(base []*commonpb.KeyValue, ms []*metricspb.Metric) *metricspb.ResourceMetrics {
 	var attrs []*commonpb.KeyValue
 	if len(base)+stampRoom <= len(x.attrs) {
 		attrs = x.attrs[:len(base)]
@@ -1474,35 +1499,6 @@ func (c *Converter) wrap(ms []*metricspb.Metric) *metricspb.ResourceMetrics {
 	x.res.Attributes = attrs
 	x.rm.Resource, x.rm.ScopeMetrics = &x.res, x.sms[:]
 	return &x.rm
-}
-
-// stampRoom is the spare capacity a resource's attributes get for the
-// processors' stamps.
-const stampRoom = 12
-
-// resMetrics is a scrape's ResourceMetrics with everything it points to,
-// allocated together (in an arena: wrap).
-type resMetrics struct {
-	rm    metricspb.ResourceMetrics
-	res   resourcepb.Resource
-	sms   [1]*metricspb.ScopeMetrics
-	sm    metricspb.ScopeMetrics
-	scope commonpb.InstrumentationScope
-	attrs [4 + stampRoom]*commonpb.KeyValue // a target's four resource attributes and the stamps
-}
-
-// wrapAttrs makes a ResourceMetrics of its own (processors stamp resources
-// in place) with a copy of attrs, room to stamp, and the scope.
-func wrapAttrs(base []*commonpb.KeyValue, ms []*metricspb.Metric) *metricspb.ResourceMetrics {
-	attrs := make([]*commonpb.KeyValue, len(base), len(base)+stampRoom)
-	copy(attrs, base)
-	return &metricspb.ResourceMetrics{
-		Resource: &resourcepb.Resource{Attributes: attrs},
-		ScopeMetrics: []*metricspb.ScopeMetrics{{
-			Scope:   &commonpb.InstrumentationScope{Name: ScopeName, Version: ScopeVersion},
-			Metrics: ms,
-		}},
-	}
 }
 
 // Down returns the ResourceMetrics for a failed scrape: a staleness marker

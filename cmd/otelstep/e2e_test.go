@@ -39,37 +39,73 @@ import (
 
 const testToken = "e2e-Secret-Token-7f3a9c" // must appear nowhere on disk or in logs
 
-var (
-	buildOnce sync.Once
-	binPath   string
-	buildErr  error
-)
+// build is one build of otelstep for a test run, made at its first use.
+type build struct {
+	once sync.Once
+	path string
+	err  error
+}
+
+var tested, static build
 
 // buildBinary builds otelstep once per test run.
 func buildBinary(t *testing.T) string {
+	args := []string{"-pgo=off"}
+	if raceBuild {
+		args = append(args, "-race")
+	}
+	return tested.get(t, nil, args...)
+}
+
+// buildStatic builds otelstep as it is released, without cgo, once per
+// test run. buildBinary's may use cgo (always under -race), and a cgo
+// build cannot set another thread's timer slack (timerslack_linux.go).
+func buildStatic(t *testing.T) string {
+	return static.get(t, []string{"CGO_ENABLED=0"}, "-pgo=off")
+}
+
+// get builds the package with go build args in env the first time, and
+// returns the binary's path. -pgo=off as the tests are built (README.md):
+// the binary then shares their compiled dependencies.
+func (b *build) get(t *testing.T, env []string, args ...string) string {
 	t.Helper()
-	buildOnce.Do(func() {
+	b.once.Do(func() {
 		dir, err := os.MkdirTemp("", "otelstep-bin")
 		if err != nil {
-			buildErr = err
+			b.err = err
 			return
 		}
-		binPath = filepath.Join(dir, "otelstep")
-		// -pgo=off as the tests are built (README.md): the binary
-		// then shares their compiled dependencies.
-		args := []string{"build", "-pgo=off", "-o", binPath}
-		if raceBuild {
-			args = append(args, "-race")
-		}
-		out, err := exec.Command("go", append(args, ".")...).CombinedOutput()
-		if err != nil {
-			buildErr = fmt.Errorf("go build: %v\n%s", err, out)
+		b.path = filepath.Join(dir, "otelstep")
+		cmd := exec.Command("go", append(append([]string{"build", "-o", b.path}, args...), ".")...)
+		cmd.Env = append(os.Environ(), env...)
+		if out, err := cmd.CombinedOutput(); err != nil {
+			b.err = fmt.Errorf("%s go build %s: %v\n%s", strings.Join(env, " "), strings.Join(args, " "), err, out)
 		}
 	})
-	if buildErr != nil {
-		t.Fatal(buildErr)
+	if b.err != nil {
+		t.Fatal(b.err)
 	}
-	return binPath
+	return b.path
+}
+
+// waitHealthy waits up to 10 s for the health endpoint at addr to answer
+// 200, failing the test with the process's output if it does not.
+func waitHealthy(t *testing.T, addr string, out fmt.Stringer) {
+	t.Helper()
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		resp, err := http.Get("http://" + addr + "/")
+		if err == nil {
+			resp.Body.Close()
+			if resp.StatusCode == 200 {
+				return
+			}
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("not healthy in 10s:\n%s", out.String())
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
 }
 
 // freePort returns a loopback host:port nothing listens on, for the binary

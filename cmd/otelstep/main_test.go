@@ -126,20 +126,7 @@ func TestEmbeddedDefault(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer func() { _ = cmd.Process.Kill() }()
-	deadline := time.Now().Add(10 * time.Second)
-	for {
-		resp, err := http.Get("http://" + health + "/")
-		if err == nil {
-			resp.Body.Close()
-			if resp.StatusCode == 200 {
-				break
-			}
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("not healthy in 10s:\n%s", out.String())
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
+	waitHealthy(t, health, &out)
 	span := `{"resourceSpans":[{"scopeSpans":[{"spans":[{"traceId":"0102030405060708090a0b0c0d0e0f10","spanId":"0102030405060708","name":"readme-span"}]}]}]}`
 	resp, err := http.Post("http://"+httpAddr+"/v1/traces", "application/json", strings.NewReader(span))
 	if err != nil || resp.StatusCode != 200 {

@@ -3,7 +3,6 @@ package main
 import (
 	"errors"
 	"fmt"
-	"strconv"
 	"strings"
 	"time"
 )
@@ -54,10 +53,10 @@ func timerSlackFrom(lookup func(string) (string, bool)) (time.Duration, error) {
 		return defaultTimerSlack, nil
 	}
 	s = strings.TrimSpace(s)
-	if n, err := strconv.Atoi(s); err == nil && n == 0 {
+	d, err := time.ParseDuration(s) // "0" is the one number it takes without a unit
+	if err == nil && d == 0 {
 		return 0, nil
 	}
-	d, err := time.ParseDuration(s)
 	if err != nil || d < time.Microsecond || d > time.Second {
 		return 0, fmt.Errorf("%s=%q: want a duration from 1µs to 1s, such as 5ms, or 0 to leave the timer slack as started", timerSlackEnv, s)
 	}

@@ -3,11 +3,8 @@ package main
 import (
 	"bytes"
 	"errors"
-	"fmt"
-	"net/http"
 	"os"
 	"os/exec"
-	"path/filepath"
 	"runtime"
 	"strconv"
 	"strings"
@@ -67,36 +64,6 @@ func (o *lockedOutput) String() string {
 	return o.buf.String()
 }
 
-var (
-	staticOnce sync.Once
-	staticPath string
-	staticErr  error
-)
-
-// buildStatic builds otelstep as it is released, without cgo, once per
-// test run. buildBinary's may use cgo (always under -race), and a cgo
-// build cannot set another thread's timer slack (timerslack_linux.go).
-func buildStatic(t *testing.T) string {
-	t.Helper()
-	staticOnce.Do(func() {
-		dir, err := os.MkdirTemp("", "otelstep-static")
-		if err != nil {
-			staticErr = err
-			return
-		}
-		staticPath = filepath.Join(dir, "otelstep")
-		cmd := exec.Command("go", "build", "-pgo=off", "-o", staticPath, ".")
-		cmd.Env = append(os.Environ(), "CGO_ENABLED=0")
-		if out, err := cmd.CombinedOutput(); err != nil {
-			staticErr = fmt.Errorf("CGO_ENABLED=0 go build: %v\n%s", err, out)
-		}
-	})
-	if staticErr != nil {
-		t.Fatal(staticErr)
-	}
-	return staticPath
-}
-
 // startWithSlack starts the built collector bin on the embedded default with
 // env, the process starting with the timer slack start (the thread that
 // forks it has it for the moment), and waits until it is healthy.
@@ -128,20 +95,8 @@ func startWithSlack(t *testing.T, bin string, env []string, start time.Duration)
 		_ = cmd.Process.Kill()
 		_ = cmd.Wait()
 	})
-	deadline := time.Now().Add(10 * time.Second)
-	for {
-		resp, err := http.Get("http://" + health + "/")
-		if err == nil {
-			resp.Body.Close()
-			if resp.StatusCode == 200 {
-				return cmd, out
-			}
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("not healthy in 10s:\n%s", out.String())
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
+	waitHealthy(t, health, out)
+	return cmd, out
 }
 
 // TestTimerSlackOnEveryThread: once running, every thread of the collector

@@ -9,11 +9,11 @@ import (
 	"log/slog"
 	"net/url"
 	"os"
-	"regexp"
 	"sort"
 	"strings"
 	"time"
 
+	"github.com/otelstep/otelstep/resource/ottl"
 	"github.com/prometheus/prometheus/model/relabel"
 	"go.yaml.in/yaml/v3"
 )
@@ -109,48 +109,18 @@ type ResourceAction struct {
 }
 
 // Transform is processors.transform: only the statements otelstep
-// implements are accepted; each is parsed at load time.
+// implements are accepted (package resource/ottl); each is parsed at load
+// time.
 type Transform struct {
 	ErrorMode  string
 	Statements []Statement
 }
 
-// Statement is one parsed transform statement (see ottl.go for the subset
-// of OTTL that is implemented).
+// Statement is one transform statement with its place in the pipelines.
 type Statement struct {
-	Signal  string // metrics, traces or logs
-	Context string // metric or resource
-	Text    string
-	Line    int
-
-	Func   string // "replace_pattern" or "set"
-	Target Path
-	// replace_pattern
-	Pattern     *regexp.Regexp
-	Replacement string
-	// set
-	Value Operand
-	Where []Cond // all must hold
-}
-
-// Path is a field a statement reads or writes.
-type Path struct {
-	Field string // "metric.name" or "resource.attributes"
-	Key   string // attribute key for resource.attributes
-}
-
-// Operand is a path, a string literal or nil.
-type Operand struct {
-	Path *Path
-	Str  *string
-	Nil  bool
-}
-
-// Cond is one comparison of a where clause.
-type Cond struct {
-	Left  Operand
-	Op    string // == or !=
-	Right Operand
+	Signal string // metrics, traces or logs
+	Line   int
+	*ottl.Statement
 }
 
 // OTLPHTTPExporter is exporters.otlp_http / exporters.otlphttp.

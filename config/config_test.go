@@ -2,6 +2,7 @@ package config
 
 import (
 	"errors"
+	"github.com/otelstep/otelstep/resource/ottl"
 	"os"
 	"strings"
 	"testing"
@@ -116,8 +117,14 @@ service:
 		t.Fatal(err)
 	}
 	st := c.Transform["transform/identity"].Statements[0]
-	if st.Func != "set" || st.Target.Key != "service.name.override" || st.Value.Path.Key != "service.name" || len(st.Where) != 2 || st.Where[1].Op != "!=" || !st.Where[0].Right.Nil {
+	and, ok := st.Where.(ottl.And)
+	if st.Func != ottl.FuncSet || st.Target.Key != "service.name.override" || st.Value.Path.Key != "service.name" || !ok || st.Line != 7 {
 		t.Fatalf("parsed %+v", st)
+	}
+	l, lok := and.L.(ottl.Compare)
+	r, rok := and.R.(ottl.Compare)
+	if !lok || !rok || l.Negate || l.R.Path != nil || l.R.Lit != nil || !r.Negate || r.L.Path.Key != "service.name" {
+		t.Fatalf("where parsed as %#v", st.Where)
 	}
 }
 

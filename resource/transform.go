@@ -7,7 +7,6 @@ import (
 
 	"github.com/otelstep/otelstep/config"
 	"github.com/otelstep/otelstep/pipeline"
-	commonpb "go.opentelemetry.io/proto/otlp/common/v1"
 	resourcepb "go.opentelemetry.io/proto/otlp/resource/v1"
 )
 
@@ -59,7 +58,7 @@ func (t *Transform) Consume(ctx context.Context, b *pipeline.Batch) error {
 			t.mu.Unlock()
 		case "resource":
 			ForEachResource(b, func(r *resourcepb.Resource) *resourcepb.Resource {
-				runResource(st, r)
+				st.ApplyResource(r)
 				return r
 			})
 		}
@@ -89,72 +88,4 @@ func (t *Transform) rename(i int, name string) string {
 	}
 	cache[key] = v
 	return v
-}
-
-func runResource(st *config.Statement, r *resourcepb.Resource) {
-	for _, c := range st.Where {
-		if !holds(c, r) {
-			return
-		}
-	}
-	if st.Func != "set" {
-		return
-	}
-	v, ok := operand(st.Value, r)
-	if !ok || v == nil {
-		return // OTTL: setting from a missing attribute does nothing
-	}
-	kv := &commonpb.KeyValue{Key: st.Target.Key, Value: v}
-	if i := find(r.Attributes, st.Target.Key); i >= 0 {
-		r.Attributes[i] = kv
-	} else {
-		r.Attributes = append(r.Attributes, kv)
-	}
-}
-
-// operand evaluates o; a missing attribute or nil gives (nil, true).
-func operand(o config.Operand, r *resourcepb.Resource) (*commonpb.AnyValue, bool) {
-	switch {
-	case o.Nil:
-		return nil, true
-	case o.Str != nil:
-		return &commonpb.AnyValue{Value: &commonpb.AnyValue_StringValue{StringValue: *o.Str}}, true
-	case o.Path != nil && o.Path.Field == "resource.attributes":
-		if i := find(r.Attributes, o.Path.Key); i >= 0 {
-			return r.Attributes[i].Value, true
-		}
-		return nil, true
-	}
-	return nil, false
-}
-
-func holds(c config.Cond, r *resourcepb.Resource) bool {
-	l, _ := operand(c.Left, r)
-	rv, _ := operand(c.Right, r)
-	eq := equal(l, rv)
-	if c.Op == "==" {
-		return eq
-	}
-	return !eq
-}
-
-func equal(a, b *commonpb.AnyValue) bool {
-	if a == nil || b == nil {
-		return a == nil && b == nil
-	}
-	switch x := a.Value.(type) {
-	case *commonpb.AnyValue_StringValue:
-		y, ok := b.Value.(*commonpb.AnyValue_StringValue)
-		return ok && x.StringValue == y.StringValue
-	case *commonpb.AnyValue_IntValue:
-		y, ok := b.Value.(*commonpb.AnyValue_IntValue)
-		return ok && x.IntValue == y.IntValue
-	case *commonpb.AnyValue_DoubleValue:
-		y, ok := b.Value.(*commonpb.AnyValue_DoubleValue)
-		return ok && x.DoubleValue == y.DoubleValue
-	case *commonpb.AnyValue_BoolValue:
-		y, ok := b.Value.(*commonpb.AnyValue_BoolValue)
-		return ok && x.BoolValue == y.BoolValue
-	}
-	return false
 }

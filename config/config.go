@@ -34,6 +34,8 @@ type Config struct {
 	OTLPHTTP map[string]*OTLPHTTPExporter
 	Files    map[string]FileExporter
 
+	Connectors map[string]*Connector
+
 	Service Service
 
 	// Secrets are values that must never be printed: expanded values of
@@ -165,6 +167,9 @@ type Pipeline struct {
 	Processors []string
 	Exporters  []string
 	Line       int
+	// ReceiverLines and ExporterLines are the lines of the receivers' and
+	// exporters' list items, for errors about one of them.
+	ReceiverLines, ExporterLines []int
 }
 
 // Load reads, expands and validates the config at path.
@@ -195,6 +200,7 @@ func Parse(name string, data []byte, env Lookup) (*Config, error) {
 		Transform:   map[string]*Transform{},
 		OTLPHTTP:    map[string]*OTLPHTTPExporter{},
 		Files:       map[string]FileExporter{},
+		Connectors:  map[string]*Connector{},
 		Service:     Service{LogLevel: slog.LevelInfo},
 	}
 	d := &dec{file: name}
@@ -218,7 +224,7 @@ func Parse(name string, data []byte, env Lookup) (*Config, error) {
 		case "exporters":
 			return d.components(v, key, []string{"otlp_http", "otlphttp", "file"}, c.exporter(d))
 		case "connectors":
-			return d.components(v, key, []string{}, nil)
+			return d.components(v, key, sortedKeys(connectorSignals), c.connector(d))
 		case "service":
 			return c.service(d, v)
 		}
@@ -823,13 +829,19 @@ func (c *Config) service(d *dec, v *yaml.Node) error {
 				p := Pipeline{ID: id, Signal: sig, Line: kn.Line}
 				err := d.mapping(vn, pp, []string{"receivers", "processors", "exporters"}, func(key string, kn, vn *yaml.Node) error {
 					list, err := d.strList(vn, join(pp, key))
+					var lines []int
+					if vn.Kind == yaml.SequenceNode {
+						for _, item := range vn.Content {
+							lines = append(lines, item.Line)
+						}
+					}
 					switch key {
 					case "receivers":
-						p.Receivers = list
+						p.Receivers, p.ReceiverLines = list, lines
 					case "processors":
 						p.Processors = list
 					case "exporters":
-						p.Exporters = list
+						p.Exporters, p.ExporterLines = list, lines
 					}
 					return err
 				})
@@ -892,7 +904,10 @@ func (c *Config) validate(d *dec, doc *yaml.Node) error {
 			if _, ok := c.OTLP[r]; ok {
 				continue
 			}
-			return fail(p.Line, pp+".receivers", "receiver %q is not defined under receivers", r)
+			if _, ok := c.Connectors[r]; ok {
+				continue // checked by pipelineGraph
+			}
+			return fail(p.Line, pp+".receivers", "receiver %q is not defined under receivers or connectors", r)
 		}
 		for _, pr := range p.Processors {
 			_, b := c.Batch[pr]
@@ -913,8 +928,14 @@ func (c *Config) validate(d *dec, doc *yaml.Node) error {
 				fileUse[e] = p.Signal
 				continue
 			}
-			return fail(p.Line, pp+".exporters", "exporter %q is not defined under exporters", e)
+			if _, ok := c.Connectors[e]; ok {
+				continue // checked by pipelineGraph
+			}
+			return fail(p.Line, pp+".exporters", "exporter %q is not defined under exporters or connectors", e)
 		}
+	}
+	if err := c.pipelineGraph(); err != nil {
+		return err
 	}
 	paths := map[string]string{}
 	for id, f := range c.Files {

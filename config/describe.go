@@ -41,8 +41,48 @@ func (c *Config) Describe(w io.Writer) {
 			}
 		}
 	}
-	for _, pl := range c.Service.Pipelines {
+	for _, pl := range c.Order() {
 		p("pipeline %s: %s -> %s -> %s", pl.ID, strings.Join(pl.Receivers, ","), strings.Join(pl.Processors, ","), strings.Join(pl.Exporters, ","))
+	}
+	for _, id := range sortedKeys(c.Connectors) {
+		cn := c.Connectors[id]
+		var from, to []string
+		for _, pl := range c.Service.Pipelines {
+			if contains(pl.Exporters, id) {
+				from = append(from, pl.ID)
+			}
+			if contains(pl.Receivers, id) {
+				to = append(to, pl.ID)
+			}
+		}
+		if len(from) == 0 {
+			continue // defined, in no pipeline: not started
+		}
+		p("connect  %s: %s -> %s -> %s", id, strings.Join(from, ","), id, strings.Join(to, ","))
+		if sm := cn.SpanMetrics; sm != nil {
+			dims := make([]string, 0, len(sm.Dimensions))
+			for _, d := range sm.Dimensions {
+				if d.Default != nil {
+					dims = append(dims, d.Name+"(default "+*d.Default+")")
+				} else {
+					dims = append(dims, d.Name)
+				}
+			}
+			buckets := "default"
+			if sm.Buckets != nil {
+				bs := make([]string, len(sm.Buckets))
+				for i, b := range sm.Buckets {
+					bs[i] = b.String()
+				}
+				buckets = strings.Join(bs, ",")
+			}
+			temporality := "cumulative"
+			if sm.Delta {
+				temporality = "delta"
+			}
+			p("connect  %s: span metrics %s.calls and %s.duration (%s, %s) every %s, dimensions [%s], buckets [%s], at most %d series",
+				id, sm.Namespace, sm.Namespace, sm.Unit, temporality, sm.FlushInterval, strings.Join(dims, ","), buckets, sm.CacheSize)
+		}
 	}
 	for _, id := range sortedKeys(c.Files) {
 		p("sink     %s jsonl %s", id, c.Files[id].Path)

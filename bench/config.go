@@ -25,6 +25,10 @@ type Scenario struct {
 	// Peer adds what a collector needs and otelstep refuses: no internal
 	// telemetry server (it would take :8888).
 	Peer bool
+	// V2 is the orchestrator's v2 config: the span_metrics connector from
+	// the traces pipeline to the metrics pipeline (flushed every 15 s), and
+	// transform/identity first in every pipeline.
+	V2 bool
 }
 
 // Token is the ingest token the scenario's config reads from OTEL_TOKEN.
@@ -93,6 +97,26 @@ func (s Scenario) YAML() string {
     - context: metric
       statements:
       - replace_pattern(metric.name, "^([^:]+):(.+)$", "$${1}_$${2}")`)
+	identity, spanMetrics := "", ""
+	if s.V2 {
+		w("  transform/identity:")
+		for _, sig := range []string{"metric", "trace", "log"} {
+			w(`    %s_statements:
+    - context: resource
+      statements:
+      - set(resource.attributes["service.name.override"], resource.attributes["service.name"]) where resource.attributes["service.name.override"] == nil and resource.attributes["service.name"] != nil`, sig)
+		}
+		w(`connectors:
+  span_metrics:
+    histogram:
+      explicit:
+        buckets: [250ms, 1s, 2s, 5s, 10s, 30s, 60s, 120s, 300s, 600s, 1800s]
+    dimensions:
+    - name: service.name.override
+    - name: nemo.gym.sandbox.provider
+    metrics_flush_interval: 15s`)
+		identity, spanMetrics = "transform/identity, ", ", span_metrics"
+	}
 	w("exporters:\n  otlp_http/managed:\n    endpoint: %s\n    headers:\n      Authorization: Bearer ${env:OTEL_TOKEN}", s.Backend)
 	for _, sig := range []string{"metrics", "traces", "logs"} {
 		w("  file/%s:\n    path: %s", sig, filepath.Join(s.Dir, sig+".jsonl"))
@@ -106,10 +130,10 @@ func (s Scenario) YAML() string {
 	if len(jobs) > 0 {
 		metricsRecv = "[prometheus, otlp]"
 	}
-	w("    metrics:\n      receivers: %s\n      processors: [transform/metric_names, resource, batch]\n      exporters: [otlp_http/managed, file/metrics]", metricsRecv)
-	for _, sig := range []string{"traces", "logs"} {
-		w("    %s:\n      receivers: [otlp]\n      processors: [resource, batch]\n      exporters: [otlp_http/managed, file/%s]", sig, sig)
-	}
+	metricsRecv = strings.TrimSuffix(metricsRecv, "]") + spanMetrics + "]"
+	w("    metrics:\n      receivers: %s\n      processors: [transform/metric_names, %sresource, batch]\n      exporters: [otlp_http/managed, file/metrics]", metricsRecv, identity)
+	w("    traces:\n      receivers: [otlp]\n      processors: [%sresource, batch]\n      exporters: [otlp_http/managed, file/traces%s]", identity, spanMetrics)
+	w("    logs:\n      receivers: [otlp]\n      processors: [%sresource, batch]\n      exporters: [otlp_http/managed, file/logs]", identity)
 	return b.String()
 }
 

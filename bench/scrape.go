@@ -24,6 +24,8 @@ type Impl struct {
 	Name string
 	Argv []string
 	Peer bool
+	// V2 runs it on the orchestrator's v2 config (Scenario.V2).
+	V2 bool
 }
 
 // ScrapeOptions is one `otelstep bench scrape` run.
@@ -250,7 +252,7 @@ func startUnderTest(ctx context.Context, im Impl, interval time.Duration, jobs m
 		u.close()
 		return nil, err
 	}
-	if u.sc, err = newScenario(interval, jobs, u.be.URL(), u.dir, im.Peer); err == nil {
+	if u.sc, err = newScenario(interval, jobs, u.be.URL(), u.dir, im); err == nil {
 		cfg := filepath.Join(u.dir, "collector.yaml")
 		if err = u.sc.WriteConfig(cfg); err == nil {
 			u.p, err = StartProc(ctx, im.Name, im.Argv, cfg, u.sc.Health, []string{"OTEL_TOKEN=" + Token, "SLURM_JOB_ID=12345"})
@@ -276,8 +278,8 @@ func (u *underTest) close() {
 	}
 }
 
-func newScenario(interval time.Duration, addrs map[string][]string, backend, dir string, peer bool) (Scenario, error) {
-	s := Scenario{Interval: interval, Jobs: addrs, Backend: backend, Dir: dir, Peer: peer}
+func newScenario(interval time.Duration, addrs map[string][]string, backend, dir string, im Impl) (Scenario, error) {
+	s := Scenario{Interval: interval, Jobs: addrs, Backend: backend, Dir: dir, Peer: im.Peer, V2: im.V2}
 	ports, err := new(Ports).Take(3)
 	if err != nil {
 		return s, err

@@ -34,6 +34,7 @@ func runBench(args []string, stdout, stderr io.Writer) int {
 	memProfile := fs.String("memprofile", "", "write otelstep's heap profile at the end of the run to `file`")
 	warmup := fs.Duration("warmup", 3*time.Second, "run this long before measuring")
 	duration := fs.Duration("duration", 20*time.Second, "measured window")
+	v2 := fs.Bool("v2", false, "also run otelstep on the orchestrator's v2 config (span_metrics, transform/identity) as a row of its own, \"otelstep-v2\"")
 	// scrape
 	pageList := fs.String("pages", "vllm,dcgm,node", "scrape: pages served, comma-separated: vllm, dcgm, node, gen:SERIES:BUCKETS")
 	copies := fs.Int("targets", 10, "scrape: targets per page")
@@ -65,6 +66,9 @@ func runBench(args []string, stdout, stderr io.Writer) int {
 	}
 	if *memProfile != "" {
 		impls[0].Argv = append(impls[0].Argv, "--memprofile", *memProfile)
+	}
+	if *v2 {
+		impls = append(impls, bench.Impl{Name: "otelstep-v2", Argv: impls[0].Argv[:1], V2: true})
 	}
 	if *peer != "" {
 		argv := strings.Fields(*peer)

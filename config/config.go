@@ -157,6 +157,8 @@ type Service struct {
 	Extensions []string
 	LogLevel   slog.Level
 	Pipelines  []Pipeline
+	// Telemetry is service.telemetry.metrics and .resource (telemetry.go).
+	Telemetry Telemetry
 }
 
 // Pipeline is one service.pipelines entry.
@@ -797,8 +799,14 @@ func (c *Config) service(d *dec, v *yaml.Node) error {
 			c.Service.Extensions, err = d.strList(vn, kp)
 			return err
 		case "telemetry":
-			return d.mapping(vn, kp, []string{"logs"}, func(key string, kn, vn *yaml.Node) error {
+			return d.mapping(vn, kp, []string{"logs", "metrics", "resource"}, func(key string, kn, vn *yaml.Node) error {
 				lp := join(kp, key)
+				switch key {
+				case "metrics":
+					return c.telemetryMetrics(d, vn, lp)
+				case "resource":
+					return c.telemetryResource(d, vn, lp)
+				}
 				return d.mapping(vn, lp, []string{"level"}, func(key string, kn, vn *yaml.Node) error {
 					s, err := d.str(vn, join(lp, key))
 					if err != nil {
@@ -949,6 +957,7 @@ func (c *Config) validate(d *dec, doc *yaml.Node) error {
 
 func (c *Config) collectSecrets() {
 	set := map[string]bool{}
+	c.telemetrySecrets(set)
 	for _, e := range c.OTLPHTTP {
 		for k, v := range e.Headers {
 			set[v] = true

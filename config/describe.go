@@ -41,6 +41,7 @@ func (c *Config) Describe(w io.Writer) {
 			}
 		}
 	}
+	c.describeTelemetry(p)
 	for _, pl := range c.Order() {
 		p("pipeline %s: %s -> %s -> %s", pl.ID, strings.Join(pl.Receivers, ","), strings.Join(pl.Processors, ","), strings.Join(pl.Exporters, ","))
 	}

@@ -43,7 +43,7 @@ import (
 // applied, which decode those records into messages, what follows holds.
 //
 // Semantics: for any input proto.Unmarshal (DiscardUnknown) accepts, the
-// result is proto.Equal to its result, with two deliberate differences:
+// result is proto.Equal to its result, with three deliberate differences:
 //   - unknown fields are skipped (validated as proto.Unmarshal does, but
 //     not kept: our encoders never write any, and an OTLP receiver has no
 //     use for them); so compare with proto.UnmarshalOptions{DiscardUnknown: true};
@@ -51,7 +51,11 @@ import (
 //     keeps it as an unknown field; gogo-style generated decoders, the
 //     Collector's pdata among them, reject it). decoder.lenient restores
 //     proto.Unmarshal's behaviour for the tests that compare the two on
-//     arbitrary input.
+//     arbitrary input;
+//   - a trace or span id (of a span, link, log record or exemplar) that is
+//     neither empty nor 16 or 8 bytes long is an error, as in pdata
+//     (validate.go): every occurrence is checked, the one proto.Unmarshal
+//     keeps and any before it.
 //
 // As in proto.Unmarshal: scalars are last-one-wins; repeated occurrences of
 // a singular message field (resource, scope, status, value, body, a
@@ -564,6 +568,17 @@ func (d *decoder) bytes(q, end int) ([]byte, int, *DecodeError) {
 		return nil, z, nil
 	}
 	return d.b[a:z:z], z, nil
+}
+
+// id reads a length-delimited id field of size bytes, which must be empty
+// or exactly size bytes long (ValidID). A checked record's ids are not
+// checked again (see str).
+func (d *decoder) id(q, end, size int) ([]byte, int, *DecodeError) {
+	b, z, e := d.bytes(q, end)
+	if e == nil && !d.checked && !ValidID(len(b), size) {
+		return nil, 0, &DecodeError{Offset: z - len(b), Msg: IDSizeError(len(b), size, false)}
+	}
+	return b, z, e
 }
 
 // other handles a field no case of a message's switch took: an end-group

@@ -12,7 +12,8 @@ import (
 // The fuzz tests compare the decoder with proto.Unmarshal on arbitrary
 // input (see compare): both fail, or both succeed with proto.Equal
 // results; the strict decoder may also fail on a known field with an
-// unexpected wire type. The corpus starts from the collector-written
+// unexpected wire type, and an id of a length pdata refuses counts as
+// proto.Unmarshal failing (reference). The corpus starts from the collector-written
 // fixtures (the small ones) and the every-field requests.
 
 func fuzzSeeds(f *testing.F, s pipeline.Signal) {

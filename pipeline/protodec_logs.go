@@ -155,11 +155,11 @@ func (d *decoder) logRecord(m *logspb.LogRecord, p, end int) *DecodeError {
 				return e.in("flags")
 			}
 		case 9<<3 | wtLen:
-			if m.TraceId, p, e = d.bytes(q, end); e != nil {
+			if m.TraceId, p, e = d.id(q, end, TraceIDSize); e != nil {
 				return e.in("trace_id")
 			}
 		case 10<<3 | wtLen:
-			if m.SpanId, p, e = d.bytes(q, end); e != nil {
+			if m.SpanId, p, e = d.id(q, end, SpanIDSize); e != nil {
 				return e.in("span_id")
 			}
 		case 11<<3 | wtI64:

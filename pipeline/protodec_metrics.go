@@ -901,11 +901,11 @@ func (d *decoder) exemplarMsg(m *metricspb.Exemplar, p, end int) *DecodeError {
 			w.AsDouble = math.Float64frombits(v)
 			m.Value, p = w, z
 		case 4<<3 | wtLen:
-			if m.SpanId, p, e = d.bytes(q, end); e != nil {
+			if m.SpanId, p, e = d.id(q, end, SpanIDSize); e != nil {
 				return e.in("span_id")
 			}
 		case 5<<3 | wtLen:
-			if m.TraceId, p, e = d.bytes(q, end); e != nil {
+			if m.TraceId, p, e = d.id(q, end, TraceIDSize); e != nil {
 				return e.in("trace_id")
 			}
 		case 6<<3 | wtI64:

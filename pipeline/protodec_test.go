@@ -62,19 +62,69 @@ func requestOf(b *pipeline.Batch) proto.Message {
 }
 
 // reference decodes data with proto.Unmarshal, dropping unknown fields as
-// the decoder does.
+// the decoder does, and then refuses it as pdata does when an id is neither
+// empty nor 16 (trace) or 8 (span) bytes long (hasBadID).
 func reference(s pipeline.Signal, data []byte) (proto.Message, error) {
 	m := newRequest(s)
 	err := proto.UnmarshalOptions{DiscardUnknown: true}.Unmarshal(data, m)
+	if err == nil && hasBadID(m.ProtoReflect().Descriptor(), data) {
+		err = errBadID
+	}
 	return m, err
 }
 
+var errBadID = errors.New("an id of a length pdata refuses")
+
+// hasBadID reports whether data, a message of descriptor md that
+// proto.Unmarshal accepts, holds a trace_id or span_id or parent_span_id
+// (of a span, link, log record or exemplar) that is neither empty nor 16
+// (trace) or 8 (span) bytes long, in any occurrence: pdata checks each id
+// as it reads it, where proto.Unmarshal keeps the last. A known field of
+// another wire type is an unknown field to proto.Unmarshal, so no id.
+func hasBadID(md protoreflect.MessageDescriptor, data []byte) bool {
+	for len(data) > 0 {
+		num, typ, n := protowire.ConsumeTag(data)
+		if n < 0 {
+			return false
+		}
+		m := protowire.ConsumeFieldValue(num, typ, data[n:])
+		if m < 0 {
+			return false
+		}
+		v, _ := protowire.ConsumeBytes(data[n : n+m])
+		data = data[n+m:]
+		fd := md.Fields().ByNumber(num)
+		if fd == nil || typ != protowire.BytesType {
+			continue
+		}
+		switch fd.Kind() {
+		case protoreflect.MessageKind:
+			if hasBadID(fd.Message(), v) {
+				return true
+			}
+		case protoreflect.BytesKind:
+			size := 0
+			switch fd.Name() {
+			case "trace_id":
+				size = 16
+			case "span_id", "parent_span_id":
+				size = 8
+			}
+			if size > 0 && len(v) != 0 && len(v) != size {
+				return true
+			}
+		}
+	}
+	return false
+}
+
 // compare decodes data with the decoder, strict (UnmarshalRequest) and
-// lenient, and with proto.Unmarshal. Lenient must agree with proto.Unmarshal
-// exactly: both fail, or both succeed with proto.Equal results. Strict must
-// too, except that it fails on a known field with an unexpected wire type,
-// which proto.Unmarshal keeps as an unknown field (the one documented
-// difference). It returns the strict error.
+// lenient, and with reference (proto.Unmarshal and pdata's id rule).
+// Lenient must agree with the reference exactly: both fail, or both
+// succeed with proto.Equal results. Strict must too, except that it fails
+// on a known field with an unexpected wire type, which proto.Unmarshal
+// keeps as an unknown field (the documented difference besides ids). It
+// returns the strict error.
 func compare(t testing.TB, s pipeline.Signal, data []byte) error {
 	t.Helper()
 	want, werr := reference(s, data)

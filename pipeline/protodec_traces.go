@@ -230,11 +230,11 @@ func (d *decoder) span(m *tracepb.Span, p, end int) *DecodeError {
 		}
 		switch tag {
 		case 1<<3 | wtLen:
-			if m.TraceId, p, e = d.bytes(q, end); e != nil {
+			if m.TraceId, p, e = d.id(q, end, TraceIDSize); e != nil {
 				return e.in("trace_id")
 			}
 		case 2<<3 | wtLen:
-			if m.SpanId, p, e = d.bytes(q, end); e != nil {
+			if m.SpanId, p, e = d.id(q, end, SpanIDSize); e != nil {
 				return e.in("span_id")
 			}
 		case 3<<3 | wtLen:
@@ -242,7 +242,7 @@ func (d *decoder) span(m *tracepb.Span, p, end int) *DecodeError {
 				return e.in("trace_state")
 			}
 		case 4<<3 | wtLen:
-			if m.ParentSpanId, p, e = d.bytes(q, end); e != nil {
+			if m.ParentSpanId, p, e = d.id(q, end, SpanIDSize); e != nil {
 				return e.in("parent_span_id")
 			}
 		case 5<<3 | wtLen:
@@ -395,11 +395,11 @@ func (d *decoder) link(m *tracepb.Span_Link, p, end int) *DecodeError {
 		}
 		switch tag {
 		case 1<<3 | wtLen:
-			if m.TraceId, p, e = d.bytes(q, end); e != nil {
+			if m.TraceId, p, e = d.id(q, end, TraceIDSize); e != nil {
 				return e.in("trace_id")
 			}
 		case 2<<3 | wtLen:
-			if m.SpanId, p, e = d.bytes(q, end); e != nil {
+			if m.SpanId, p, e = d.id(q, end, SpanIDSize); e != nil {
 				return e.in("span_id")
 			}
 		case 3<<3 | wtLen:

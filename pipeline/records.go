@@ -136,7 +136,8 @@ type SpanDecoder struct {
 // Strings are not checked for UTF-8 again (a third of the time): the
 // decoder checked every record it kept when it was received. A string
 // that is not UTF-8 (in a record from elsewhere) comes back as it is, and
-// the OTLP/JSON encoder writes U+FFFD for its bad bytes.
+// the OTLP/JSON encoder writes U+FFFD for its bad bytes. Nor are the ids'
+// lengths (ValidID): they come back as they are.
 func (r *SpanDecoder) Decode(rec []byte) (*tracepb.Span, error) {
 	d := r.d.trusted(rec)
 	sp := d.span0()

@@ -1,6 +1,47 @@
 package pipeline
 
-import "google.golang.org/protobuf/encoding/protowire"
+import (
+	"strconv"
+
+	"google.golang.org/protobuf/encoding/protowire"
+)
+
+// Trace and span ids.
+//
+// The collector's pdata holds a trace id as [16]byte and a span id as
+// [8]byte, and refuses a request with an id of any other length: in
+// protobuf, an id field of 0 bytes is "not set" and one of any length but
+// 16 (8) fails the request; in OTLP/JSON, "" is "not set" and any hex
+// string but one of 32 (16) digits fails it. That holds for every id of
+// OTLP: a span's trace_id, span_id and parent_span_id, a link's trace_id
+// and span_id, a log record's and an exemplar's trace_id and span_id. A
+// backend built on pdata refuses the whole request such an id travels in,
+// with every good item beside it, so otelstep's receivers refuse it
+// first, as the collector's do: both decoders (protobuf here, OTLP/JSON in
+// otlpjson) check every id with ValidID and name it with IDSizeError.
+const (
+	TraceIDSize = 16
+	SpanIDSize  = 8
+)
+
+// ValidID reports whether an id of n bytes may stand in a field of ids of
+// size bytes (TraceIDSize or SpanIDSize): empty (not set) or exactly size.
+func ValidID(n, size int) bool { return n == 0 || n == size }
+
+// IDSizeError is the reason an id of n bytes is refused from a field of
+// ids of size bytes; hex adds the lengths in hex digits, as OTLP/JSON
+// writes ids. It never holds the id itself.
+func IDSizeError(n, size int, hex bool) string {
+	what := "span id"
+	if size == TraceIDSize {
+		what = "trace id"
+	}
+	if hex {
+		return what + " of " + strconv.Itoa(n) + " bytes (" + strconv.Itoa(2*n) + " hex digits), must be " +
+			strconv.Itoa(size) + " bytes (" + strconv.Itoa(2*size) + " hex digits) or empty"
+	}
+	return what + " of " + strconv.Itoa(n) + " bytes, must be " + strconv.Itoa(size) + " bytes or empty"
+}
 
 // Checking a span or log record without decoding it.
 //
@@ -64,6 +105,18 @@ func (d *decoder) vLen(q, end int) (a, z int, ok bool) {
 	return a, a + int(v), true
 }
 
+// vID is id: a length-delimited id field of size bytes (ValidID). Ids
+// have a one-byte length: vLen is called only for a bad one.
+func (d *decoder) vID(q, end, size int) (int, bool) {
+	if q < end {
+		if n := int(d.b[q]); (n == size || n == 0) && n < end-q {
+			return q + 1 + n, true
+		}
+	}
+	a, z, ok := d.vLen(q, end)
+	return z, ok && ValidID(z-a, size)
+}
+
 // vStr is str: a length-delimited field that must be UTF-8.
 func (d *decoder) vStr(q, end int) (int, bool) {
 	a, z, ok := d.vLen(q, end)
@@ -98,8 +151,10 @@ func (d *decoder) validSpan(p, end int) bool {
 			return false
 		}
 		switch tag {
-		case 1<<3 | wtLen, 2<<3 | wtLen, 4<<3 | wtLen:
-			_, p, ok = d.vLen(q, end)
+		case 1<<3 | wtLen:
+			p, ok = d.vID(q, end, TraceIDSize)
+		case 2<<3 | wtLen, 4<<3 | wtLen:
+			p, ok = d.vID(q, end, SpanIDSize)
 		case 3<<3 | wtLen, 5<<3 | wtLen:
 			p, ok = d.vStr(q, end)
 		case 6<<3 | wtVarint, 10<<3 | wtVarint, 12<<3 | wtVarint, 14<<3 | wtVarint:
@@ -158,8 +213,10 @@ func (d *decoder) validLink(p, end, _ int) bool {
 			return false
 		}
 		switch tag {
-		case 1<<3 | wtLen, 2<<3 | wtLen:
-			_, p, ok = d.vLen(q, end)
+		case 1<<3 | wtLen:
+			p, ok = d.vID(q, end, TraceIDSize)
+		case 2<<3 | wtLen:
+			p, ok = d.vID(q, end, SpanIDSize)
 		case 3<<3 | wtLen:
 			p, ok = d.vStr(q, end)
 		case 4<<3 | wtLen:
@@ -219,8 +276,10 @@ func (d *decoder) validLogRecord(p, end int) bool {
 			p, ok = d.vMsg(q, end, 5, (*decoder).validKeyValue)
 		case 8<<3 | wtI32:
 			p, ok = vFixed(q, end, 4)
-		case 9<<3 | wtLen, 10<<3 | wtLen:
-			_, p, ok = d.vLen(q, end)
+		case 9<<3 | wtLen:
+			p, ok = d.vID(q, end, TraceIDSize)
+		case 10<<3 | wtLen:
+			p, ok = d.vID(q, end, SpanIDSize)
 		default:
 			p, ok = d.vOther(tag, q, end, logRecordFields)
 		}

@@ -2,6 +2,8 @@ package otlpjson
 
 import (
 	logspb "go.opentelemetry.io/proto/otlp/logs/v1"
+
+	"github.com/otelstep/otelstep/pipeline"
 )
 
 func resourceLogsField(k []byte) (int, string) {
@@ -121,9 +123,9 @@ func (d *decoder) logRecord(r *logspb.LogRecord) error {
 		case lrFlags:
 			r.Flags, err = d.uint32Value()
 		case lrTraceID:
-			r.TraceId, err = d.idValue()
+			r.TraceId, err = d.idValue(pipeline.TraceIDSize)
 		case lrSpanID:
-			r.SpanId, err = d.idValue()
+			r.SpanId, err = d.idValue(pipeline.SpanIDSize)
 		case lrEventName:
 			r.EventName, err = d.str()
 		}

@@ -2,6 +2,8 @@ package otlpjson
 
 import (
 	metricspb "go.opentelemetry.io/proto/otlp/metrics/v1"
+
+	"github.com/otelstep/otelstep/pipeline"
 )
 
 func resourceMetricsField(k []byte) (int, string) {
@@ -614,9 +616,9 @@ func (d *decoder) exemplar(e *metricspb.Exemplar) error {
 			w.AsInt, err = d.int64Value()
 			e.Value = w
 		case exSpanID:
-			e.SpanId, err = d.idValue()
+			e.SpanId, err = d.idValue(pipeline.SpanIDSize)
 		case exTraceID:
-			e.TraceId, err = d.idValue()
+			e.TraceId, err = d.idValue(pipeline.TraceIDSize)
 		}
 		return err
 	})

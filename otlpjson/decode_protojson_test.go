@@ -11,10 +11,14 @@ import (
 	coltracepb "go.opentelemetry.io/proto/otlp/collector/trace/v1"
 	"google.golang.org/protobuf/encoding/protojson"
 	"google.golang.org/protobuf/proto"
+	"google.golang.org/protobuf/reflect/protoreflect"
 )
 
 // This file keeps the previous decoder (hex ids rewritten to base64, then
-// protojson) as the reference the hand-written decoder is tested against.
+// protojson) as the reference the hand-written decoder is tested against,
+// with the collector's rule for ids added: a trace id that is neither
+// empty nor 16 bytes, or a span id neither empty nor 8, fails the request
+// (pjCheckIDs).
 
 var pjUnmarshalOpts = protojson.UnmarshalOptions{DiscardUnknown: true}
 
@@ -47,7 +51,34 @@ func pjDecode(data []byte, m proto.Message) error {
 	if err != nil {
 		return err
 	}
-	return pjUnmarshalOpts.Unmarshal(fixed, m)
+	if err := pjUnmarshalOpts.Unmarshal(fixed, m); err != nil {
+		return err
+	}
+	return pjCheckIDs(m.ProtoReflect())
+}
+
+// pjCheckIDs fails on an id field (trace_id, span_id, parent_span_id) of m
+// or of a message under it whose length the collector refuses. OTLP/JSON
+// allows each field once, so the decoded message holds every id there was.
+func pjCheckIDs(m protoreflect.Message) error {
+	var err error
+	m.Range(func(fd protoreflect.FieldDescriptor, v protoreflect.Value) bool {
+		switch {
+		case fd.IsList() && fd.Kind() == protoreflect.MessageKind:
+			for i := 0; i < v.List().Len() && err == nil; i++ {
+				err = pjCheckIDs(v.List().Get(i).Message())
+			}
+		case fd.Kind() == protoreflect.MessageKind && !fd.IsMap():
+			err = pjCheckIDs(v.Message())
+		case fd.Kind() == protoreflect.BytesKind && !fd.IsList():
+			size := map[protoreflect.Name]int{"trace_id": 16, "span_id": 8, "parent_span_id": 8}[fd.Name()]
+			if n := len(v.Bytes()); size > 0 && n != 0 && n != size {
+				err = fmt.Errorf("%s %s of %d bytes", m.Descriptor().FullName(), fd.Name(), n)
+			}
+		}
+		return err == nil
+	})
+	return err
 }
 
 func pjIsIDKey(k []byte) bool {

@@ -272,11 +272,11 @@ func TestDecodeAccepts(t *testing.T) {
 	cases := []struct {
 		name, format, in string
 	}{
-		{"snake_case names", sp, `{"trace_id":"0102","span_id":"0304","parent_span_id":"05","trace_state":"t","start_time_unix_nano":"5","end_time_unix_nano":6,"dropped_attributes_count":1,"dropped_events_count":2,"dropped_links_count":3}`},
+		{"snake_case names", sp, `{"trace_id":"0102030405060708090a0b0c0d0e0f10","span_id":"1112131415161718","parent_span_id":"2122232425262728","trace_state":"t","start_time_unix_nano":"5","end_time_unix_nano":6,"dropped_attributes_count":1,"dropped_events_count":2,"dropped_links_count":3}`},
 		{"upper-case hex", sp, `{"traceId":"ABCDEF0123456789abcdef0123456789"}`},
-		{"escaped hex", sp, `{"spanId":"\u0030\u0031"}`},
+		{"escaped hex", sp, `{"spanId":"\u0030\u00310203040506\u00307\u00308"}`},
 		{"empty id", sp, `{"traceId":"","spanId":""}`},
-		{"base64-looking hex is hex", sp, `{"traceId":"AAAA"}`},
+		{"base64-looking hex is hex", sp, `{"traceId":"AAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA"}`},
 		{"ints as numbers", sp, `{"startTimeUnixNano":18446744073709551615,"flags":4294967295}`},
 		{"ints in exponent notation", sp, `{"startTimeUnixNano":1.5e3,"endTimeUnixNano":"2E2","flags":10.0}`},
 		{"negative zero int", sp, `{"startTimeUnixNano":-0}`},
@@ -288,12 +288,12 @@ func TestDecodeAccepts(t *testing.T) {
 		{"nulls", sp, `{"traceId":null,"name":null,"attributes":null,"status":null,"kind":null,"startTimeUnixNano":null}`},
 		{"unknown fields", sp, `{"x":{"traceId":"0a","y":[[],{},null,true,false,-1.5e-3,"\ud83d\ude00"]},"name":"n","z":1e}`},
 		{"whitespace", sp, " { \"name\" : \"n\" ,\t\"kind\"\n:\r1 } "},
-		{"escaped key", sp, `{"na\u006de":"n","\u0074raceId":"01"}`},
+		{"escaped key", sp, `{"na\u006de":"n","\u0074raceId":"0102030405060708090a0b0c0d0e0f10"}`},
 		{"unicode escapes", sp, `{"name":"\u00e9\ud83d\ude00\n\t\"\\\/\b\f\r\u0000"}`},
 		{"raw utf-8", sp, `{"name":"héllo 世界 😀 �"}`},
-		{"events links status", sp, `{"events":[{"timeUnixNano":"1","name":"e","attributes":[{"key":"a"}],"droppedAttributesCount":1}],"links":[{"traceId":"01","spanId":"02","traceState":"s","attributes":[],"droppedAttributesCount":3,"flags":256}],"status":{"message":"m","code":1}}`},
-		{"log record", lr, `{"timeUnixNano":"1","observedTimeUnixNano":"2","severityNumber":"SEVERITY_NUMBER_INFO","severityText":"Info","body":{"stringValue":"b"},"attributes":[{"key":"a","value":{"intValue":"-5"}}],"droppedAttributesCount":1,"flags":1,"traceId":"01","spanId":"02","eventName":"ev"}`},
-		{"log record snake", lr, `{"time_unix_nano":1,"observed_time_unix_nano":2,"severity_number":9,"severity_text":"Info","dropped_attributes_count":1,"trace_id":"01","span_id":"02","event_name":"ev"}`},
+		{"events links status", sp, `{"events":[{"timeUnixNano":"1","name":"e","attributes":[{"key":"a"}],"droppedAttributesCount":1}],"links":[{"traceId":"0102030405060708090a0b0c0d0e0f10","spanId":"1112131415161718","traceState":"s","attributes":[],"droppedAttributesCount":3,"flags":256}],"status":{"message":"m","code":1}}`},
+		{"log record", lr, `{"timeUnixNano":"1","observedTimeUnixNano":"2","severityNumber":"SEVERITY_NUMBER_INFO","severityText":"Info","body":{"stringValue":"b"},"attributes":[{"key":"a","value":{"intValue":"-5"}}],"droppedAttributesCount":1,"flags":1,"traceId":"0102030405060708090a0b0c0d0e0f10","spanId":"1112131415161718","eventName":"ev"}`},
+		{"log record snake", lr, `{"time_unix_nano":1,"observed_time_unix_nano":2,"severity_number":9,"severity_text":"Info","dropped_attributes_count":1,"trace_id":"0102030405060708090a0b0c0d0e0f10","span_id":"1112131415161718","event_name":"ev"}`},
 		{"doubles", dp, `{"asDouble":1.5},{"asDouble":"NaN"},{"asDouble":"Infinity"},{"asDouble":"-Infinity"},{"asDouble":"2.5"},{"asDouble":-0},{"asDouble":1e308},{"asDouble":5e-324},{"asDouble":1e-400},{"asDouble":12345678901234567890}`},
 		{"ints", dp, `{"asInt":"-9223372036854775808"},{"asInt":9223372036854775807},{"as_int":"12"},{"asInt":1e18}`},
 		{"oneof null then other member", dp, `{"asDouble":null,"asInt":"3"}`},
@@ -408,17 +408,17 @@ func TestDecodeUnknownFieldsNotChecked(t *testing.T) {
 }
 
 func TestDecodeIDs(t *testing.T) {
-	req, err := DecodeTraces([]byte(`{"resourceSpans":[{"scopeSpans":[{"spans":[{"traceId":"0102030405060708090A0b0c0d0e0f10","spanId":"","parentSpanId":"ff"}]}]}]}`))
+	req, err := DecodeTraces([]byte(`{"resourceSpans":[{"scopeSpans":[{"spans":[{"traceId":"0102030405060708090A0b0c0d0e0f10","spanId":"","parentSpanId":"ffffffffffffffff"}]}]}]}`))
 	if err != nil {
 		t.Fatal(err)
 	}
 	s := req.ResourceSpans[0].ScopeSpans[0].Spans[0]
-	if !bytes.Equal(s.TraceId, []byte{1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16}) || s.SpanId != nil || !bytes.Equal(s.ParentSpanId, []byte{0xff}) {
+	if !bytes.Equal(s.TraceId, []byte{1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16}) || s.SpanId != nil || !bytes.Equal(s.ParentSpanId, bytes.Repeat([]byte{0xff}, 8)) {
 		t.Errorf("ids %x %x %x", s.TraceId, s.SpanId, s.ParentSpanId)
 	}
 	// Ids share storage; appending to one must not clobber another.
 	s.TraceId = append(s.TraceId, 0xee)
-	if !bytes.Equal(s.ParentSpanId, []byte{0xff}) {
+	if !bytes.Equal(s.ParentSpanId, bytes.Repeat([]byte{0xff}, 8)) {
 		t.Errorf("append to an id changed the next id: %x", s.ParentSpanId)
 	}
 }

@@ -2,6 +2,8 @@ package otlpjson
 
 import (
 	tracepb "go.opentelemetry.io/proto/otlp/trace/v1"
+
+	"github.com/otelstep/otelstep/pipeline"
 )
 
 func resourceSpansField(k []byte) (int, string) {
@@ -118,13 +120,13 @@ func (d *decoder) span(s *tracepb.Span) error {
 	return d.message(spanField, 0, func(f int) (err error) {
 		switch f {
 		case spTraceID:
-			s.TraceId, err = d.idValue()
+			s.TraceId, err = d.idValue(pipeline.TraceIDSize)
 		case spSpanID:
-			s.SpanId, err = d.idValue()
+			s.SpanId, err = d.idValue(pipeline.SpanIDSize)
 		case spTraceState:
 			s.TraceState, err = d.str()
 		case spParentSpanID:
-			s.ParentSpanId, err = d.idValue()
+			s.ParentSpanId, err = d.idValue(pipeline.SpanIDSize)
 		case spFlags:
 			s.Flags, err = d.uint32Value()
 		case spName:
@@ -226,9 +228,9 @@ func (d *decoder) link(l *tracepb.Span_Link) error {
 	return d.message(linkField, 0, func(f int) (err error) {
 		switch f {
 		case lkTraceID:
-			l.TraceId, err = d.idValue()
+			l.TraceId, err = d.idValue(pipeline.TraceIDSize)
 		case lkSpanID:
-			l.SpanId, err = d.idValue()
+			l.SpanId, err = d.idValue(pipeline.SpanIDSize)
 		case lkTraceState:
 			l.TraceState, err = d.str()
 		case lkAttributes:

@@ -19,7 +19,7 @@ func fuzzDecode(f *testing.F, s signal) {
 	}
 	for _, seed := range []string{
 		`{}`, `{"resourceMetrics":[{"scopeMetrics":[{"metrics":[{"gauge":{"dataPoints":[{"asDouble":"NaN","asInt":null}]}}]}]}]}`,
-		`{"resource_spans":[{"scope_spans":[{"spans":[{"trace_id":"0A","kind":"SPAN_KIND_SERVER","status":{"code":2},"start_time_unix_nano":1e3}]}]}]}`,
+		`{"resource_spans":[{"scope_spans":[{"spans":[{"trace_id":"0A0B0C0D0E0F0A0B0C0D0E0F0A0B0C0D","kind":"SPAN_KIND_SERVER","status":{"code":2},"start_time_unix_nano":1e3}]}]}]}`,
 		`{"resourceLogs":[{"scopeLogs":[{"logRecords":[{"body":{"kvlistValue":{"values":[{"key":"k","value":{"arrayValue":{"values":[{"bytesValue":"AQ=="},{"doubleValue":"-Infinity"}]}}}]}},"severityNumber":"SEVERITY_NUMBER_WARN"}]}]}]}`,
 		`{"resourceLogs":[{"resource":{"attributes":[{"key":"\u00e9\ud83d\ude00","value":{"stringValue":"a\"b\\c"}}],"entityRefs":[{"idKeys":["a"]}]}}]}`,
 	} {

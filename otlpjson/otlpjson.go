@@ -24,8 +24,9 @@
 // an absent field, and unknown fields of any shape, which are skipped. Like
 // protojson it rejects invalid UTF-8, unpaired surrogate escapes, duplicate
 // fields and a second member of a oneof. Errors name the field path and byte
-// offset, never a value from the input. Trace and span ids must be hex (an
-// empty string is an empty id); unlike the previous protojson-based decoder,
+// offset, never a value from the input. Trace and span ids must be hex, of
+// 32 and 16 digits, or empty (an empty id), as the collector requires
+// (pipeline.ValidID); unlike the previous protojson-based decoder,
 // members named like ids inside unknown fields are not checked.
 //
 // Decoded messages of one type are allocated together in chunks, so keeping

@@ -9,6 +9,8 @@ import (
 	"strings"
 	"unicode/utf16"
 	"unicode/utf8"
+
+	"github.com/otelstep/otelstep/pipeline"
 )
 
 // This file holds the byte-level JSON scanner under the decoders. It accepts
@@ -854,16 +856,23 @@ func (d *decoder) enumValue(names map[string]int32) (int32, error) {
 	return 0, d.typeError(start, want)
 }
 
-// idValue reads a trace or span id in hex (either case), as OTLP/JSON
-// writes them. An empty string is an empty id.
-func (d *decoder) idValue() ([]byte, error) {
+// idValue reads a trace or span id of size bytes (pipeline.TraceIDSize or
+// SpanIDSize) in hex (either case), as OTLP/JSON writes them. An empty
+// string is an empty id; any other length is refused, as the collector
+// refuses it (pipeline.ValidID).
+func (d *decoder) idValue(size int) ([]byte, error) {
 	start := d.pos
 	s, err := d.rawString("a hex string")
 	if err != nil || len(s) == 0 {
 		return nil, err
 	}
-	if len(s)%2 != 0 {
-		return nil, d.fail(start, "odd number of hex digits")
+	if len(s)%2 != 0 || !pipeline.ValidID(len(s)/2, size) {
+		for _, c := range s {
+			if _, ok := fromHex(c); !ok {
+				return nil, d.fail(start, "not hex")
+			}
+		}
+		return nil, d.fail(start, pipeline.IDSizeError(len(s), size, true))
 	}
 	id := d.bytes(len(s) / 2)
 	for i := range id {

@@ -29,18 +29,22 @@ const (
 func ValidID(n, size int) bool { return n == 0 || n == size }
 
 // IDSizeError is the reason an id of n bytes is refused from a field of
-// ids of size bytes; hex adds the lengths in hex digits, as OTLP/JSON
-// writes ids. It never holds the id itself.
+// ids of size bytes; with hex, n is the id's length in hex digits, as
+// OTLP/JSON writes ids. It never holds the id itself.
 func IDSizeError(n, size int, hex bool) string {
 	what := "span id"
 	if size == TraceIDSize {
 		what = "trace id"
 	}
-	if hex {
-		return what + " of " + strconv.Itoa(n) + " bytes (" + strconv.Itoa(2*n) + " hex digits), must be " +
-			strconv.Itoa(size) + " bytes (" + strconv.Itoa(2*size) + " hex digits) or empty"
+	if !hex {
+		return what + " of " + strconv.Itoa(n) + " bytes, must be " + strconv.Itoa(size) + " bytes or empty"
 	}
-	return what + " of " + strconv.Itoa(n) + " bytes, must be " + strconv.Itoa(size) + " bytes or empty"
+	odd := ""
+	if n%2 != 0 {
+		odd = " an odd number of hex digits,"
+	}
+	return what + " of " + strconv.Itoa(n) + " hex digits," + odd + " must be " + strconv.Itoa(2*size) +
+		" hex digits (" + strconv.Itoa(size) + " bytes) or empty"
 }
 
 // Checking a span or log record without decoding it.

@@ -39,7 +39,7 @@ func traceFixtures(t testing.TB) [][]*tracepb.ResourceSpans {
 		DroppedAttributesCount: 3,
 		Events:                 []*tracepb.Span_Event{{TimeUnixNano: 9, Name: "ev", Attributes: []*commonpb.KeyValue{str("e", "1")}, DroppedAttributesCount: 1}, {}},
 		DroppedEventsCount:     2,
-		Links:                  []*tracepb.Span_Link{{TraceId: []byte{9}, SpanId: []byte{8}, TraceState: "x", Attributes: []*commonpb.KeyValue{str("l", "2")}, DroppedAttributesCount: 4, Flags: 1}, {}},
+		Links:                  []*tracepb.Span_Link{{TraceId: bytes.Repeat([]byte{9}, 16), SpanId: bytes.Repeat([]byte{8}, 8), TraceState: "x", Attributes: []*commonpb.KeyValue{str("l", "2")}, DroppedAttributesCount: 4, Flags: 1}, {}},
 		DroppedLinksCount:      5,
 		Status:                 &tracepb.Status{Message: "bad", Code: tracepb.Status_STATUS_CODE_ERROR},
 	}

@@ -102,6 +102,73 @@ func (b *Batch) Items() int {
 	return n
 }
 
+// DropEmpty drops from b the scopes that hold no items (data points, spans,
+// log records) and then the resources left with no scope, so that no sink
+// writes a resource of nothing (a JSONL line of no records). The OTLP
+// receiver calls it on each request it decoded; a request left with no
+// resource is answered with success and passed on to nobody. A metric with
+// no data points, in a scope with others that have some, is kept. b's
+// slices are filtered in place: b must be the caller's alone.
+func (b *Batch) DropEmpty() {
+	switch b.Signal {
+	case Metrics:
+		b.Metrics = keepIf(b.Metrics, func(rm *metricspb.ResourceMetrics) bool {
+			rm.ScopeMetrics = keepIf(rm.ScopeMetrics, scopeMetricsHasPoints)
+			return len(rm.ScopeMetrics) > 0
+		})
+	case Traces:
+		b.Traces = keepIf(b.Traces, func(rs *tracepb.ResourceSpans) bool {
+			rs.ScopeSpans = keepIf(rs.ScopeSpans, func(ss *tracepb.ScopeSpans) bool {
+				return len(ss.GetSpans()) > 0 || hasRecord(Records(ss))
+			})
+			return len(rs.ScopeSpans) > 0
+		})
+	case Logs:
+		b.Logs = keepIf(b.Logs, func(rl *logspb.ResourceLogs) bool {
+			rl.ScopeLogs = keepIf(rl.ScopeLogs, func(sl *logspb.ScopeLogs) bool {
+				return len(sl.GetLogRecords()) > 0 || hasRecord(Records(sl))
+			})
+			return len(rl.ScopeLogs) > 0
+		})
+	}
+}
+
+// keepIf returns the elements of s for which ok is true, in order, in s's
+// own array (s itself when ok holds for all, so nothing is written then),
+// the dropped ones' slots past the end zeroed. ok is called once per
+// element.
+func keepIf[T any](s []T, ok func(T) bool) []T {
+	for i, x := range s {
+		if ok(x) {
+			continue
+		}
+		out := s[:i]
+		for _, y := range s[i+1:] {
+			if ok(y) {
+				out = append(out, y)
+			}
+		}
+		clear(s[len(out):])
+		return out
+	}
+	return s
+}
+
+func scopeMetricsHasPoints(sm *metricspb.ScopeMetrics) bool {
+	for _, m := range sm.GetMetrics() {
+		if MetricPoints(m) > 0 {
+			return true
+		}
+	}
+	return false
+}
+
+// hasRecord reports whether records holds an item record.
+func hasRecord(records []byte) bool {
+	_, _, ok := NextRecord(records)
+	return ok
+}
+
 // ResourceMetricsPoints returns the number of data points under one resource.
 func ResourceMetricsPoints(rm *metricspb.ResourceMetrics) int {
 	n := 0

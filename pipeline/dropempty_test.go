@@ -1,0 +1,119 @@
+package pipeline_test
+
+import (
+	"testing"
+
+	collogspb "go.opentelemetry.io/proto/otlp/collector/logs/v1"
+	colmetricspb "go.opentelemetry.io/proto/otlp/collector/metrics/v1"
+	coltracepb "go.opentelemetry.io/proto/otlp/collector/trace/v1"
+	commonpb "go.opentelemetry.io/proto/otlp/common/v1"
+	logspb "go.opentelemetry.io/proto/otlp/logs/v1"
+	metricspb "go.opentelemetry.io/proto/otlp/metrics/v1"
+	resourcepb "go.opentelemetry.io/proto/otlp/resource/v1"
+	tracepb "go.opentelemetry.io/proto/otlp/trace/v1"
+	"google.golang.org/protobuf/proto"
+
+	"github.com/otelstep/otelstep/pipeline"
+)
+
+func named(name string) *resourcepb.Resource {
+	return &resourcepb.Resource{Attributes: []*commonpb.KeyValue{{Key: "n", Value: &commonpb.AnyValue{Value: &commonpb.AnyValue_StringValue{StringValue: name}}}}}
+}
+
+func scopeNamed(name string) *commonpb.InstrumentationScope {
+	return &commonpb.InstrumentationScope{Name: name}
+}
+
+// DropEmpty keeps exactly the scopes with items and the resources with such
+// a scope, in order, for items kept as records (decoded) and as messages.
+func TestDropEmpty(t *testing.T) {
+	span := &tracepb.Span{TraceId: make([]byte, 16), Name: "s"}
+	traces := &coltracepb.ExportTraceServiceRequest{ResourceSpans: []*tracepb.ResourceSpans{
+		{Resource: named("empty")},
+		{Resource: named("a"), ScopeSpans: []*tracepb.ScopeSpans{{Scope: scopeNamed("e1")}, {Scope: scopeNamed("a1"), Spans: []*tracepb.Span{span}}, {Scope: scopeNamed("e2")}}},
+		{Resource: named("only empty scopes"), ScopeSpans: []*tracepb.ScopeSpans{{}, {Scope: scopeNamed("e3")}}},
+		{Resource: named("b"), ScopeSpans: []*tracepb.ScopeSpans{{Scope: scopeNamed("b1"), Spans: []*tracepb.Span{span, span}}}},
+	}}
+	wantTraces := &coltracepb.ExportTraceServiceRequest{ResourceSpans: []*tracepb.ResourceSpans{
+		{Resource: named("a"), ScopeSpans: []*tracepb.ScopeSpans{{Scope: scopeNamed("a1"), Spans: []*tracepb.Span{span}}}},
+		{Resource: named("b"), ScopeSpans: []*tracepb.ScopeSpans{{Scope: scopeNamed("b1"), Spans: []*tracepb.Span{span, span}}}},
+	}}
+	rec := &logspb.LogRecord{Body: &commonpb.AnyValue{Value: &commonpb.AnyValue_StringValue{StringValue: "x"}}}
+	logs := &collogspb.ExportLogsServiceRequest{ResourceLogs: []*logspb.ResourceLogs{
+		{Resource: named("a"), ScopeLogs: []*logspb.ScopeLogs{{Scope: scopeNamed("a1"), LogRecords: []*logspb.LogRecord{rec}}, {Scope: scopeNamed("e1")}}},
+		{Resource: named("empty"), ScopeLogs: []*logspb.ScopeLogs{{}}},
+	}}
+	wantLogs := &collogspb.ExportLogsServiceRequest{ResourceLogs: []*logspb.ResourceLogs{
+		{Resource: named("a"), ScopeLogs: []*logspb.ScopeLogs{{Scope: scopeNamed("a1"), LogRecords: []*logspb.LogRecord{rec}}}},
+	}}
+	gauge := func(n int) *metricspb.Metric {
+		g := &metricspb.Gauge{}
+		for range n {
+			g.DataPoints = append(g.DataPoints, &metricspb.NumberDataPoint{Value: &metricspb.NumberDataPoint_AsInt{AsInt: 1}})
+		}
+		return &metricspb.Metric{Name: "g", Data: &metricspb.Metric_Gauge{Gauge: g}}
+	}
+	metrics := &colmetricspb.ExportMetricsServiceRequest{ResourceMetrics: []*metricspb.ResourceMetrics{
+		{Resource: named("points-less metrics"), ScopeMetrics: []*metricspb.ScopeMetrics{{Scope: scopeNamed("e1"), Metrics: []*metricspb.Metric{gauge(0), {Name: "no data"}}}}},
+		{Resource: named("a"), ScopeMetrics: []*metricspb.ScopeMetrics{{Scope: scopeNamed("e2")}, {Scope: scopeNamed("a1"), Metrics: []*metricspb.Metric{gauge(0), gauge(2)}}}},
+	}}
+	wantMetrics := &colmetricspb.ExportMetricsServiceRequest{ResourceMetrics: []*metricspb.ResourceMetrics{
+		// A metric without points beside one with some stays.
+		{Resource: named("a"), ScopeMetrics: []*metricspb.ScopeMetrics{{Scope: scopeNamed("a1"), Metrics: []*metricspb.Metric{gauge(0), gauge(2)}}}},
+	}}
+	for _, c := range []struct {
+		sig       pipeline.Signal
+		in, want  proto.Message
+		wantItems int
+	}{
+		{pipeline.Traces, traces, wantTraces, 3},
+		{pipeline.Logs, logs, wantLogs, 1},
+		{pipeline.Metrics, metrics, wantMetrics, 2},
+	} {
+		// Decoded (spans and log records kept as records) and as built.
+		decoded, err := pipeline.UnmarshalRequest(c.sig, marshal(c.in))
+		if err != nil {
+			t.Fatal(err)
+		}
+		built := &pipeline.Batch{Signal: c.sig}
+		switch m := proto.Clone(c.in).(type) {
+		case *coltracepb.ExportTraceServiceRequest:
+			built.Traces = m.ResourceSpans
+		case *collogspb.ExportLogsServiceRequest:
+			built.Logs = m.ResourceLogs
+		case *colmetricspb.ExportMetricsServiceRequest:
+			built.Metrics = m.ResourceMetrics
+		}
+		for _, b := range []*pipeline.Batch{decoded, built} {
+			b.DropEmpty()
+			if got := requestOf(b); !proto.Equal(got, c.want) {
+				t.Errorf("%v: got %v\nwant %v", c.sig, got, c.want)
+			}
+			if b.Items() != c.wantItems {
+				t.Errorf("%v: %d items", c.sig, b.Items())
+			}
+		}
+	}
+}
+
+// A batch of only empty resources and scopes is left with none; one with
+// nothing empty is left as it is, its slices unchanged.
+func TestDropEmptyAllOrNothing(t *testing.T) {
+	b := &pipeline.Batch{Signal: pipeline.Traces, Traces: []*tracepb.ResourceSpans{{}, {ScopeSpans: []*tracepb.ScopeSpans{{}, {Scope: scopeNamed("s")}}}}}
+	b.DropEmpty()
+	if b.Len() != 0 {
+		t.Errorf("%d resources left", b.Len())
+	}
+	b = &pipeline.Batch{Signal: pipeline.Logs}
+	b.DropEmpty()
+	if b.Len() != 0 {
+		t.Errorf("%d resources", b.Len())
+	}
+	full := []*logspb.ResourceLogs{{ScopeLogs: []*logspb.ScopeLogs{{LogRecords: []*logspb.LogRecord{{}}}}}}
+	scopes := full[0].ScopeLogs
+	b = &pipeline.Batch{Signal: pipeline.Logs, Logs: full}
+	b.DropEmpty()
+	if len(b.Logs) != 1 || &b.Logs[0] != &full[0] || &b.Logs[0].ScopeLogs[0] != &scopes[0] {
+		t.Errorf("a batch with nothing empty changed: %v", b.Logs)
+	}
+}

@@ -229,6 +229,9 @@ type Converter struct {
 	tlbls    labels.Labels        // target labels (job, instance, static labels)
 	// index holds the raw series and finds them and their point series (seriesindex.go).
 	index seriesIndex
+	// last are the counts of the last successful conversion, for
+	// otelstep's own scrape metrics (lastCounts).
+	last scrapeCounts
 	// kvs interns point attributes: a page's label pairs repeat across its
 	// series (model, engine, gpu, ...), and one immutable KeyValue per pair
 	// instead of one per series is most of a series' memory.
@@ -451,7 +454,16 @@ func (c *Converter) ConvertLeased(page []byte, contentType string, ts time.Time,
 	c.index.endScrape()
 	rms := c.collect(st.gen, st.tsNs, 1, dur, st.n, &st.sl)
 	c.ms = metricSlab{} // the converter keeps no pointer into the arena
+	c.last = st.n
 	return rms, a.leases[:], nil
+}
+
+// lastCounts are the samples of the last page converted: all of them,
+// those metric relabeling kept, and the series new in it.
+func (c *Converter) lastCounts() scrapeCounts {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.last
 }
 
 // scrapeState is what one ConvertAll call carries between its lines.

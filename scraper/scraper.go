@@ -22,6 +22,7 @@ import (
 	metricspb "go.opentelemetry.io/proto/otlp/metrics/v1"
 
 	"github.com/otelstep/otelstep/pipeline"
+	"github.com/otelstep/otelstep/telemetry"
 )
 
 // Target is one scrape target of one scrape config.
@@ -64,6 +65,9 @@ type Options struct {
 	// then plain-HTTP targets are scraped on a connection of their own
 	// instead (plainhttp.go), with this client for what that leaves.
 	Client *http.Client
+	// Telemetry records each target's scrapes and counts their points as
+	// the receiver's; nil records nothing.
+	Telemetry *telemetry.Scrape
 }
 
 const (
@@ -113,6 +117,8 @@ type loop struct {
 	// plain is the target's own connection for plain HTTP (plainhttp.go);
 	// nil when its scrapes go through opts.Client.
 	plain *plainConn
+	// tel records the target's scrapes (nil: not at all).
+	tel *telemetry.ScrapeTarget
 }
 
 // New validates opts and returns a Manager.
@@ -201,7 +207,7 @@ func New(opts Options) (*Manager, error) {
 		}
 		rounds[g].size++
 		l := &loop{t: t, url: u.String(), conv: conv, m: m,
-			ph: phase(g.job, g.n, t.Interval), round: rounds[g]}
+			ph: phase(g.job, g.n, t.Interval), round: rounds[g], tel: opts.Telemetry.Target(t.JobName, t.instance())}
 		if ownClient {
 			l.plain = newPlainConn(&u, t.Timeout)
 		}
@@ -357,7 +363,13 @@ func untilPhase(now time.Time, interval, ph time.Duration) time.Duration {
 func (l *loop) scrapeAndSend(ctx context.Context) {
 	rms, leases := l.scrape(ctx)
 	b := &pipeline.Batch{Signal: pipeline.Metrics, Metrics: rms, Leases: leases}
-	if err := l.m.opts.Next.Consume(ctx, b); err != nil {
+	points := 0
+	if l.tel.Enabled() {
+		points = b.Items() // before Consume: the batch is then downstream's
+	}
+	err := l.m.opts.Next.Consume(ctx, b)
+	l.tel.Delivered(points, err)
+	if err != nil {
 		b.Release() // not taken: still ours
 		if ctx.Err() == nil {
 			l.m.opts.Logger.Warn("scrape: delivering failed", "job", l.t.JobName, "target", l.url, "error", err)
@@ -410,10 +422,15 @@ func (l *loop) scrape(ctx context.Context) ([]*metricspb.ResourceMetrics, []*pip
 		rms, leases, err = l.conv.ConvertLeased(pg.bytes(), ct, start, time.Since(start))
 		pg.done() // the page is converted: its buffer and slot are free
 		if err == nil {
+			if l.tel.Enabled() {
+				n := l.conv.lastCounts()
+				l.tel.Scraped(true, time.Since(start), n.samples, n.kept, n.added)
+			}
 			return rms, leases
 		}
 	}
 	l.m.opts.Logger.Warn("scrape failed", "job", l.t.JobName, "target", l.url, "error", err)
+	l.tel.Scraped(false, time.Since(start), 0, 0, 0)
 	return l.conv.DownLeased(start, time.Since(start))
 }
 

@@ -39,6 +39,7 @@ import (
 	"google.golang.org/grpc"
 
 	"github.com/otelstep/otelstep/pipeline"
+	"github.com/otelstep/otelstep/telemetry"
 )
 
 // DefaultMaxRequestBytes is the request size limit used when
@@ -69,6 +70,10 @@ type Options struct {
 	// ConsumeTimeout is how long a request may wait for buffer room before
 	// the sender is told to retry later. 0 = 5s.
 	ConsumeTimeout time.Duration
+
+	// Telemetry counts the items of each request, accepted or refused by
+	// the pipelines, by signal and transport; nil counts nothing.
+	Telemetry *telemetry.Receiver
 }
 
 // Receiver serves OTLP over gRPC and/or HTTP.
@@ -286,6 +291,15 @@ func classify(err error) outcome {
 	return outcomeFail
 }
 
+// transportOf tells which server a request's context comes from: gRPC
+// puts its stream in its handlers' contexts.
+func transportOf(ctx context.Context) telemetry.Transport {
+	if grpc.ServerTransportStreamFromContext(ctx) != nil {
+		return telemetry.GRPC
+	}
+	return telemetry.HTTP
+}
+
 // deliver hands b to the signal's consumer (which must not be nil).
 // Empty batches are not delivered. A batch not taken is released here (its
 // leases, pipeline.Lease): the caller must not touch it afterwards.
@@ -296,7 +310,12 @@ func (r *Receiver) deliver(ctx context.Context, c pipeline.Consumer, b *pipeline
 	}
 	cctx, cancel := r.consumeCtx(ctx)
 	defer cancel()
+	sig, items := b.Signal, 0
+	if r.opts.Telemetry.Enabled() {
+		items = b.Items() // once per request, before the batch is downstream's
+	}
 	err := c.Consume(cctx, b)
+	r.opts.Telemetry.Record(sig, transportOf(ctx), items, err)
 	if err == nil {
 		return nil
 	}

@@ -20,7 +20,7 @@ import (
 )
 
 func (r *Receiver) newGRPCServer() *grpc.Server {
-	max := r.maxBody
+	max := r.maxMsg
 	if max > int64(int(^uint(0)>>1)) {
 		max = int64(int(^uint(0) >> 1))
 	}
@@ -46,8 +46,9 @@ func (r *Receiver) newGRPCServer() *grpc.Server {
 // proto codec std. It is named "proto" like std, the codec a gRPC client
 // asks for; the server used std for every request before (the default for
 // an unknown content-subtype too), so forcing this one changes nothing
-// else. A request that does not decode fails with codes.Internal ("grpc:
-// failed to unmarshal the received message"), as it did with std.
+// else. A request that does not decode fails with codes.InvalidArgument
+// (exportService's handler: gRPC answers an error of the codec itself, as
+// codes.Internal, so decodeExport reports it in the request instead).
 type otlpCodec struct {
 	std    encoding.CodecV2
 	bodies *bodyPool // the export requests' bodies (grpcreq.go)
@@ -58,7 +59,8 @@ func (c otlpCodec) Marshal(v any) (mem.BufferSlice, error) { return c.std.Marsha
 func (c otlpCodec) Unmarshal(data mem.BufferSlice, v any) error {
 	if m, ok := v.(*exportRequest); ok {
 		// Copied out of gRPC's buffers (which it frees or reuses after
-		// Unmarshal) into a pooled body the batch holds (bodies.go).
+		// Unmarshal) into a pooled body the batch holds (bodies.go). A
+		// decoding error is m.err.
 		return c.bodies.decodeExport(data, m)
 	}
 	return c.std.Unmarshal(data, v)

@@ -114,8 +114,9 @@ func (rawCodec) Unmarshal(data mem.BufferSlice, v any) error {
 
 func (rawCodec) Name() string { return "proto" }
 
-// A request that does not decode is refused with codes.Internal, as with
-// gRPC's own codec, and never reaches the pipeline.
+// A request that does not decode is refused with codes.InvalidArgument (not
+// to be sent again; gRPC's own codec made it codes.Internal), naming what
+// is wrong and where, and never reaches the pipeline.
 func TestGRPCCodecMalformed(t *testing.T) {
 	c := &rec{}
 	r := start(t, Options{Traces: c})
@@ -126,7 +127,7 @@ func TestGRPCCodecMalformed(t *testing.T) {
 	} {
 		err := cc.Invoke(context.Background(), "/opentelemetry.proto.collector.trace.v1.TraceService/Export", raw(body),
 			&coltracepb.ExportTraceServiceResponse{}, grpc.ForceCodecV2(rawCodec{}))
-		if status.Code(err) != codes.Internal || !strings.Contains(err.Error(), "traces export request: resource_spans[0]") {
+		if status.Code(err) != codes.InvalidArgument || !strings.Contains(err.Error(), "traces export request: resource_spans[0]") {
 			t.Errorf("%s: %v", name, err)
 		}
 	}
@@ -140,7 +141,7 @@ func TestGRPCCodecMalformed(t *testing.T) {
 // The size limit still applies before decoding.
 func TestGRPCCodecSizeLimit(t *testing.T) {
 	c := &rec{}
-	r := start(t, Options{Traces: c, MaxRequestBytes: 1000})
+	r := start(t, Options{Traces: c, GRPCMaxRecvBytes: 1000})
 	cc := dial(t, r)
 	big := &coltracepb.ExportTraceServiceRequest{ResourceSpans: []*tracepb.ResourceSpans{{ScopeSpans: []*tracepb.ScopeSpans{{Spans: []*tracepb.Span{{Name: strings.Repeat("x", 2000)}}}}}}}
 	if _, err := coltracepb.NewTraceServiceClient(cc).Export(context.Background(), big); status.Code(err) != codes.ResourceExhausted {
@@ -179,8 +180,11 @@ func TestGRPCCodecFallback(t *testing.T) {
 		t.Fatalf("%v %v", into.batch.Traces, err)
 	}
 	into.batch.Release()
+	// A broken request is the request's error, for the handler to answer
+	// (gRPC would answer an error of the codec itself).
 	bad := &exportRequest{batch: pipeline.Batch{Signal: pipeline.Traces}}
-	if err := c.Unmarshal(mem.BufferSlice{mem.SliceBuffer([]byte{0x0a, 0x05, 0x01})}, bad); err == nil || !strings.Contains(err.Error(), "traces export request") {
-		t.Fatalf("a broken request: %v", err)
+	if err := c.Unmarshal(mem.BufferSlice{mem.SliceBuffer([]byte{0x0a, 0x05, 0x01})}, bad); err != nil || bad.err == nil ||
+		!strings.Contains(bad.err.Error(), "traces export request") || len(bad.batch.Traces) != 0 {
+		t.Fatalf("a broken request: %v %v", err, bad.err)
 	}
 }

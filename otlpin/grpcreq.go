@@ -5,7 +5,9 @@ import (
 	"fmt"
 
 	"google.golang.org/grpc"
+	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/mem"
+	"google.golang.org/grpc/status"
 
 	collogspb "go.opentelemetry.io/proto/otlp/collector/logs/v1"
 	colmetricspb "go.opentelemetry.io/proto/otlp/collector/metrics/v1"
@@ -27,10 +29,15 @@ import (
 // exportRequest is one export request's batch, decoded by otlpCodec.
 type exportRequest struct {
 	batch pipeline.Batch // Signal is set before decoding
+	// err is why the request did not decode. The codec reports it here
+	// and not as its error, which gRPC answers itself, as codes.Internal,
+	// before the handler runs: the handler answers codes.InvalidArgument.
+	err error
 }
 
 // decodeExport decodes the request in data into req.batch (req.batch.Signal
-// says which), from a pooled body when one is big enough.
+// says which), from a pooled body when one is big enough. A request that
+// does not decode is req.err, not an error.
 func (p *bodyPool) decodeExport(data mem.BufferSlice, req *exportRequest) error {
 	n := data.Len()
 	var buf []byte
@@ -56,7 +63,8 @@ func (p *bodyPool) decodeExport(data mem.BufferSlice, req *exportRequest) error 
 	if err != nil {
 		// The body goes to the garbage collector: nothing is sure not to
 		// point into it (an error's text, say).
-		return fmt.Errorf("%s export request: %w", b.Signal, err)
+		req.err = fmt.Errorf("%s export request: %w", b.Signal, err)
+		return nil
 	}
 	if bd != nil {
 		b.Leases = append(b.Leases[:0], &bd.lease)
@@ -73,6 +81,12 @@ func exportService(name, file string, sig pipeline.Signal, resp func() any) *grp
 		req := &exportRequest{batch: pipeline.Batch{Signal: sig}}
 		if err := dec(req); err != nil {
 			return nil, err
+		}
+		if req.err != nil {
+			// Malformed (an id of the wrong length, say): nothing of it
+			// is passed on, and the sender is not to send it again.
+			srv.(*Receiver).grpcReject(ctx, sig, req.err.Error())
+			return nil, status.Errorf(codes.InvalidArgument, "otlpin: cannot decode %v", req.err)
 		}
 		export := func(ctx context.Context, _ any) (any, error) {
 			if err := srv.(*Receiver).grpcExport(ctx, &req.batch); err != nil {

@@ -5,14 +5,18 @@
 // Each accepted export request becomes one pipeline.Batch handed to the
 // signal's Consumer. Answers follow the specification:
 //
-//   - success: an empty Export*ServiceResponse (partial_success unset);
-//     an export request with no resources succeeds without calling Consume.
+//   - success: an empty Export*ServiceResponse (partial_success unset).
+//     Scopes with no items (data points, spans, log records) and the
+//     resources left with no scope are dropped (pipeline.Batch.DropEmpty):
+//     an export request of no items succeeds without calling Consume.
 //   - pipeline.ErrFull, pipeline.ErrStopped, or no buffer room within
 //     ConsumeTimeout: retryable, gRPC UNAVAILABLE with a RetryInfo detail,
 //     HTTP 503 with "Retry-After: 1".
 //   - any other Consume error: non-retryable, gRPC INTERNAL, HTTP 500.
-//   - undecodable request: gRPC INVALID_ARGUMENT (from the gRPC codec),
-//     HTTP 400 with a google.rpc.Status body naming the problem.
+//   - undecodable request, a trace or span id of the wrong length among
+//     them (pipeline.ValidID): gRPC INVALID_ARGUMENT, HTTP 400 with a
+//     google.rpc.Status body, both naming the problem and where it is;
+//     nothing of the request is passed on.
 //   - a signal with no pipeline (nil Consumer): gRPC UNIMPLEMENTED and HTTP
 //     404 Not Found. Both are non-retryable, so a sender stops rather than
 //     retrying forever; 404 is also what the OpenTelemetry Collector answers
@@ -20,6 +24,8 @@
 //   - HTTP: wrong method 405 (with Allow: POST), unsupported Content-Type or
 //     Content-Encoding 415, body (compressed or decompressed) larger than
 //     MaxRequestBytes 413, unknown path 404.
+//   - gRPC: a message (decompressed) larger than GRPCMaxRecvBytes
+//     RESOURCE_EXHAUSTED.
 //
 // HTTP error bodies are google.rpc.Status messages encoded in the request's
 // content type (protobuf or JSON); when the content type itself is not
@@ -42,9 +48,14 @@ import (
 	"github.com/otelstep/otelstep/telemetry"
 )
 
-// DefaultMaxRequestBytes is the request size limit used when
-// Options.MaxRequestBytes is 0.
+// DefaultMaxRequestBytes is the OTLP/HTTP request size limit used when
+// Options.MaxRequestBytes is 0: the collector's max_request_body_size.
 const DefaultMaxRequestBytes = 20 << 20
+
+// DefaultGRPCMaxRecvBytes is the OTLP/gRPC message size limit used when
+// Options.GRPCMaxRecvBytes is 0: gRPC's default, so the collector's when
+// max_recv_msg_size_mib is not set.
+const DefaultGRPCMaxRecvBytes = 4 << 20
 
 // DefaultConsumeTimeout is used when Options.ConsumeTimeout is 0.
 const DefaultConsumeTimeout = 5 * time.Second
@@ -63,9 +74,13 @@ type Options struct {
 
 	Logger *slog.Logger // nil = discard
 
-	// MaxRequestBytes limits a request body both as received (compressed)
-	// and after decompression; gRPC's max receive message size. 0 = 20 MiB.
+	// MaxRequestBytes limits an OTLP/HTTP request body both as received
+	// (compressed) and after decompression. 0 = DefaultMaxRequestBytes.
 	MaxRequestBytes int64
+
+	// GRPCMaxRecvBytes limits an OTLP/gRPC message, after decompression.
+	// 0 = DefaultGRPCMaxRecvBytes.
+	GRPCMaxRecvBytes int64
 
 	// ConsumeTimeout is how long a request may wait for buffer room before
 	// the sender is told to retry later. 0 = 5s.
@@ -80,7 +95,8 @@ type Options struct {
 type Receiver struct {
 	opts    Options
 	log     *slog.Logger
-	maxBody int64
+	maxBody int64 // OTLP/HTTP
+	maxMsg  int64 // OTLP/gRPC
 	timeout time.Duration
 	// bodies are the pooled bodies of protobuf requests, lent to their
 	// batches (grpcreq.go).
@@ -111,15 +127,21 @@ func New(opts Options) (*Receiver, error) {
 	if opts.MaxRequestBytes < 0 {
 		return nil, fmt.Errorf("otlpin: MaxRequestBytes must not be negative, got %d", opts.MaxRequestBytes)
 	}
+	if opts.GRPCMaxRecvBytes < 0 {
+		return nil, fmt.Errorf("otlpin: GRPCMaxRecvBytes must not be negative, got %d", opts.GRPCMaxRecvBytes)
+	}
 	if opts.ConsumeTimeout < 0 {
 		return nil, fmt.Errorf("otlpin: ConsumeTimeout must not be negative, got %s", opts.ConsumeTimeout)
 	}
-	r := &Receiver{opts: opts, log: opts.Logger, maxBody: opts.MaxRequestBytes, timeout: opts.ConsumeTimeout}
+	r := &Receiver{opts: opts, log: opts.Logger, maxBody: opts.MaxRequestBytes, maxMsg: opts.GRPCMaxRecvBytes, timeout: opts.ConsumeTimeout}
 	if r.log == nil {
 		r.log = slog.New(slog.DiscardHandler)
 	}
 	if r.maxBody == 0 {
 		r.maxBody = DefaultMaxRequestBytes
+	}
+	if r.maxMsg == 0 {
+		r.maxMsg = DefaultGRPCMaxRecvBytes
 	}
 	if r.timeout == 0 {
 		r.timeout = DefaultConsumeTimeout
@@ -300,10 +322,13 @@ func transportOf(ctx context.Context) telemetry.Transport {
 	return telemetry.HTTP
 }
 
-// deliver hands b to the signal's consumer (which must not be nil).
-// Empty batches are not delivered. A batch not taken is released here (its
-// leases, pipeline.Lease): the caller must not touch it afterwards.
+// deliver hands b, a request's own batch, to the signal's consumer (which
+// must not be nil), without its empty scopes and resources
+// (pipeline.Batch.DropEmpty); a batch of nothing is not delivered. A batch
+// not taken is released here (its leases, pipeline.Lease): the caller must
+// not touch it afterwards.
 func (r *Receiver) deliver(ctx context.Context, c pipeline.Consumer, b *pipeline.Batch) error {
+	b.DropEmpty()
 	if b.Len() == 0 {
 		b.Release()
 		return nil

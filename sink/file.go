@@ -14,6 +14,7 @@ import (
 
 	"github.com/otelstep/otelstep/otlpjson"
 	"github.com/otelstep/otelstep/pipeline"
+	"github.com/otelstep/otelstep/telemetry"
 )
 
 // FileOptions configures the JSONL sink.
@@ -27,6 +28,9 @@ type FileOptions struct {
 	// RedactResourceKeys are resource attribute keys never written;
 	// default {"Authorization"}.
 	RedactResourceKeys []string
+	// Telemetry records the items written, the bytes written and the
+	// queue's length; nil records nothing.
+	Telemetry *telemetry.Sink
 }
 
 const (
@@ -89,6 +93,9 @@ type File struct {
 	wctx   context.Context
 	resAt  int
 	midErr bool
+
+	tel       *telemetry.Sink
+	unobserve func() // stops the queue's observation
 }
 
 // fileFlushRoom is the room a metrics resource's encoding leaves in the
@@ -222,6 +229,8 @@ func newFile(o FileOptions, w io.Writer) *File {
 		now:    time.Now,
 	}
 	s.metricsEnc.Flush = s.flushMidResource
+	s.tel = o.Telemetry
+	s.unobserve = s.tel.ObserveQueue(func() int { return len(s.q) }, o.QueueSize)
 	return s
 }
 
@@ -361,6 +370,7 @@ func (s *File) drain() {
 		s.log.Error("file sink: shutdown deadline reached, data not written",
 			"buffered_bytes", s.pending(), "lost_lines", s.lostLines, "queued_batches", len(s.q))
 	}
+	s.unobserve()
 	if s.dio != nil {
 		s.dio.f.Close()
 	}
@@ -432,6 +442,9 @@ func (s *File) write(ctx context.Context, b *pipeline.Batch) {
 	}
 	s.buf = append(s.buf, otlpjson.RequestEnd...)
 	s.buf = append(s.buf, '\n')
+	if s.tel.Enabled() {
+		s.tel.Sent(b.Signal, b.Items()) // a whole line, once per batch
+	}
 	if len(s.buf) >= s.bufSize() {
 		s.flush(ctx)
 	}
@@ -578,6 +591,7 @@ func (s *File) writeDirect(n int) error {
 		s.wb.wrote(w - s.kept)
 		s.dio.wrote += int64(w - s.kept)
 		s.written += int64(w - s.kept)
+		s.tel.Wrote(w - s.kept)
 	}
 	s.slide(w)
 	return err
@@ -603,6 +617,7 @@ func (s *File) writeAll(ctx context.Context, p []byte) bool {
 		n, err := s.w.Write(p)
 		s.wb.wrote(n)
 		s.written += int64(n)
+		s.tel.Wrote(n)
 		if err == nil && n == len(p) {
 			return true
 		}

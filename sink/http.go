@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"github.com/otelstep/otelstep/pipeline"
+	"github.com/otelstep/otelstep/telemetry"
 )
 
 // RetryOptions is the exporter's retry_on_failure. The collector defaults are
@@ -52,6 +53,9 @@ type HTTPOptions struct {
 	QueueSize int
 	Logger    *slog.Logger
 	Client    *http.Client
+	// Telemetry records what the sink sends, fails, drops and retries,
+	// each request's duration and the queue's length; nil records nothing.
+	Telemetry *telemetry.Sink
 }
 
 // HTTPStats counts what the HTTP sink did. Failed and Dropped count batches.
@@ -112,6 +116,8 @@ type HTTP struct {
 
 	lastDropLog                                      atomic.Int64 // unix nanos
 	sentBatches, sentItems, failed, dropped, retries atomic.Uint64
+	tel                                              *telemetry.Sink
+	unobserve                                        func() // stops the queue's observation
 }
 
 // NewHTTP validates o and returns the sink. Call Start to begin sending.
@@ -178,7 +184,16 @@ func NewHTTP(o HTTPOptions) (*HTTP, error) {
 	h.avail = make(chan struct{}, 1)
 	h.stopCh = make(chan struct{})
 	h.runCtx, h.runCancel = context.WithCancel(context.Background())
+	h.tel = o.Telemetry
+	h.unobserve = h.tel.ObserveQueue(h.queued, len(h.ring))
 	return h, nil
+}
+
+// queued is how many request bodies wait in the queue.
+func (h *HTTP) queued() int {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return h.n
 }
 
 // redactErr strips URL userinfo from a *url.Error.
@@ -267,6 +282,7 @@ func (h *HTTP) Enqueue(_ context.Context, b *pipeline.Batch) error {
 	h.mu.Unlock()
 	if dropped != nil {
 		h.putBody(dropped)
+		h.tel.Dropped(1)
 		total := h.dropped.Add(1)
 		now := time.Now().UnixNano()
 		last := h.lastDropLog.Load()
@@ -304,6 +320,7 @@ func (h *HTTP) encode(b *pipeline.Batch) *body {
 	if err != nil {
 		h.putBody(bd)
 		h.failed.Add(1)
+		h.tel.Failed(sig, bd.items)
 		h.log.Error("otlp/http exporter: encoding failed", "error", err)
 		return nil
 	}
@@ -399,8 +416,10 @@ func (h *HTTP) Shutdown(ctx context.Context) error {
 		h.n--
 	}
 	h.mu.Unlock()
+	h.unobserve()
 	if left > 0 {
 		h.dropped.Add(uint64(left))
+		h.tel.Dropped(left)
 		h.log.Warn("otlp/http exporter shut down with unsent batches", "dropped", left)
 	}
 	return err
@@ -472,10 +491,12 @@ func (h *HTTP) export(bd *body) {
 		if res.OK() {
 			h.sentBatches.Add(1)
 			h.sentItems.Add(uint64(items))
+			h.tel.Sent(sig, items)
 			return
 		}
 		if !res.Retryable || !h.o.Retry.Enabled {
 			h.failed.Add(1)
+			h.tel.Failed(sig, items)
 			h.log.Error("otlp/http exporter: export failed, batch dropped", "signal", sig.String(),
 				"url", h.safeURL[sig], "items", items, "error", res.Err)
 			return
@@ -486,6 +507,7 @@ func (h *HTTP) export(bd *body) {
 		}
 		if time.Since(start)+delay > h.o.Retry.MaxElapsedTime {
 			h.failed.Add(1)
+			h.tel.Failed(sig, items)
 			h.log.Error("otlp/http exporter: retries exhausted, batch dropped", "signal", sig.String(),
 				"url", h.safeURL[sig], "items", items, "elapsed", time.Since(start).Round(time.Millisecond), "error", res.Err)
 			return
@@ -497,10 +519,12 @@ func (h *HTTP) export(bd *body) {
 		case <-h.runCtx.Done():
 			t.Stop()
 			h.dropped.Add(1)
+			h.tel.Dropped(1)
 			h.log.Warn("otlp/http exporter: shutdown during retry, batch dropped", "signal", sig.String(), "items", items)
 			return
 		}
 		h.retries.Add(1)
+		h.tel.Retried()
 		interval = min(interval*2, h.o.Retry.MaxInterval)
 	}
 }
@@ -516,7 +540,9 @@ func jitter(d time.Duration) time.Duration {
 func (h *HTTP) post(sig pipeline.Signal, body []byte) Result {
 	ctx, cancel := context.WithTimeout(h.runCtx, h.o.Timeout)
 	defer cancel()
+	start := time.Now()
 	res := Post(ctx, h.client, Export{Signal: sig, URL: h.urls[sig], Headers: h.o.Headers, Gzip: h.gzip, Body: body})
+	h.tel.Requested(time.Since(start))
 	if res.Err != nil && res.Status == 0 && h.runCtx.Err() != nil {
 		// Shutting down past the deadline: not worth another attempt.
 		res.Retryable = false

@@ -1,0 +1,113 @@
+package sink
+
+import (
+	"context"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/otelstep/otelstep/config"
+	"github.com/otelstep/otelstep/pipeline"
+	"github.com/otelstep/otelstep/telemetry"
+)
+
+func newTestTelemetry(t *testing.T) *telemetry.Telemetry {
+	t.Helper()
+	tm, err := telemetry.New(config.Telemetry{}, telemetry.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = tm.Shutdown(context.Background()) })
+	return tm
+}
+
+func telemetryPage(t *testing.T, tm *telemetry.Telemetry) string {
+	t.Helper()
+	rec := httptest.NewRecorder()
+	tm.Handler().ServeHTTP(rec, httptest.NewRequest(http.MethodGet, "/metrics", nil))
+	return rec.Body.String()
+}
+
+func wantLines(t *testing.T, page string, lines ...string) {
+	t.Helper()
+	for _, l := range lines {
+		if !strings.Contains(page, l+"\n") {
+			t.Errorf("no %s in:\n%s", l, page)
+		}
+	}
+}
+
+// The HTTP sink records the items the backend took, the request retried,
+// each request's duration, and its queue.
+func TestHTTPTelemetry(t *testing.T) {
+	tm := newTestTelemetry(t)
+	be := newBackend(t, func(n int32, w http.ResponseWriter) bool {
+		if n == 1 {
+			w.WriteHeader(http.StatusServiceUnavailable)
+			return true
+		}
+		return false
+	})
+	h, _ := newTestHTTP(t, be.srv.URL, HTTPOptions{Name: "otlphttp/t", QueueSize: 7, Telemetry: tm.Sink("otlphttp/t")})
+	wantLines(t, telemetryPage(t, tm), `otelcol_exporter_queue_capacity{exporter="otlphttp/t"} 7`, `otelcol_exporter_queue_size{exporter="otlphttp/t"} 0`)
+	_ = h.Start(context.Background())
+	_ = h.Enqueue(context.Background(), metricsBatch("a", 5))
+	waitFor(t, 10*time.Second, func() bool { return h.Stats().SentBatches == 1 }, "sent after a retry")
+	if err := h.Shutdown(ctxT(5 * time.Second)); err != nil {
+		t.Fatal(err)
+	}
+	wantLines(t, telemetryPage(t, tm),
+		`otelcol_exporter_sent_metric_points_total{exporter="otlphttp/t"} 5`,
+		`otelstep_exporter_retries_total{exporter="otlphttp/t"} 1`,
+		`otelstep_exporter_request_duration_seconds_count{exporter="otlphttp/t"} 2`,
+	)
+}
+
+// A full queue's drops are counted.
+func TestHTTPTelemetryDrops(t *testing.T) {
+	tm := newTestTelemetry(t)
+	// not started: nothing is sent, the queue of one fills
+	h, _ := newTestHTTP(t, "http://127.0.0.1:1", HTTPOptions{Name: "x", QueueSize: 1, Telemetry: tm.Sink("x")})
+	for i := range 3 {
+		_ = h.Enqueue(context.Background(), metricsBatch(strconv.Itoa(i), 1))
+	}
+	wantLines(t, telemetryPage(t, tm), `otelstep_exporter_dropped_batches_total{exporter="x"} 2`, `otelcol_exporter_queue_size{exporter="x"} 1`)
+	h.runCancel() // the one left is not sent: shut down at once
+	_ = h.Shutdown(ctxT(5 * time.Second))
+	wantLines(t, telemetryPage(t, tm), `otelstep_exporter_dropped_batches_total{exporter="x"} 3`)
+}
+
+// The file sink counts the items of each whole line and the bytes it
+// wrote: all of the file's.
+func TestFileTelemetry(t *testing.T) {
+	tm := newTestTelemetry(t)
+	path := filepath.Join(t.TempDir(), "metrics.jsonl")
+	f, err := NewFile(FileOptions{Name: "file/m", Path: path, Signal: pipeline.Metrics, QueueSize: 9, Telemetry: tm.Sink("file/m")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := f.Start(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	for i := range 4 {
+		if err := f.Enqueue(context.Background(), metricsBatch(strconv.Itoa(i), 3)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := f.Shutdown(ctxT(10 * time.Second)); err != nil {
+		t.Fatal(err)
+	}
+	fi, err := os.Stat(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	wantLines(t, telemetryPage(t, tm),
+		`otelcol_exporter_sent_metric_points_total{exporter="file/m"} 12`,
+		`otelstep_exporter_jsonl_bytes_total{exporter="file/m"} `+strconv.FormatInt(fi.Size(), 10),
+	)
+}

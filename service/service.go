@@ -174,14 +174,14 @@ func New(cfg *config.Config, log *slog.Logger) (*Service, error) {
 		if h == nil {
 			continue
 		}
-		maxBytes := o.HTTPMaxRequestBodyBytes
-		if o.GRPCMaxRecvMiB > 0 && int64(o.GRPCMaxRecvMiB)<<20 > maxBytes {
-			maxBytes = int64(o.GRPCMaxRecvMiB) << 20
-		}
+		// Each protocol its own limit, as in the collector: unset (0) is
+		// otlpin's default, the collector's (HTTP 20 MiB, gRPC 4 MiB).
+		// 2^42 MiB is beyond any message.
 		r, err := otlpin.New(otlpin.Options{
 			GRPCEndpoint: o.GRPCEndpoint, HTTPEndpoint: o.HTTPEndpoint,
 			Metrics: multi(h[pipeline.Metrics]), Traces: multi(h[pipeline.Traces]), Logs: multi(h[pipeline.Logs]),
-			Logger: log.With("receiver", id), MaxRequestBytes: maxBytes,
+			Logger:          log.With("receiver", id),
+			MaxRequestBytes: o.HTTPMaxRequestBodyBytes, GRPCMaxRecvBytes: min(int64(o.GRPCMaxRecvMiB), 1<<42) << 20,
 		})
 		if err != nil {
 			return nil, fmt.Errorf("receiver %s: %w", id, err)

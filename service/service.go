@@ -21,6 +21,7 @@ import (
 	"github.com/otelstep/otelstep/resource"
 	"github.com/otelstep/otelstep/scraper"
 	"github.com/otelstep/otelstep/sink"
+	"github.com/otelstep/otelstep/telemetry"
 	"google.golang.org/protobuf/proto"
 )
 
@@ -45,8 +46,7 @@ type Service struct {
 	batchers  []*sink.Batcher
 	files     []*sink.File
 	https     []*sink.HTTP
-	httpIDs   []string
-	pipeCount []*counter
+	telemetry *telemetry.Telemetry // otelstep's own metrics
 
 	health    []*http.Server
 	healthLn  []net.Listener
@@ -59,6 +59,11 @@ type Service struct {
 // New builds every component of cfg without starting any.
 func New(cfg *config.Config, log *slog.Logger) (*Service, error) {
 	s := &Service{cfg: cfg, log: log, started: time.Now(), stopTimeout: StopTimeout, answered: make(chan struct{})}
+	tel, err := telemetry.New(cfg.Service.Telemetry, telemetry.Options{Logger: log, Start: s.started})
+	if err != nil {
+		return nil, fmt.Errorf("service.telemetry.metrics: %w", err)
+	}
+	s.telemetry = tel
 	sinks := map[string]sink.Sink{}
 	fileSignal := map[string]pipeline.Signal{}
 	for _, p := range cfg.Service.Pipelines {
@@ -74,7 +79,7 @@ func New(cfg *config.Config, log *slog.Logger) (*Service, error) {
 			return sk, nil
 		}
 		if f, ok := cfg.Files[id]; ok {
-			fs, err := sink.NewFile(sink.FileOptions{Name: id, Path: f.Path, Signal: fileSignal[id], Logger: log.With("sink", id)})
+			fs, err := sink.NewFile(sink.FileOptions{Name: id, Path: f.Path, Signal: fileSignal[id], Logger: log.With("sink", id), Telemetry: s.telemetry.Sink(id)})
 			if err != nil {
 				return nil, fmt.Errorf("exporter %s: %w", id, err)
 			}
@@ -83,12 +88,13 @@ func New(cfg *config.Config, log *slog.Logger) (*Service, error) {
 			return fs, nil
 		}
 		e := cfg.OTLPHTTP[id]
-		hs, err := sink.NewHTTP(httpOptions(id, e, log))
+		o := httpOptions(id, e, log)
+		o.Telemetry = s.telemetry.Sink(id)
+		hs, err := sink.NewHTTP(o)
 		if err != nil {
 			return nil, fmt.Errorf("exporter %s: %w", id, err)
 		}
 		s.https = append(s.https, hs)
-		s.httpIDs = append(s.httpIDs, id)
 		sinks[id] = hs
 		return hs, nil
 	}
@@ -129,9 +135,7 @@ func New(cfg *config.Config, log *slog.Logger) (*Service, error) {
 			}
 		}
 		log.Debug("pipeline built", "pipeline", p.ID, "receivers", p.Receivers, "processors", p.Processors, "exporters", p.Exporters)
-		c := &counter{name: "otelstep_pipeline_items_total", help: "Points, spans or log records that entered a pipeline.", labels: fmt.Sprintf("pipeline=%q", p.ID)}
-		s.pipeCount = append(s.pipeCount, c)
-		next = countItems(c, next)
+		next = countItems(s.telemetry.Pipeline(p.ID), next)
 		for _, r := range p.Receivers {
 			if heads[r] == nil {
 				heads[r] = map[pipeline.Signal][]pipeline.Consumer{}
@@ -163,7 +167,7 @@ func New(cfg *config.Config, log *slog.Logger) (*Service, error) {
 		if next == nil {
 			continue // defined but in no pipeline: the collector does not start it either
 		}
-		m, err := scraper.New(scraper.Options{Targets: targets, Next: next, Logger: log.With("receiver", id)})
+		m, err := scraper.New(scraper.Options{Targets: targets, Next: next, Logger: log.With("receiver", id), Telemetry: s.telemetry.Scrape(id)})
 		if err != nil {
 			return nil, fmt.Errorf("receiver %s: %w", id, err)
 		}
@@ -178,6 +182,7 @@ func New(cfg *config.Config, log *slog.Logger) (*Service, error) {
 		// otlpin's default, the collector's (HTTP 20 MiB, gRPC 4 MiB).
 		// 2^42 MiB is beyond any message.
 		r, err := otlpin.New(otlpin.Options{
+			Telemetry:    s.telemetry.Receiver(id),
 			GRPCEndpoint: o.GRPCEndpoint, HTTPEndpoint: o.HTTPEndpoint,
 			Metrics: multi(h[pipeline.Metrics]), Traces: multi(h[pipeline.Traces]), Logs: multi(h[pipeline.Logs]),
 			Logger:          log.With("receiver", id),
@@ -204,21 +209,26 @@ func httpOptions(id string, e *config.OTLPHTTPExporter, log *slog.Logger) sink.H
 	}
 }
 
-func countItems(c *counter, next pipeline.Consumer) pipeline.Consumer {
+// countItems has the items of the batches next takes counted as the
+// pipeline's, unless the telemetry's level counts none.
+func countItems(c *telemetry.Pipeline, next pipeline.Consumer) pipeline.Consumer {
+	if !c.Enabled() {
+		return next
+	}
 	return counting{c, next}
 }
 
-// counting counts the items of the batches next takes.
+// counting counts the items of the batches next takes, once per batch.
 type counting struct {
-	c    *counter
+	c    *telemetry.Pipeline
 	next pipeline.Consumer
 }
 
 func (k counting) Consume(ctx context.Context, b *pipeline.Batch) error {
-	n := b.Items()
+	n := b.Items() // before: the batch is next's once taken
 	err := k.next.Consume(ctx, b)
 	if err == nil {
-		k.c.v.Add(int64(n))
+		k.c.Items(n)
 	}
 	return err
 }
@@ -275,27 +285,6 @@ func cloneBatch(b *pipeline.Batch) *pipeline.Batch {
 	return out
 }
 
-func (s *Service) counters() []*counter {
-	out := append([]*counter(nil), s.pipeCount...)
-	for i, h := range s.https {
-		st := h.Stats()
-		lbl := fmt.Sprintf("exporter=%q", s.httpIDs[i])
-		for _, x := range []struct {
-			name, help string
-			v          int64
-		}{
-			{"otelstep_exporter_sent_items_total", "Items the backend accepted.", int64(st.SentItems)},
-			{"otelstep_exporter_dropped_batches_total", "Batches dropped because the exporter queue was full.", int64(st.Dropped)},
-			{"otelstep_exporter_failed_batches_total", "Batches the backend refused or that ran out of retries.", int64(st.Failed)},
-		} {
-			c := &counter{name: x.name, help: x.help, labels: lbl}
-			c.v.Store(x.v)
-			out = append(out, c)
-		}
-	}
-	return out
-}
-
 // Run starts everything, serves until ctx is done, then stops in order
 // within StopTimeout. ready, if not nil, is closed once healthy.
 func (s *Service) Run(ctx context.Context, ready chan<- struct{}) error {
@@ -334,6 +323,11 @@ func (s *Service) WaitFirstScrapes(ctx context.Context) bool {
 }
 
 func (s *Service) start(ctx context.Context) error {
+	// First: a pull reader's port that cannot be bound fails the start
+	// before anything is accepted.
+	if err := s.telemetry.Start(ctx); err != nil {
+		return err
+	}
 	for _, id := range s.cfg.Service.Extensions {
 		h := s.cfg.HealthCheck[id]
 		ln, err := net.Listen("tcp", h.Endpoint)
@@ -343,7 +337,7 @@ func (s *Service) start(ctx context.Context) error {
 		mux := http.NewServeMux()
 		mux.HandleFunc(h.Path, s.healthHandler)
 		if h.Path != "/metrics" {
-			mux.HandleFunc("/metrics", s.metricsHandler)
+			mux.Handle("/metrics", s.metricsHandler())
 		}
 		srv := &http.Server{Handler: mux, ReadHeaderTimeout: 5 * time.Second}
 		s.healthLn = append(s.healthLn, ln)
@@ -421,6 +415,11 @@ func (s *Service) stop(ctx context.Context) error {
 	}
 	for _, h := range s.health {
 		_ = h.Close()
+	}
+	// Last: the periodic readers' final export has the counts of
+	// everything above.
+	if err := s.telemetry.Shutdown(ctx); err != nil {
+		errs = append(errs, err)
 	}
 	return errors.Join(errs...)
 }

@@ -136,7 +136,7 @@ type Connector struct {
 // dim is a configured dimension, ready for use.
 type dim struct {
 	name   string
-	defKey []byte             // the default's value key (valueKey), nil without one
+	defKey []byte             // the default's value key (appendValueKey), nil without one
 	defKV  *commonpb.KeyValue // the default as a data point attribute
 }
 
@@ -443,6 +443,13 @@ func (c *Connector) newResource(attrs []*commonpb.KeyValue, svc *commonpb.AnyVal
 }
 
 // observe counts the span in sf for resource r; c.mu is held.
+//
+// The series key (within r, whose spans share their service.name) is built
+// in a reused buffer and looked up as m[string(key)], which does not
+// allocate: the span's name, kind and status code, then for each dimension
+// the value key of the attribute the series gets, or 0 for none. Unlike the
+// collector's key (the values' string forms joined), it tells types apart
+// and a missing value from the next one's.
 func (c *Connector) observe(r *resource, sf *spanFields, now uint64) {
 	k := c.key[:0]
 	k = protowire.AppendString(k, sf.name)

@@ -131,7 +131,9 @@ type backend struct {
 	spans     map[string]bool
 	logs      map[string]bool
 	resources []*resourcepb.Resource
-	dropped   int
+	// resourceSignals[i] is the signal resources[i] came in.
+	resourceSignals []string
+	dropped         int
 	badHeader int
 	requests  int
 	// canon counts every resource-level message received (ResourceMetrics,
@@ -161,8 +163,9 @@ func (b *backend) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	if r.Header.Get("Authorization") != "Bearer "+testToken {
 		b.badHeader++
 	}
-	check := func(res *resourcepb.Resource) {
+	check := func(res *resourcepb.Resource, sig string) {
 		b.resources = append(b.resources, res)
+		b.resourceSignals = append(b.resourceSignals, sig)
 		if attr(res, "Authorization") != testToken {
 			b.dropped++
 		}
@@ -185,12 +188,12 @@ func (b *backend) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	for _, rm := range batch.Metrics {
-		check(rm.Resource)
+		check(rm.Resource, "metrics")
 		b.metrics = append(b.metrics, rm)
 		b.count("metrics", rm)
 	}
 	for _, rs := range batch.Traces {
-		check(rs.Resource)
+		check(rs.Resource, "traces")
 		b.count("traces", rs)
 		for _, ss := range rs.ScopeSpans {
 			for _, sp := range ss.Spans {
@@ -199,7 +202,7 @@ func (b *backend) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		}
 	}
 	for _, rl := range batch.Logs {
-		check(rl.Resource)
+		check(rl.Resource, "logs")
 		b.count("logs", rl)
 		for _, sl := range rl.ScopeLogs {
 			for _, lr := range sl.LogRecords {

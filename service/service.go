@@ -8,8 +8,10 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"maps"
 	"net"
 	"net/http"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -21,6 +23,7 @@ import (
 	"github.com/otelstep/otelstep/resource"
 	"github.com/otelstep/otelstep/scraper"
 	"github.com/otelstep/otelstep/sink"
+	"github.com/otelstep/otelstep/spanmetrics"
 	"github.com/otelstep/otelstep/telemetry"
 	"google.golang.org/protobuf/proto"
 )
@@ -44,6 +47,12 @@ type Service struct {
 	scrapers  []*scraper.Manager
 	receivers []*otlpin.Receiver
 	batchers  []*sink.Batcher
+	// connectors by id: sinks of one pipeline that feed others.
+	connectors map[string]*spanmetrics.Connector
+	// drain is the stop order of the stages that hold data for a while:
+	// each pipeline's batch processors, upstream first, and each
+	// connector after every pipeline feeding it (config.Order).
+	drain     []drainer
 	files     []*sink.File
 	https     []*sink.HTTP
 	telemetry *telemetry.Telemetry // otelstep's own metrics
@@ -58,7 +67,7 @@ type Service struct {
 
 // New builds every component of cfg without starting any.
 func New(cfg *config.Config, log *slog.Logger) (*Service, error) {
-	s := &Service{cfg: cfg, log: log, started: time.Now(), stopTimeout: StopTimeout, answered: make(chan struct{})}
+	s := &Service{cfg: cfg, log: log, started: time.Now(), stopTimeout: StopTimeout, answered: make(chan struct{}), connectors: map[string]*spanmetrics.Connector{}}
 	tel, err := telemetry.New(cfg.Service.Telemetry, telemetry.Options{Logger: log, Start: s.started})
 	if err != nil {
 		return nil, fmt.Errorf("service.telemetry.metrics: %w", err)
@@ -100,12 +109,25 @@ func New(cfg *config.Config, log *slog.Logger) (*Service, error) {
 	}
 
 	// heads[receiver][signal] are the first stages of the pipelines that
-	// receiver feeds.
+	// receiver (or connector) feeds. Pipelines are built downstream first,
+	// so that a connector's pipelines exist when the pipeline exporting to
+	// it is built.
 	heads := map[string]map[pipeline.Signal][]pipeline.Consumer{}
-	for _, p := range cfg.Service.Pipelines {
+	drain := cfg.Order()
+	batchers := map[string][]*sink.Batcher{} // by pipeline, upstream first
+	for i := len(drain) - 1; i >= 0; i-- {
+		p := drain[i]
 		sig, _ := pipeline.ParseSignal(p.Signal)
 		var exp []sink.Sink
 		for _, e := range p.Exporters {
+			if cn, ok := cfg.Connectors[e]; ok {
+				c, err := s.connector(cn, heads[e], log)
+				if err != nil {
+					return nil, err
+				}
+				exp = append(exp, c)
+				continue
+			}
 			sk, err := sinkFor(e)
 			if err != nil {
 				return nil, err
@@ -120,7 +142,7 @@ func New(cfg *config.Config, log *slog.Logger) (*Service, error) {
 			case "batch":
 				b := cfg.Batch[id]
 				bt := sink.NewBatcher(sink.BatchOptions{SendBatchSize: b.SendBatchSize, SendBatchMaxSize: b.SendBatchMaxSize, Timeout: b.Timeout}, next)
-				s.batchers = append(s.batchers, bt)
+				batchers[p.ID] = append([]*sink.Batcher{bt}, batchers[p.ID]...)
 				next = bt
 			case "resource":
 				rp, err := resource.NewProcessor(cfg.Resource[id], next)
@@ -143,10 +165,31 @@ func New(cfg *config.Config, log *slog.Logger) (*Service, error) {
 			heads[r][sig] = append(heads[r][sig], next)
 		}
 	}
-	// Batchers were appended from the last stage to the first; stop order
-	// wants the first first, so that flushes flow downstream.
-	for i, j := 0, len(s.batchers)-1; i < j; i, j = i+1, j-1 {
-		s.batchers[i], s.batchers[j] = s.batchers[j], s.batchers[i]
+	// Stop drains the pipelines upstream first: a pipeline's batch
+	// processors, then the connectors it feeds once every pipeline feeding
+	// them is drained (their last flush goes into pipelines not yet
+	// drained).
+	fed := map[string]int{} // connector id -> pipelines feeding it not yet drained
+	for _, p := range drain {
+		for _, e := range p.Exporters {
+			if _, ok := cfg.Connectors[e]; ok {
+				fed[e]++
+			}
+		}
+	}
+	for _, p := range drain {
+		for _, b := range batchers[p.ID] {
+			s.drain = append(s.drain, b)
+			s.batchers = append(s.batchers, b)
+		}
+		for _, e := range p.Exporters {
+			if _, ok := cfg.Connectors[e]; !ok {
+				continue
+			}
+			if fed[e]--; fed[e] == 0 {
+				s.drain = append(s.drain, s.connectors[e])
+			}
+		}
 	}
 
 	for id, pr := range cfg.Prometheus {
@@ -194,6 +237,35 @@ func New(cfg *config.Config, log *slog.Logger) (*Service, error) {
 		s.receivers = append(s.receivers, r)
 	}
 	return s, nil
+}
+
+// drainer is a stage that holds data for a while and sends it all on at
+// Shutdown.
+type drainer interface {
+	Shutdown(ctx context.Context) error
+}
+
+// connector builds the connector cn, feeding the pipelines in heads.
+func (s *Service) connector(cn *config.Connector, heads map[pipeline.Signal][]pipeline.Consumer, log *slog.Logger) (*spanmetrics.Connector, error) {
+	if c, ok := s.connectors[cn.ID]; ok {
+		return c, nil
+	}
+	to, _ := pipeline.ParseSignal(cn.To)
+	next := multi(heads[to])
+	sm := cn.SpanMetrics
+	dims := make([]spanmetrics.Dimension, len(sm.Dimensions))
+	for i, d := range sm.Dimensions {
+		dims[i] = spanmetrics.Dimension{Name: d.Name, Default: d.Default}
+	}
+	c, err := spanmetrics.New(cn.ID, spanmetrics.Config{
+		Buckets: sm.Buckets, Dimensions: dims, FlushInterval: sm.FlushInterval, Namespace: sm.Namespace,
+		Unit: sm.Unit, Delta: sm.Delta, CacheSize: sm.CacheSize,
+	}, next, log.With("connector", cn.ID))
+	if err != nil {
+		return nil, fmt.Errorf("connector %s: %w", cn.ID, err)
+	}
+	s.connectors[cn.ID] = c
+	return c, nil
 }
 
 func httpOptions(id string, e *config.OTLPHTTPExporter, log *slog.Logger) sink.HTTPOptions {
@@ -359,6 +431,11 @@ func (s *Service) start(ctx context.Context) error {
 			return err
 		}
 	}
+	for _, id := range slices.Sorted(maps.Keys(s.connectors)) {
+		if err := s.connectors[id].Start(ctx); err != nil {
+			return fmt.Errorf("connector %s: %w", id, err)
+		}
+	}
 	for _, r := range s.receivers {
 		if err := r.Start(ctx); err != nil {
 			return err
@@ -398,9 +475,9 @@ func (s *Service) stop(ctx context.Context) error {
 		}
 		wg.Wait()
 	}
-	for _, b := range s.batchers {
-		if err := b.Shutdown(ctx); err != nil {
-			errs = append(errs, fmt.Errorf("flush batch: %w", err))
+	for _, d := range s.drain {
+		if err := d.Shutdown(ctx); err != nil {
+			errs = append(errs, fmt.Errorf("flush: %w", err))
 		}
 	}
 	for _, f := range s.files {

@@ -177,7 +177,7 @@ func scrapeOne(ctx context.Context, o ScrapeOptions, im Impl, tg *Targets) (*Scr
 		if !im.Peer {
 			var ok1, ok2 bool
 			m.mallocs, ok1 = scrapeCounter(metricsURL, "otelstep_go_mallocs_total")
-			m.allocB, ok2 = scrapeCounter(metricsURL, "otelstep_go_alloc_bytes_total")
+			m.allocB, ok2 = scrapeCounter(metricsURL, "otelcol_process_runtime_total_alloc_bytes_total")
 			m.allocOK = ok1 && ok2
 		}
 		m.jsonl, m.wire = filesSize(dir), be.MetricsBytes.Load()

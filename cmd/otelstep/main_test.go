@@ -148,7 +148,7 @@ func TestEmbeddedDefault(t *testing.T) {
 	if !bytes.Contains(traces, []byte("readme-span")) {
 		t.Errorf("the span is not in ./otel/traces.jsonl: %q", traces)
 	}
-	if !bytes.Contains(metrics, []byte(`"name":"up"`)) || !bytes.Contains(metrics, []byte("otelstep_uptime_seconds")) {
+	if !bytes.Contains(metrics, []byte(`"name":"up"`)) || !bytes.Contains(metrics, []byte("otelcol_process_uptime")) {
 		t.Errorf("./otel/metrics.jsonl lacks the self-scrape (%d bytes)", len(metrics))
 	}
 }

@@ -19,6 +19,10 @@ import (
 	"github.com/otelstep/otelstep/config"
 )
 
+// finalExportMax bounds a periodic reader's last export, at stop (its
+// timeout too, when shorter).
+const finalExportMax = 5 * time.Second
+
 // periodic is a periodic reader: every interval it collects a
 // ManualReader and exports what it got with otlpmetrichttp.
 //
@@ -166,6 +170,11 @@ func (p *periodic) shutdown(ctx context.Context) error {
 	}
 	var errs []error
 	if started {
+		// The last export has its own bound: otelstep's metrics are sent
+		// after all the data, and a dead metrics backend (retried until
+		// the deadline) must not hold the exit up to the stop's.
+		ctx, cancel := context.WithTimeout(ctx, finalExportMax)
+		defer cancel()
 		if err := p.export(ctx); err != nil {
 			errs = append(errs, fmt.Errorf("%s: final export: %w", p.name, err))
 		}

@@ -4,7 +4,9 @@
 //
 //   - no readers: served in the Prometheus text format on the health
 //     endpoint's /metrics (Handler);
-//   - periodic readers: pushed every interval with otlpmetrichttp;
+//   - periodic readers: pushed every interval with otlpmetrichttp, and
+//     once more at stop, after all the data, for at most 5 s (a dead
+//     metrics backend does not hold the exit up);
 //   - pull readers: served in the Prometheus text format on host:port's
 //     /metrics.
 //

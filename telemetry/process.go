@@ -36,8 +36,9 @@ var rmNames = [rmCount]string{
 
 // process observes the process metrics when a reader collects: from
 // runtime/metrics, which, unlike runtime.ReadMemStats, does not stop the
-// world, and from /proc (procstat_linux.go). An instrument above the level
-// is nil and not observed.
+// world, from getrusage (cpu_unix.go) and from /proc/self/statm
+// (procstat_linux.go). An instrument above the level is nil and not
+// observed.
 type process struct {
 	start time.Time
 

@@ -41,7 +41,7 @@
 //	otelcol_exporter_queue_capacity                 gauge      basic     exporter                     the queue's size in batches
 //	otelstep_exporter_dropped_batches               counter    basic     exporter                     batches the OTLP/HTTP sink dropped: its queue full, or left at shutdown
 //	otelcol_process_uptime                          counter    basic                                  seconds since start (float)
-//	otelcol_process_cpu_seconds                     counter    basic                                  user+system CPU seconds (Linux: /proc/self/stat)
+//	otelcol_process_cpu_seconds                     counter    basic                                  user+system CPU seconds (getrusage)
 //	otelcol_process_memory_rss                      gauge      basic                                  resident set size in bytes (Linux: /proc/self/statm)
 //	otelcol_process_runtime_heap_alloc_bytes        gauge      basic                                  bytes of heap objects (runtime/metrics /memory/classes/heap/objects:bytes)
 //	otelcol_process_runtime_total_sys_memory_bytes  gauge      basic                                  bytes the Go runtime has from the OS (/memory/classes/total:bytes)
@@ -64,7 +64,7 @@
 // batch, never per item, with attribute sets made once per component.
 // The process metrics are read in an observable callback, only when a
 // reader collects, from runtime/metrics (never runtime.ReadMemStats, which
-// stops the world) and /proc.
+// stops the world), getrusage and /proc/self/statm.
 //
 // The resource is service.name=otelstep, service.version and a
 // service.instance.id made at start, then service.telemetry.resource.

@@ -164,6 +164,11 @@ func New(cfg config.Telemetry, o Options) (*Telemetry, error) {
 		o.Start = time.Now()
 	}
 	if level == LevelNone {
+		if len(cfg.Readers) > 0 {
+			// As in the collector: level none turns the metrics off, readers
+			// and all. Said, since the config names readers.
+			t.log.Info("service.telemetry.metrics.level is none: otelstep's own metrics are off and its readers unused", "readers", len(cfg.Readers))
+		}
 		t.ins = newInstruments(noop.Meter{}, LevelNone)
 		return t, nil
 	}

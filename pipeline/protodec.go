@@ -557,28 +557,26 @@ func invalidUTF8At(s string) int {
 	return 0
 }
 
-// bytes reads a length-delimited bytes field (ids). An empty one is nil, as
-// proto.Unmarshal leaves it.
-func (d *decoder) bytes(q, end int) ([]byte, int, *DecodeError) {
+// id reads a length-delimited id field of size bytes, which must be empty
+// or exactly size bytes long (ValidID); an empty one is nil, as
+// proto.Unmarshal leaves it. A checked record's ids are not checked again
+// (see str).
+func (d *decoder) id(q, end, size int) ([]byte, int, *DecodeError) {
 	a, z, e := d.lenPrefix(q, end)
-	if e != nil {
+	switch {
+	case e != nil:
 		return nil, 0, e
-	}
-	if a == z {
+	case a == z:
 		return nil, z, nil
+	case !d.checked && !ValidID(z-a, size):
+		return nil, 0, idError(a, z-a, size)
 	}
 	return d.b[a:z:z], z, nil
 }
 
-// id reads a length-delimited id field of size bytes, which must be empty
-// or exactly size bytes long (ValidID). A checked record's ids are not
-// checked again (see str).
-func (d *decoder) id(q, end, size int) ([]byte, int, *DecodeError) {
-	b, z, e := d.bytes(q, end)
-	if e == nil && !d.checked && !ValidID(len(b), size) {
-		return nil, 0, &DecodeError{Offset: z - len(b), Msg: IDSizeError(len(b), size, false)}
-	}
-	return b, z, e
+// idError is id's error for an id of n bytes at a.
+func idError(a, n, size int) *DecodeError {
+	return &DecodeError{Offset: a, Msg: IDSizeError(n, size, false)}
 }
 
 // other handles a field no case of a message's switch took: an end-group

@@ -87,6 +87,36 @@ func TestRefusedConfigs(t *testing.T) {
 	}
 }
 
+// The v2 config with its connector used on one side only, or on the wrong
+// signal, is refused at startup, naming the connector and the line.
+func TestRefusedConnectors(t *testing.T) {
+	v2, err := os.ReadFile("testdata/collector-v2.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	jobEnv := []string{"OTEL_TOKEN=" + testToken, "SLURM_JOB_ID=7"}
+	for _, tc := range []struct{ name, old, new, line, want string }{
+		{"exporter only", "      - otlp\n      - span_metrics\n", "      - otlp\n", "collector.yaml:146:", "receiver of no metrics pipeline"},
+		{"receiver only", "      - file/traces\n      - span_metrics\n", "      - file/traces\n", "collector.yaml:128:", "exporter of no traces pipeline"},
+		{"wrong signal", "      - file/logs\n", "      - file/logs\n      - span_metrics\n", "collector.yaml:158:", "takes traces"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			p := filepath.Join(t.TempDir(), "collector.yaml")
+			if err := os.WriteFile(p, []byte(strings.Replace(string(v2), tc.old, tc.new, 1)), 0o644); err != nil {
+				t.Fatal(err)
+			}
+			code, out := runBinary(t, jobEnv, "--config", p)
+			if code != 2 || !strings.Contains(out, tc.line) || !strings.Contains(out, `connector "span_metrics"`) || !strings.Contains(out, tc.want) {
+				t.Fatalf("exit %d, want 2 naming the connector at %s (%s); output:\n%s", code, tc.line, tc.want, out)
+			}
+		})
+	}
+	code, out := runBinary(t, jobEnv, "validate", "--config", "testdata/collector-v2.yaml")
+	if code != 0 || !strings.Contains(out, "connect  span_metrics: traces -> span_metrics -> metrics") {
+		t.Fatalf("validate v2: exit %d:\n%s", code, out)
+	}
+}
+
 func TestValidateRedacts(t *testing.T) {
 	code, out := runBinary(t, []string{"OTEL_TOKEN=" + testToken, "SLURM_JOB_ID=7"}, "validate", "--config=testdata/collector-v1.yaml")
 	if code != 0 {

@@ -134,8 +134,8 @@ type backend struct {
 	// resourceSignals[i] is the signal resources[i] came in.
 	resourceSignals []string
 	dropped         int
-	badHeader int
-	requests  int
+	badHeader       int
+	requests        int
 	// canon counts every resource-level message received (ResourceMetrics,
 	// ResourceSpans, ResourceLogs) in canonical form, to compare what two
 	// backends received.

@@ -108,6 +108,106 @@ func waitHealthy(t *testing.T, addr string, out fmt.Stringer) {
 	}
 }
 
+// otelstepProcess is the built binary running on a config.
+type otelstepProcess struct {
+	cmd    *exec.Cmd
+	stderr lockedOut // its stdout and stderr
+	done   chan error
+}
+
+// lockedOut is the process's output, written by exec's copying goroutine.
+type lockedOut struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (l *lockedOut) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.Write(p)
+}
+
+func (l *lockedOut) String() string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.String()
+}
+
+// startOtelstep runs bin --config cfgPath with env added to the test's,
+// waits until healthAddr answers 200, and kills the process at the test's
+// end if it still runs.
+func startOtelstep(t *testing.T, bin, cfgPath, healthAddr string, env ...string) *otelstepProcess {
+	t.Helper()
+	o := &otelstepProcess{cmd: exec.Command(bin, "--config", cfgPath), done: make(chan error, 1)}
+	o.cmd.Env = append(os.Environ(), env...)
+	o.cmd.Stdout, o.cmd.Stderr = &o.stderr, &o.stderr
+	if err := o.cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	go func() { o.done <- o.cmd.Wait() }()
+	t.Cleanup(func() { _ = o.cmd.Process.Kill() })
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		resp, err := http.Get("http://" + healthAddr + "/")
+		if err == nil {
+			resp.Body.Close()
+			if resp.StatusCode == 200 {
+				return o
+			}
+		}
+		select {
+		case err := <-o.done:
+			t.Fatalf("exited before it was healthy: %v; stderr:\n%s", err, o.stderr.String())
+		default:
+		}
+		if time.Now().After(deadline) {
+			_ = o.cmd.Process.Kill()
+			<-o.done
+			t.Fatalf("not healthy in 10s; stderr:\n%s", o.stderr.String())
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+}
+
+// stop sends SIGTERM and fails the test unless the process exits 0 within
+// the job script's 30 s.
+func (o *otelstepProcess) stop(t *testing.T) {
+	t.Helper()
+	sent := time.Now()
+	if err := o.cmd.Process.Signal(syscall.SIGTERM); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case err := <-o.done:
+		if err != nil {
+			t.Fatalf("exit: %v; stderr:\n%s", err, o.stderr.String())
+		}
+	case <-time.After(30 * time.Second):
+		_ = o.cmd.Process.Kill()
+		<-o.done
+		t.Fatalf("did not exit within 30s of SIGTERM; stderr:\n%s", o.stderr.String())
+	}
+	t.Logf("exited 0, %v after SIGTERM", time.Since(sent).Round(time.Millisecond))
+}
+
+// assertNoToken fails the test if the token is in any file under dir but
+// the config (which names only the variable) or in log.
+func assertNoToken(t *testing.T, dir, cfgPath, log string) {
+	t.Helper()
+	_ = filepath.Walk(dir, func(p string, info os.FileInfo, err error) error {
+		if err == nil && !info.IsDir() && p != cfgPath {
+			data, _ := os.ReadFile(p)
+			if bytes.Contains(data, []byte(testToken)) {
+				t.Errorf("token found in %s", p)
+			}
+		}
+		return nil
+	})
+	if strings.Contains(log, testToken) {
+		t.Error("token found in otelstep's log")
+	}
+}
+
 // freePort returns a loopback host:port nothing listens on, for the binary
 // under test to bind, from below the ephemeral range and never handed out
 // twice in one test binary (see bench.Ports).
@@ -321,34 +421,8 @@ func TestEndToEnd(t *testing.T) {
 		t.Fatal(err)
 	}
 
-	var stderr bytes.Buffer
-	cmd := exec.Command(bin, "--config", cfgPath)
-	cmd.Env = append(os.Environ(), "OTEL_TOKEN="+testToken, "SLURM_JOB_ID=12345")
-	cmd.Stderr = &stderr
-	start := time.Now()
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	done := make(chan error, 1)
-	go func() { done <- cmd.Wait() }()
-	defer func() { _ = cmd.Process.Kill() }()
-
-	// Wait for health.
-	healthy := false
-	for time.Since(start) < 10*time.Second && !healthy {
-		resp, err := http.Get("http://" + healthAddr + "/")
-		if err == nil {
-			healthy = resp.StatusCode == 200
-			resp.Body.Close()
-		}
-		if !healthy {
-			time.Sleep(10 * time.Millisecond)
-		}
-	}
-	if !healthy {
-		t.Fatalf("not healthy after 10s; stderr:\n%s", stderr.String())
-	}
-	t.Logf("healthy after %v", time.Since(start))
+	o := startOtelstep(t, bin, cfgPath, healthAddr, "OTEL_TOKEN="+testToken, "SLURM_JOB_ID=12345")
+	stderr := &o.stderr
 
 	ctx := context.Background()
 	res := sdkresource.NewSchemaless(attribute.String("service.name", "gym-driver"))
@@ -402,18 +476,7 @@ func TestEndToEnd(t *testing.T) {
 		}
 	}
 	stopAt := time.Now()
-	if err := cmd.Process.Signal(syscall.SIGTERM); err != nil {
-		t.Fatal(err)
-	}
-	select {
-	case err := <-done:
-		if err != nil {
-			t.Fatalf("exit: %v; stderr:\n%s", err, stderr.String())
-		}
-	case <-time.After(30 * time.Second):
-		t.Fatalf("did not exit within 30s of SIGTERM; stderr:\n%s", stderr.String())
-	}
-	t.Logf("exited 0, %v after SIGTERM", time.Since(stopAt))
+	o.stop(t)
 
 	// The JSONL files.
 	otel := filepath.Join(dir, "job", "otel")
@@ -542,19 +605,7 @@ func TestEndToEnd(t *testing.T) {
 			}
 		}
 	}
-	// The token: nowhere on disk, nowhere in the log.
-	_ = filepath.Walk(dir, func(p string, info os.FileInfo, err error) error {
-		if err == nil && !info.IsDir() && p != cfgPath {
-			data, _ := os.ReadFile(p)
-			if bytes.Contains(data, []byte(testToken)) {
-				t.Errorf("token found in %s", p)
-			}
-		}
-		return nil
-	})
-	if strings.Contains(stderr.String(), testToken) {
-		t.Error("token found in otelstep's log")
-	}
+	assertNoToken(t, dir, cfgPath, stderr.String())
 	if !strings.Contains(stderr.String(), "level=DEBUG") {
 		t.Error("debug level from the config was not applied")
 	}

@@ -7,11 +7,9 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"slices"
 	"strings"
-	"syscall"
 	"testing"
 	"time"
 
@@ -166,17 +164,7 @@ func TestEndToEndV2(t *testing.T) {
 		t.Fatal(err)
 	}
 
-	var stderr bytes.Buffer
-	cmd := exec.Command(bin, "--config", cfgPath)
-	cmd.Env = append(os.Environ(), "OTEL_TOKEN="+testToken, "SLURM_JOB_ID=4242")
-	cmd.Stderr = &stderr
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	done := make(chan error, 1)
-	go func() { done <- cmd.Wait() }()
-	defer func() { _ = cmd.Process.Kill() }()
-	waitHealthy(t, healthAddr, &stderr)
+	o := startOtelstep(t, bin, cfgPath, healthAddr, "OTEL_TOKEN="+testToken, "SLURM_JOB_ID=4242")
 
 	// The golden's spans, posted twice as the collector's were.
 	spans, err := os.ReadFile("testdata/spans.json")
@@ -259,19 +247,7 @@ func TestEndToEndV2(t *testing.T) {
 
 	// Everything is accepted: stop well before the 15 s flush interval, so
 	// every span metric comes from the flush at SIGTERM.
-	stopAt := time.Now()
-	if err := cmd.Process.Signal(syscall.SIGTERM); err != nil {
-		t.Fatal(err)
-	}
-	select {
-	case err := <-done:
-		if err != nil {
-			t.Fatalf("exit: %v; stderr:\n%s", err, stderr.String())
-		}
-	case <-time.After(30 * time.Second):
-		t.Fatalf("did not exit within 30s of SIGTERM; stderr:\n%s", stderr.String())
-	}
-	t.Logf("exited 0, %v after SIGTERM", time.Since(stopAt))
+	o.stop(t)
 
 	golden := goldenSpanMetrics(t)
 	if len(golden) != 222 {
@@ -387,17 +363,5 @@ func TestEndToEndV2(t *testing.T) {
 	if be.dropped != 0 || be.badHeader != 0 {
 		t.Errorf("backend dropped %d resources without Authorization; %d requests with a bad header", be.dropped, be.badHeader)
 	}
-	// The token: nowhere on disk, nowhere in the log.
-	_ = filepath.Walk(dir, func(p string, info os.FileInfo, err error) error {
-		if err == nil && !info.IsDir() && p != cfgPath {
-			data, _ := os.ReadFile(p)
-			if bytes.Contains(data, []byte(testToken)) {
-				t.Errorf("token found in %s", p)
-			}
-		}
-		return nil
-	})
-	if strings.Contains(stderr.String(), testToken) {
-		t.Error("token found in otelstep's log")
-	}
+	assertNoToken(t, dir, cfgPath, o.stderr.String())
 }

@@ -1,18 +1,15 @@
 package main
 
 import (
-	"bytes"
 	"compress/gzip"
 	"fmt"
 	"io"
 	"net/http"
 	"net/http/httptest"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"sync"
-	"syscall"
 	"testing"
 	"time"
 
@@ -164,39 +161,6 @@ service:
 	return path
 }
 
-// startOtelstep runs the binary on cfgPath with env added, healthy.
-func startOtelstep(t *testing.T, cfgPath, health string, env ...string) (*exec.Cmd, *lockedOut) {
-	t.Helper()
-	cmd := exec.Command(buildBinary(t), "--config", cfgPath)
-	cmd.Env = append(append(os.Environ(), "OTEL_TOKEN="+testToken), env...)
-	out := &lockedOut{}
-	cmd.Stdout, cmd.Stderr = out, out
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = cmd.Process.Kill() })
-	waitHealthy(t, health, out)
-	return cmd, out
-}
-
-// lockedOut is the process's output, written by exec's copying goroutine.
-type lockedOut struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (l *lockedOut) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.Write(p)
-}
-
-func (l *lockedOut) String() string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.String()
-}
-
 // sendSpans posts n spans as OTLP/HTTP JSON.
 func sendSpans(t *testing.T, httpAddr string, n int) {
 	t.Helper()
@@ -212,19 +176,6 @@ func sendSpans(t *testing.T, httpAddr string, n int) {
 	resp.Body.Close()
 	if resp.StatusCode != 200 {
 		t.Fatalf("OTLP/HTTP: %d", resp.StatusCode)
-	}
-}
-
-func stopOtelstep(t *testing.T, cmd *exec.Cmd, out fmt.Stringer) {
-	t.Helper()
-	if err := cmd.Process.Signal(syscall.SIGTERM); err != nil {
-		t.Fatal(err)
-	}
-	if err := cmd.Wait(); err != nil {
-		t.Fatalf("exit: %v\n%s", err, out.String())
-	}
-	if strings.Contains(out.String(), testToken) {
-		t.Errorf("the token is in the output:\n%s", out.String())
 	}
 }
 
@@ -252,7 +203,7 @@ func TestOwnMetricsToSecondBackend(t *testing.T) {
                 value: Bearer ${env:OTEL_TOKEN}
     resource:
       Authorization: ${env:OTEL_TOKEN}`)
-	cmd, out := startOtelstep(t, cfgPath, health)
+	o := startOtelstep(t, buildBinary(t), cfgPath, health, "OTEL_TOKEN="+testToken)
 	sendSpans(t, httpAddr, 3)
 
 	// The periodic reader exports every 100 ms: wait for an export that
@@ -266,7 +217,7 @@ func TestOwnMetricsToSecondBackend(t *testing.T) {
 		select {
 		case <-own.got:
 		case <-deadline:
-			t.Fatalf("no export with 3 accepted spans in 20 s (%d requests)\n%s", own.count(), out.String())
+			t.Fatalf("no export with 3 accepted spans in 20 s (%d requests)\n%s", own.count(), o.stderr.String())
 		}
 	}
 	// and /metrics on the health endpoint says they go elsewhere
@@ -278,7 +229,8 @@ func TestOwnMetricsToSecondBackend(t *testing.T) {
 	if resp.StatusCode != http.StatusNotFound {
 		t.Errorf("/metrics with a reader: %d", resp.StatusCode)
 	}
-	stopOtelstep(t, cmd, out)
+	o.stop(t)
+	assertNoToken(t, filepath.Dir(cfgPath), cfgPath, o.stderr.String())
 
 	// The final export at stop has the sinks' counts too.
 	for _, c := range []struct {
@@ -330,7 +282,7 @@ func TestOwnMetricsWithoutReaders(t *testing.T) {
 	own, ownSrv := newOwnMetrics(t)
 	httpAddr, health := freePort(t), freePort(t)
 	cfgPath := ownMetricsConfig(t, dir, httpAddr, health, dataSrv.URL, "")
-	cmd, out := startOtelstep(t, cfgPath, health,
+	o := startOtelstep(t, buildBinary(t), cfgPath, health, "OTEL_TOKEN="+testToken,
 		"OTEL_EXPORTER_OTLP_ENDPOINT="+ownSrv.URL, "OTEL_EXPORTER_OTLP_METRICS_ENDPOINT="+ownSrv.URL+"/v1/metrics")
 	sendSpans(t, httpAddr, 2)
 	resp, err := http.Get("http://" + health + "/metrics")
@@ -352,7 +304,8 @@ func TestOwnMetricsWithoutReaders(t *testing.T) {
 			t.Errorf("/metrics lacks %q:\n%s", w, page)
 		}
 	}
-	stopOtelstep(t, cmd, out)
+	o.stop(t)
+	assertNoToken(t, filepath.Dir(cfgPath), cfgPath, o.stderr.String())
 	if n := own.count(); n != 0 {
 		t.Errorf("%d requests reached a metrics backend no reader names", n)
 	}

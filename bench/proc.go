@@ -95,8 +95,51 @@ func StartProc(ctx context.Context, name string, argv []string, cfg, health stri
 	}
 }
 
-// CPU returns the process's user+system CPU seconds so far.
+// CPU returns the process's user+system CPU seconds so far: the sum of
+// its threads' run time in /proc/PID/task/*/schedstat, in nanoseconds,
+// where /proc/PID/stat counts 10 ms ticks (a job's load of three targets at
+// 15 s costs a few ticks a minute). A thread that has exited is no longer
+// counted there; Go's runtime keeps its threads. Without schedstat (a
+// kernel without CONFIG_SCHED_INFO), the ticks.
 func (p *Proc) CPU() (float64, error) {
+	if v, ok := p.schedCPU(); ok {
+		return v, nil
+	}
+	return p.statCPU()
+}
+
+// schedCPU sums the first field (time on a CPU, ns) of every thread's
+// schedstat.
+func (p *Proc) schedCPU() (float64, bool) {
+	dir := fmt.Sprintf("/proc/%d/task", p.cmd.Process.Pid)
+	tasks, err := os.ReadDir(dir)
+	if err != nil || len(tasks) == 0 {
+		return 0, false
+	}
+	var ns int64
+	for _, t := range tasks {
+		data, err := os.ReadFile(dir + "/" + t.Name() + "/schedstat")
+		if errors.Is(err, os.ErrNotExist) {
+			continue // the thread ended
+		}
+		if err != nil {
+			return 0, false
+		}
+		f := strings.Fields(string(data))
+		if len(f) == 0 {
+			return 0, false
+		}
+		v, err := strconv.ParseInt(f[0], 10, 64)
+		if err != nil {
+			return 0, false
+		}
+		ns += v
+	}
+	return float64(ns) / 1e9, true
+}
+
+// statCPU reads utime and stime from /proc/PID/stat.
+func (p *Proc) statCPU() (float64, error) {
 	data, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", p.cmd.Process.Pid))
 	if err != nil {
 		return 0, fmt.Errorf("%s: %w", p.Name, err)

@@ -9,6 +9,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
 
 	"go.opentelemetry.io/otel/attribute"
 	sdkmetric "go.opentelemetry.io/otel/sdk/metric"
@@ -81,10 +82,21 @@ func sumType(monotonic bool) string {
 	return "gauge"
 }
 
-// sample is one line of a family, before sorting.
-type sample struct {
-	labels string // rendered, without braces
-	lines  string // the whole lines
+// series is one series of a family: its rendered labels and its point's
+// index, for sorting.
+type series struct {
+	labels string
+	i      int
+}
+
+// byLabels renders the labels of n points and returns them sorted.
+func byLabels(n int, attrs func(i int) attribute.Set) []series {
+	out := make([]series, n)
+	for i := range n {
+		out[i] = series{renderLabels(attrs(i)), i}
+	}
+	slices.SortFunc(out, func(a, b series) int { return strings.Compare(a.labels, b.labels) })
+	return out
 }
 
 func (f family) write(w *bufio.Writer) {
@@ -100,78 +112,67 @@ func (f family) write(w *bufio.Writer) {
 	w.WriteByte(' ')
 	w.WriteString(f.typ)
 	w.WriteByte('\n')
-	var ss []sample
 	switch d := f.m.Data.(type) {
 	case metricdata.Sum[int64]:
-		ss = numberSamples(f.name, d.DataPoints)
+		writeNumbers(w, f.name, d.DataPoints)
 	case metricdata.Sum[float64]:
-		ss = numberSamples(f.name, d.DataPoints)
+		writeNumbers(w, f.name, d.DataPoints)
 	case metricdata.Gauge[int64]:
-		ss = numberSamples(f.name, d.DataPoints)
+		writeNumbers(w, f.name, d.DataPoints)
 	case metricdata.Gauge[float64]:
-		ss = numberSamples(f.name, d.DataPoints)
+		writeNumbers(w, f.name, d.DataPoints)
 	case metricdata.Histogram[int64]:
-		ss = histogramSamples(f.name, d.DataPoints)
+		writeHistograms(w, f.name, d.DataPoints)
 	case metricdata.Histogram[float64]:
-		ss = histogramSamples(f.name, d.DataPoints)
-	}
-	slices.SortFunc(ss, func(a, b sample) int { return strings.Compare(a.labels, b.labels) })
-	for _, s := range ss {
-		w.WriteString(s.lines)
+		writeHistograms(w, f.name, d.DataPoints)
 	}
 }
 
-func numberSamples[N int64 | float64](name string, pts []metricdata.DataPoint[N]) []sample {
-	out := make([]sample, 0, len(pts))
-	for _, p := range pts {
-		l := renderLabels(p.Attributes)
-		var b strings.Builder
-		line(&b, name, l, "", "", formatNumber(p.Value))
-		out = append(out, sample{l, b.String()})
+func writeNumbers[N int64 | float64](w *bufio.Writer, name string, pts []metricdata.DataPoint[N]) {
+	var num [32]byte
+	for _, s := range byLabels(len(pts), func(i int) attribute.Set { return pts[i].Attributes }) {
+		line(w, name, "", s.labels, nil, appendNumber(num[:0], pts[s.i].Value))
 	}
-	return out
 }
 
-func histogramSamples[N int64 | float64](name string, pts []metricdata.HistogramDataPoint[N]) []sample {
-	out := make([]sample, 0, len(pts))
-	for _, p := range pts {
-		l := renderLabels(p.Attributes)
-		var b strings.Builder
+func writeHistograms[N int64 | float64](w *bufio.Writer, name string, pts []metricdata.HistogramDataPoint[N]) {
+	var num, le [32]byte
+	for _, s := range byLabels(len(pts), func(i int) attribute.Set { return pts[i].Attributes }) {
+		p := pts[s.i]
 		var cum uint64
 		for i, bound := range p.Bounds {
 			if i < len(p.BucketCounts) {
 				cum += p.BucketCounts[i]
 			}
-			line(&b, name+"_bucket", l, "le", formatFloat(bound), strconv.FormatUint(cum, 10))
+			line(w, name, "_bucket", s.labels, appendFloat(le[:0], bound), strconv.AppendUint(num[:0], cum, 10))
 		}
-		line(&b, name+"_bucket", l, "le", "+Inf", strconv.FormatUint(p.Count, 10))
-		line(&b, name+"_sum", l, "", "", formatNumber(p.Sum))
-		line(&b, name+"_count", l, "", "", strconv.FormatUint(p.Count, 10))
-		out = append(out, sample{l, b.String()})
+		line(w, name, "_bucket", s.labels, append(le[:0], "+Inf"...), strconv.AppendUint(num[:0], p.Count, 10))
+		line(w, name, "_sum", s.labels, nil, appendNumber(num[:0], p.Sum))
+		line(w, name, "_count", s.labels, nil, strconv.AppendUint(num[:0], p.Count, 10))
 	}
-	return out
 }
 
-// line writes one sample line: name{labels,extra="extraVal"} value.
-func line(b *strings.Builder, name, labels, extra, extraVal, value string) {
-	b.WriteString(name)
-	if labels != "" || extra != "" {
-		b.WriteByte('{')
-		b.WriteString(labels)
-		if extra != "" {
+// line writes one sample line: name+suffix{labels,le="le"} value, the le
+// label only when le is not nil.
+func line(w *bufio.Writer, name, suffix, labels string, le, value []byte) {
+	w.WriteString(name)
+	w.WriteString(suffix)
+	if labels != "" || le != nil {
+		w.WriteByte('{')
+		w.WriteString(labels)
+		if le != nil {
 			if labels != "" {
-				b.WriteByte(',')
+				w.WriteByte(',')
 			}
-			b.WriteString(extra)
-			b.WriteString(`="`)
-			b.WriteString(extraVal)
-			b.WriteByte('"')
+			w.WriteString(`le="`)
+			w.Write(le)
+			w.WriteByte('"')
 		}
-		b.WriteByte('}')
+		w.WriteByte('}')
 	}
-	b.WriteByte(' ')
-	b.WriteString(value)
-	b.WriteByte('\n')
+	w.WriteByte(' ')
+	w.Write(value)
+	w.WriteByte('\n')
 }
 
 // renderLabels renders an attribute set as name="value" pairs, sorted by
@@ -182,19 +183,31 @@ func renderLabels(set attribute.Set) string {
 		return ""
 	}
 	type kv struct{ k, v string }
-	kvs := make([]kv, 0, set.Len())
+	var room [8]kv
+	kvs := room[:0]
 	it := set.Iter()
 	for it.Next() {
 		a := it.Attribute()
 		k, v := sanitizeLabel(string(a.Key)), a.Value.Emit()
-		if i := slices.IndexFunc(kvs, func(x kv) bool { return x.k == k }); i >= 0 {
-			kvs[i].v += ";" + v
-			continue
+		dup := false
+		for i := range kvs {
+			if kvs[i].k == k {
+				kvs[i].v += ";" + v
+				dup = true
+			}
 		}
-		kvs = append(kvs, kv{k, v})
+		if !dup {
+			kvs = append(kvs, kv{k, v})
+		}
 	}
+	// A set is sorted by key already; sanitizing may reorder a few.
 	slices.SortFunc(kvs, func(a, b kv) int { return strings.Compare(a.k, b.k) })
+	n := 0
+	for _, x := range kvs {
+		n += len(x.k) + len(x.v) + 4
+	}
 	var b strings.Builder
+	b.Grow(n)
 	for i, x := range kvs {
 		if i > 0 {
 			b.WriteByte(',')
@@ -212,8 +225,19 @@ var (
 	helpEscaper  = strings.NewReplacer(`\`, `\\`, "\n", `\n`)
 )
 
-func escapeLabelValue(s string) string { return labelEscaper.Replace(s) }
-func escapeHelp(s string) string       { return helpEscaper.Replace(s) }
+func escapeLabelValue(s string) string {
+	if !strings.ContainsAny(s, "\\\"\n") {
+		return s
+	}
+	return labelEscaper.Replace(s)
+}
+
+func escapeHelp(s string) string {
+	if !strings.ContainsAny(s, "\\\n") {
+		return s
+	}
+	return helpEscaper.Replace(s)
+}
 
 // sanitizeName makes s a valid metric name, [a-zA-Z_:][a-zA-Z0-9_:]*.
 func sanitizeName(s string) string { return sanitize(s, true) }
@@ -221,15 +245,25 @@ func sanitizeName(s string) string { return sanitize(s, true) }
 // sanitizeLabel makes s a valid label name, [a-zA-Z_][a-zA-Z0-9_]*.
 func sanitizeLabel(s string) string { return sanitize(s, false) }
 
+func validRune(i int, r rune, colon bool) bool {
+	return r == '_' || r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || colon && r == ':' || i > 0 && r >= '0' && r <= '9'
+}
+
 func sanitize(s string, colon bool) string {
 	if s == "" {
 		return "_"
 	}
+	valid := true
+	for i, r := range s {
+		valid = valid && validRune(i, r, colon)
+	}
+	if valid {
+		return s // most names are: no copy
+	}
 	var b strings.Builder
 	for i, r := range s {
-		ok := r == '_' || r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || colon && r == ':' || i > 0 && r >= '0' && r <= '9'
 		switch {
-		case ok:
+		case validRune(i, r, colon):
 			b.WriteRune(r)
 		case i == 0 && r >= '0' && r <= '9':
 			b.WriteByte('_')
@@ -241,42 +275,53 @@ func sanitize(s string, colon bool) string {
 	return b.String()
 }
 
-func formatNumber[N int64 | float64](v N) string {
+func appendNumber[N int64 | float64](dst []byte, v N) []byte {
 	switch x := any(v).(type) {
 	case int64:
-		return strconv.FormatInt(x, 10)
+		return strconv.AppendInt(dst, x, 10)
 	case float64:
-		return formatFloat(x)
+		return appendFloat(dst, x)
 	}
-	return ""
+	return dst
 }
 
-func formatFloat(v float64) string {
+func appendFloat(dst []byte, v float64) []byte {
 	switch {
 	case math.IsInf(v, 1):
-		return "+Inf"
+		return append(dst, "+Inf"...)
 	case math.IsInf(v, -1):
-		return "-Inf"
+		return append(dst, "-Inf"...)
 	case math.IsNaN(v):
-		return "NaN"
+		return append(dst, "NaN"...)
 	}
-	return strconv.FormatFloat(v, 'g', -1, 64)
+	return strconv.AppendFloat(dst, v, 'g', -1, 64)
 }
 
 // promHandler serves what reader collects in the Prometheus text format.
 type promHandler struct {
 	reader     *sdkmetric.ManualReader
 	typeSuffix bool
+
+	// rm is collected into by every request, one at a time: the SDK then
+	// reuses its data points' memory.
+	mu sync.Mutex
+	rm metricdata.ResourceMetrics
 }
 
-func (h promHandler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+func newPromHandler(reader *sdkmetric.ManualReader, typeSuffix bool) *promHandler {
+	return &promHandler{reader: reader, typeSuffix: typeSuffix}
+}
+
+func (h *promHandler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	if r.Method != http.MethodGet && r.Method != http.MethodHead {
 		w.Header().Set("Allow", "GET, HEAD")
 		http.Error(w, "use GET", http.StatusMethodNotAllowed)
 		return
 	}
-	var rm metricdata.ResourceMetrics
-	if err := h.reader.Collect(r.Context(), &rm); err != nil {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	rm := &h.rm
+	if err := h.reader.Collect(r.Context(), rm); err != nil {
 		code := http.StatusInternalServerError
 		if errors.Is(err, sdkmetric.ErrReaderShutdown) {
 			code = http.StatusServiceUnavailable // stopping
@@ -285,5 +330,5 @@ func (h promHandler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	w.Header().Set("Content-Type", PromContentType)
-	_ = WritePrometheus(w, &rm, h.typeSuffix)
+	_ = WritePrometheus(w, rm, h.typeSuffix)
 }

@@ -216,7 +216,7 @@ func (p *pull) start(ctx context.Context) error {
 		return fmt.Errorf("%s: listen on %s for otelstep's metrics: %w", p.name, p.hostPort, err)
 	}
 	mux := http.NewServeMux()
-	mux.Handle("/metrics", promHandler{p.reader, p.typeSuffix})
+	mux.Handle("/metrics", newPromHandler(p.reader, p.typeSuffix))
 	srv := &http.Server{Handler: mux, ReadHeaderTimeout: 5 * time.Second, WriteTimeout: 10 * time.Second, IdleTimeout: 2 * time.Minute}
 	p.mu.Lock()
 	p.ln, p.srv = ln, srv

@@ -274,7 +274,7 @@ func (t *Telemetry) Handler() http.Handler {
 	if t == nil || t.local == nil {
 		return nil
 	}
-	return promHandler{t.local, true}
+	return newPromHandler(t.local, true)
 }
 
 // PullAddrs are the bound addresses of the pull readers, in config order

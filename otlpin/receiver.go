@@ -335,11 +335,13 @@ func (r *Receiver) deliver(ctx context.Context, c pipeline.Consumer, b *pipeline
 	}
 	cctx, cancel := r.consumeCtx(ctx)
 	defer cancel()
-	sig, items := b.Signal, 0
+	// Counted once per request, before the batch is downstream's, and the
+	// count handed on: the pipelines' own counts need not walk it again.
+	sig, items := b.Signal, -1
 	if r.opts.Telemetry.Enabled() {
-		items = b.Items() // once per request, before the batch is downstream's
+		items = b.Items()
 	}
-	err := c.Consume(cctx, b)
+	err := telemetry.Consume(cctx, c, b, items)
 	r.opts.Telemetry.Record(sig, transportOf(ctx), items, err)
 	if err == nil {
 		return nil

@@ -363,11 +363,13 @@ func untilPhase(now time.Time, interval, ph time.Duration) time.Duration {
 func (l *loop) scrapeAndSend(ctx context.Context) {
 	rms, leases := l.scrape(ctx)
 	b := &pipeline.Batch{Signal: pipeline.Metrics, Metrics: rms, Leases: leases}
-	points := 0
+	points := -1
 	if l.tel.Enabled() {
 		points = b.Items() // before Consume: the batch is then downstream's
 	}
-	err := l.m.opts.Next.Consume(ctx, b)
+	// The count goes on with the batch: the pipelines' own counts take it
+	// rather than walk the batch again.
+	err := telemetry.Consume(ctx, l.m.opts.Next, b, points)
 	l.tel.Delivered(points, err)
 	if err != nil {
 		b.Release() // not taken: still ours

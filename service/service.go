@@ -297,10 +297,15 @@ type counting struct {
 }
 
 func (k counting) Consume(ctx context.Context, b *pipeline.Batch) error {
-	n := b.Items() // before: the batch is next's once taken
+	return k.ConsumeCounted(ctx, b, b.Items()) // before: the batch is next's once taken
+}
+
+// ConsumeCounted is Consume of a batch its receiver counted already
+// (telemetry.CountedConsumer).
+func (k counting) ConsumeCounted(ctx context.Context, b *pipeline.Batch, items int) error {
 	err := k.next.Consume(ctx, b)
 	if err == nil {
-		k.c.Items(n)
+		k.c.Items(items)
 	}
 	return err
 }
@@ -324,12 +329,19 @@ func multi(cs []pipeline.Consumer) pipeline.Consumer {
 type fanIn []pipeline.Consumer
 
 func (cs fanIn) Consume(ctx context.Context, b *pipeline.Batch) error {
+	return cs.ConsumeCounted(ctx, b, -1)
+}
+
+// ConsumeCounted is Consume of a batch of items items (-1: not counted),
+// the count handed to every pipeline: each copy holds as many
+// (telemetry.CountedConsumer).
+func (cs fanIn) ConsumeCounted(ctx context.Context, b *pipeline.Batch, items int) error {
 	for i, c := range cs {
 		bb := b
 		if i < len(cs)-1 {
 			bb = cloneBatch(b)
 		}
-		if err := c.Consume(ctx, bb); err != nil {
+		if err := telemetry.Consume(ctx, c, bb, items); err != nil {
 			return err
 		}
 	}

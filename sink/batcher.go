@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/otelstep/otelstep/pipeline"
+	"github.com/otelstep/otelstep/telemetry"
 )
 
 // BatchOptions configures the Batcher (the collector's batch processor).
@@ -181,7 +182,9 @@ func (b *Batcher) flushLocked(ctx context.Context, sig pipeline.Signal, all bool
 				rest.Leases = p.b.Leases
 			}
 		}
-		if err := b.next.Consume(ctx, head); err != nil {
+		// The count goes on with the batch: the sinks take it rather than
+		// walk the batch again (telemetry.CountedConsumer).
+		if err := telemetry.Consume(ctx, b.next, head, headItems); err != nil {
 			if rest != nil {
 				head.Release() // p.b, unsplit, stays pending with its own
 			}

@@ -56,7 +56,7 @@ type File struct {
 	log    *slog.Logger
 	w      io.Writer // *os.File normally; injectable in tests
 	f      *os.File
-	q      chan *pipeline.Batch
+	q      chan queued
 	sem    chan struct{} // queue slots: reserved before sending on q
 	stopCh chan struct{}
 	done   chan struct{}
@@ -222,7 +222,7 @@ func newFile(o FileOptions, w io.Writer) *File {
 		o:      o,
 		log:    lg.With("component", o.Name, "path", o.Path),
 		w:      w,
-		q:      make(chan *pipeline.Batch, o.QueueSize),
+		q:      make(chan queued, o.QueueSize),
 		sem:    make(chan struct{}, o.QueueSize),
 		stopCh: make(chan struct{}),
 		done:   make(chan struct{}),
@@ -258,8 +258,19 @@ func (s *File) Enqueue(ctx context.Context, b *pipeline.Batch) error {
 	if err := s.reserve(ctx); err != nil {
 		return err
 	}
-	return s.enqueueReserved(b)
+	return s.enqueueReserved(b, -1)
 }
+
+// queued is a batch in the queue, with its count of items when its sender
+// knew it (-1 otherwise).
+type queued struct {
+	b     *pipeline.Batch
+	items int
+}
+
+// wantsItems says whether the sink counts what it writes: the Fanout then
+// counts a batch's items for it, once for all its sinks.
+func (s *File) wantsItems() bool { return s.tel.Enabled() }
 
 func (s *File) reserve(ctx context.Context) error {
 	select {
@@ -284,14 +295,14 @@ func (s *File) reserve(ctx context.Context) error {
 
 func (s *File) release() { <-s.sem }
 
-func (s *File) enqueueReserved(b *pipeline.Batch) error {
+func (s *File) enqueueReserved(b *pipeline.Batch, items int) error {
 	s.mu.RLock()
 	defer s.mu.RUnlock()
 	if s.closed {
 		<-s.sem
 		return pipeline.ErrStopped
 	}
-	s.q <- b // never blocks: a slot is reserved
+	s.q <- queued{b, items} // never blocks: a slot is reserved
 	return nil
 }
 
@@ -338,10 +349,10 @@ func (s *File) run() {
 			flushDue = t.C
 		}
 		select {
-		case b := <-s.q:
+		case q := <-s.q:
 			<-s.sem
-			s.write(runCtx, b)
-			b.Release() // the line is in the buffer: nothing points into b
+			s.writeCounted(runCtx, q.b, q.items)
+			q.b.Release() // the line is in the buffer: nothing points into it
 			if len(s.q) == 0 {
 				s.flush(runCtx)
 			}
@@ -359,10 +370,10 @@ func (s *File) run() {
 func (s *File) drain() {
 	ctx := s.shutdownCtx
 	for ctx.Err() == nil && len(s.q) > 0 {
-		b := <-s.q
+		q := <-s.q
 		<-s.sem
-		s.write(ctx, b)
-		b.Release()
+		s.writeCounted(ctx, q.b, q.items)
+		q.b.Release()
 	}
 	s.flush(ctx)
 	lost := s.pending() > 0 || s.lostLines > 0 || len(s.q) > 0
@@ -395,7 +406,11 @@ func (s *File) drain() {
 // 8192 points made 2-4 MB lines, held in a buffer grown for each).
 // The flush timer runs in this goroutine, so it only ever writes whole
 // lines.
-func (s *File) write(ctx context.Context, b *pipeline.Batch) {
+func (s *File) write(ctx context.Context, b *pipeline.Batch) { s.writeCounted(ctx, b, -1) }
+
+// writeCounted is write of a batch of items items (-1: not counted), for
+// the sink's count of what it wrote.
+func (s *File) writeCounted(ctx context.Context, b *pipeline.Batch, items int) {
 	n := b.Len()
 	start := otlpjson.RequestStart(b.Signal)
 	if n == 0 || start == "" {
@@ -442,8 +457,11 @@ func (s *File) write(ctx context.Context, b *pipeline.Batch) {
 	}
 	s.buf = append(s.buf, otlpjson.RequestEnd...)
 	s.buf = append(s.buf, '\n')
-	if s.tel.Enabled() {
-		s.tel.Sent(b.Signal, b.Items()) // a whole line, once per batch
+	if s.tel.Enabled() { // a whole line
+		if items < 0 {
+			items = b.Items()
+		}
+		s.tel.Sent(b.Signal, items)
 	}
 	if len(s.buf) >= s.bufSize() {
 		s.flush(ctx)

@@ -255,7 +255,16 @@ func (h *HTTP) Start(context.Context) error {
 // only for an encoder (while httpWorkers other batches are being encoded),
 // never on the backend. When the queue is full the oldest body is dropped.
 // After Shutdown it returns pipeline.ErrStopped.
-func (h *HTTP) Enqueue(_ context.Context, b *pipeline.Batch) error {
+func (h *HTTP) Enqueue(ctx context.Context, b *pipeline.Batch) error {
+	return h.enqueueCounted(ctx, b, -1)
+}
+
+// wantsItems says the sink counts its batches' items (for its logs and
+// stats, and its telemetry): the Fanout counts them once for all its sinks.
+func (h *HTTP) wantsItems() bool { return true }
+
+// enqueueCounted is Enqueue of a batch of items items (-1: not counted).
+func (h *HTTP) enqueueCounted(_ context.Context, b *pipeline.Batch, items int) error {
 	h.mu.Lock()
 	if h.stopping {
 		h.mu.Unlock()
@@ -265,7 +274,7 @@ func (h *HTTP) Enqueue(_ context.Context, b *pipeline.Batch) error {
 	h.enqueuingN.Add(1)
 	h.mu.Unlock()
 	defer func() { h.enqueuingN.Add(-1); h.enqueuing.Done() }()
-	bd := h.encode(b)
+	bd := h.encode(b, items)
 	if bd == nil {
 		return nil // counted and logged: the batch is taken, and failed
 	}
@@ -302,7 +311,7 @@ func (h *HTTP) enqueuingNow() int { return int(h.enqueuingN.Load()) }
 
 // encode returns b's request body and lets go of b. On an error it counts
 // and logs the batch as failed and returns nil.
-func (h *HTTP) encode(b *pipeline.Batch) *body {
+func (h *HTTP) encode(b *pipeline.Batch, items int) *body {
 	defer b.Release() // once encoded, nothing points into b
 	sig := b.Signal
 	if sig > pipeline.Logs {
@@ -311,7 +320,10 @@ func (h *HTTP) encode(b *pipeline.Batch) *body {
 		return nil
 	}
 	bd := h.bodies.get()
-	bd.sig, bd.items = sig, b.Items()
+	if items < 0 {
+		items = b.Items()
+	}
+	bd.sig, bd.items = sig, items
 	h.encSem <- struct{}{}
 	re := h.encoders.get()
 	err := re.encode(b, h.gzip, &bd.buf)

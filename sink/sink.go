@@ -38,8 +38,22 @@ type reserver interface {
 	reserve(ctx context.Context) error
 	// release gives back an unused reservation.
 	release()
-	// enqueueReserved enqueues b into a reserved slot; it never blocks.
-	enqueueReserved(b *pipeline.Batch) error
+	// enqueueReserved enqueues b, of items items (-1: not counted), into a
+	// reserved slot; it never blocks.
+	enqueueReserved(b *pipeline.Batch, items int) error
+}
+
+// counted is implemented by the sinks of this package that count the items
+// of what they take (for their logs, stats or telemetry): the Fanout
+// counts a batch's items once for all of them, or passes on the count it
+// was given.
+type counted interface {
+	wantsItems() bool
+}
+
+// countedEnqueuer is a non-blocking sink that takes a batch's count.
+type countedEnqueuer interface {
+	enqueueCounted(ctx context.Context, b *pipeline.Batch, items int) error
 }
 
 // Fanout is a pipeline.Consumer that hands each batch to every sink. The
@@ -48,12 +62,16 @@ type Fanout struct {
 	blocking    []reserver
 	nonBlocking []Sink
 	blockingS   []Sink
+	wantItems   bool // a sink counts items (counted)
 }
 
 // NewFanout returns a Fanout over sinks.
 func NewFanout(sinks ...Sink) *Fanout {
 	f := &Fanout{}
 	for _, s := range sinks {
+		if c, ok := s.(counted); ok && c.wantsItems() {
+			f.wantItems = true
+		}
 		if r, ok := s.(reserver); ok {
 			f.blocking = append(f.blocking, r)
 			f.blockingS = append(f.blockingS, s)
@@ -70,6 +88,12 @@ func NewFanout(sinks ...Sink) *Fanout {
 // can retry without duplicates. Then it enqueues into every sink; the
 // non-blocking sinks never block and drop on their own when full.
 func (f *Fanout) Consume(ctx context.Context, b *pipeline.Batch) error {
+	return f.ConsumeCounted(ctx, b, -1)
+}
+
+// ConsumeCounted is Consume of a batch of items items (-1: not counted)
+// (telemetry.CountedConsumer).
+func (f *Fanout) ConsumeCounted(ctx context.Context, b *pipeline.Batch, items int) error {
 	for i, r := range f.blocking {
 		if err := r.reserve(ctx); err != nil {
 			for _, rr := range f.blocking[:i] {
@@ -77,6 +101,9 @@ func (f *Fanout) Consume(ctx context.Context, b *pipeline.Batch) error {
 			}
 			return err
 		}
+	}
+	if items < 0 && f.wantItems {
+		items = b.Items() // before any sink has it: one may let go of it at once
 	}
 	// Every sink holds its own reference on the batch's leases; the
 	// caller's is the first sink's.
@@ -87,7 +114,7 @@ func (f *Fanout) Consume(ctx context.Context, b *pipeline.Batch) error {
 	unused := 0 // references of sinks that did not take the batch
 	for _, r := range f.blocking {
 		// Cannot block; fails only if the sink stopped in between.
-		if err := r.enqueueReserved(b); err != nil {
+		if err := r.enqueueReserved(b, items); err != nil {
 			unused++
 			if firstErr == nil {
 				firstErr = err
@@ -97,7 +124,13 @@ func (f *Fanout) Consume(ctx context.Context, b *pipeline.Batch) error {
 	for _, s := range f.nonBlocking {
 		// Errors (stopped) of a dropping sink do not fail the batch: the
 		// no-drop copies have it.
-		if s.Enqueue(ctx, b) != nil {
+		var err error
+		if ce, ok := s.(countedEnqueuer); ok {
+			err = ce.enqueueCounted(ctx, b, items)
+		} else {
+			err = s.Enqueue(ctx, b)
+		}
+		if err != nil {
 			unused++
 		}
 	}

@@ -111,3 +111,26 @@ func TestFileTelemetry(t *testing.T) {
 		`otelstep_exporter_jsonl_bytes_total{exporter="file/m"} `+strconv.FormatInt(fi.Size(), 10),
 	)
 }
+
+// A count the Fanout is given reaches the sinks as it is: they do not walk
+// the batch again (a batch of 3 points counted as 42 here, to tell).
+func TestFanoutPassesCount(t *testing.T) {
+	tm := newTestTelemetry(t)
+	path := filepath.Join(t.TempDir(), "metrics.jsonl")
+	f, err := NewFile(FileOptions{Name: "file/m", Path: path, Signal: pipeline.Metrics, Telemetry: tm.Sink("file/m")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	_ = f.Start(context.Background())
+	fo := NewFanout(f)
+	if err := telemetry.Consume(context.Background(), fo, metricsBatch("a", 3), 42); err != nil {
+		t.Fatal(err)
+	}
+	if err := fo.Consume(context.Background(), metricsBatch("b", 3)); err != nil {
+		t.Fatal(err)
+	}
+	if err := f.Shutdown(ctxT(10 * time.Second)); err != nil {
+		t.Fatal(err)
+	}
+	wantLines(t, telemetryPage(t, tm), `otelcol_exporter_sent_metric_points_total{exporter="file/m"} 45`)
+}

@@ -46,6 +46,10 @@ type famState struct {
 	gen   uint64
 	out   *metricspb.Metric // current scrape's metric
 	lastN int               // points in the last scrape's: the next one's capacity
+	// stale: a metadata line changed what the family's series resolve
+	// to (metatable.go); each is resolved again when next read.
+	stale bool
+	roles uint8 // 1<<role of each role its series have had
 }
 
 // famMeta is a family's metadata, fixed when the family is made. One exists
@@ -250,6 +254,10 @@ type Converter struct {
 	starts map[*seriesEntry]createdFor
 	gen    uint64
 	seenN  int // raw entries touched this scrape
+	// meta is the metadata the pages declared, by name (metatable.go).
+	meta metaTable
+	// resFams: some family is of a resource the page named (honor_labels).
+	resFams bool
 
 	// scratch
 	lbls    labels.Labels
@@ -259,12 +267,6 @@ type Converter struct {
 	pairs   []labels.Label       // a new series' attribute labels
 	attrBuf []*commonpb.KeyValue // a new attribute set, before MarkShared copies it
 	kvKey   []byte
-	typName []byte
-	typ     model.MetricType
-	hlpName []byte
-	hlp     []byte
-	untName []byte
-	unt     []byte
 	touched []*pointSeries
 	order   []*famState
 	om      bool         // this scrape's page is OpenMetrics
@@ -432,13 +434,16 @@ func (c *Converter) ConvertLeased(page []byte, contentType string, ts time.Time,
 	c.touched = c.touched[:0]
 	c.order = c.order[:0]
 	c.seenN = 0
+	c.meta.beginScrape(c.index.len() == 0)
 	c.index.beginScrape()
-	c.typName, c.hlpName, c.untName = c.typName[:0], c.hlpName[:0], c.untName[:0]
 
 	// The lines that are byte for byte those of the previous page are
 	// taken from the line cache; textparse parses the rest (linecache.go).
 	pos, from, done := c.replay(page, contentType, &st)
 	if !done {
+		// what the last scrape left declared, before recording replaces
+		// the previous page's lines
+		c.meta.build(c.lc.previous())
 		if err := c.parse(page, pos, from, contentType, &st); err != nil {
 			c.abort()
 			c.ms = metricSlab{}
@@ -452,6 +457,7 @@ func (c *Converter) ConvertLeased(page []byte, contentType string, ts time.Time,
 	c.finish(st.tsNs, &st.sl)
 	c.staleAndEvict(st.gen, st.tsNs)
 	c.index.endScrape()
+	c.meta.endScrape(c.lc.off)
 	rms := c.collect(st.gen, st.tsNs, 1, dur, st.n, &st.sl)
 	c.ms = metricSlab{} // the converter keeps no pointer into the arena
 	c.last = st.n
@@ -506,20 +512,17 @@ func (c *Converter) parse(page []byte, pos, from int, contentType string, st *sc
 		case textparse.EntryType:
 			n, t := p.Type()
 			st.last = n
-			c.typName = append(c.typName[:0], n...)
-			c.typ = t
+			c.declare(e, n, t, nil)
 			c.lc.recordMeta(page, n, e, t, nil, c.metas)
 		case textparse.EntryHelp:
 			n, h := p.Help()
 			st.last = n
-			c.hlpName = append(c.hlpName[:0], n...)
-			c.hlp = append(c.hlp[:0], h...)
+			c.declare(e, n, "", h)
 			c.lc.recordMeta(page, n, e, "", h, c.metas)
 		case textparse.EntryUnit:
 			n, u := p.Unit()
 			st.last = n
-			c.untName = append(c.untName[:0], n...)
-			c.unt = append(c.unt[:0], u...)
+			c.declare(e, n, "", u)
 			c.lc.recordMeta(page, n, e, "", u, c.metas)
 		case textparse.EntrySeries:
 			b, tsp, v := p.Series()
@@ -555,6 +558,10 @@ func (c *Converter) series(p textparse.Parser, b []byte, se *seriesEntry, tsp *i
 			st.n.kept++
 		}
 		return se
+	} else if p != nil && se.ps != nil && se.ps.fam.stale && se.ps.fam.gen != st.gen {
+		// its family's metadata changed (metatable.go); the line cache
+		// leaves such lines to textparse
+		c.resolve(p, se)
 	}
 	se.gen = st.gen
 	c.seenN++
@@ -1069,17 +1076,24 @@ func pointCount(m *metricspb.Metric) int {
 }
 
 // famFor resolves the family, role and le/quantile label of a series name
-// from the TYPE line in force (the parser reports TYPE before its samples).
-// famName is the family's name, outName the output metric's.
-func (c *Converter) famFor(name string) (famName, outName string, typ model.MetricType, role uint8, drop string) {
+// from what the page declared for the name, else for the name without a
+// suffix (metatable.go). famName is the family's name, outName the output
+// metric's, d what was declared for the family.
+func (c *Converter) famFor(name string) (famName, outName string, typ model.MetricType, role uint8, drop string, d metaDecl) {
 	famName, outName, typ, role = name, name, model.MetricTypeUnknown, roleValue
-	tn := string(c.typName)
-	if tn == "" || !strings.HasPrefix(name, tn) {
-		return
+	tn := name
+	d, found := c.meta.get(name)
+	if !found {
+		if tn = normalizeName(name); tn == name {
+			return
+		}
+		if d, found = c.meta.get(tn); !found {
+			return
+		}
 	}
 	suffix := name[len(tn):]
 	var ok bool
-	switch c.typ {
+	switch d.typ {
 	case model.MetricTypeCounter:
 		switch suffix {
 		case "", "_total":
@@ -1101,9 +1115,9 @@ func (c *Converter) famFor(name string) (famName, outName string, typ model.Metr
 			ok, role = true, roleCount
 		case suffix == "_created":
 			ok, role = true, roleCreated
-		case suffix == "_bucket" && c.typ == model.MetricTypeHistogram:
+		case suffix == "_bucket" && d.typ == model.MetricTypeHistogram:
 			ok, role, drop = true, roleBucket, model.BucketLabel
-		case suffix == "" && c.typ == model.MetricTypeSummary:
+		case suffix == "" && d.typ == model.MetricTypeSummary:
 			ok, role, drop = true, roleQuantile, model.QuantileLabel
 		}
 	case model.MetricTypeGaugeHistogram:
@@ -1114,9 +1128,11 @@ func (c *Converter) famFor(name string) (famName, outName string, typ model.Metr
 		ok = suffix == ""
 	}
 	if !ok {
-		return name, name, model.MetricTypeUnknown, roleValue, ""
+		// a family of its own name, with what was declared for that
+		d, _ = c.meta.get(name)
+		return name, name, model.MetricTypeUnknown, roleValue, "", metaDecl{help: d.help, unit: d.unit}
 	}
-	typ = c.typ
+	typ = d.typ
 	famName = tn
 	if typ != model.MetricTypeCounter {
 		outName = tn
@@ -1131,16 +1147,28 @@ func (c *Converter) famFor(name string) (famName, outName string, typ model.Metr
 // Prometheus does it (exported_ prefixes or honor_labels), then
 // metric_relabel_configs, then the collector's label-to-attribute rules.
 func (c *Converter) newEntry(p textparse.Parser, b []byte) *seriesEntry {
-	p.Labels(&c.lbls)
 	rawKey := c.keys.str(b, &c.strs, &c.keyed)
 	se := &seriesEntry{key: rawKey}
 	c.index.add(se)
+	c.resolve(p, se)
+	return se
+}
+
+// resolve decides se's family, role and attributes from the series p
+// returned last (newEntry), or decides them again when its family's
+// metadata changed (metatable.go).
+func (c *Converter) resolve(p textparse.Parser, se *seriesEntry) {
+	if se.created {
+		delete(c.starts, se)
+	}
+	se.ps, se.role, se.arg, se.created = nil, roleValue, 0, false
+	p.Labels(&c.lbls)
 	lset := c.mutate(c.lbls)
 	if lset.IsEmpty() {
 		se.role = roleDrop
-		return se
+		return
 	}
-	famName, outName, typ, role, drop := c.famFor(lset.Get(model.MetricNameLabel))
+	_, outName, typ, role, drop, decl := c.famFor(lset.Get(model.MetricNameLabel))
 	se.role = role
 	switch role {
 	case roleBucket:
@@ -1195,10 +1223,18 @@ func (c *Converter) newEntry(p textparse.Parser, b []byte) *seriesEntry {
 		c.starts[se] = createdFor{fams: [2]string{prefix + base + "_total", prefix + base}, attrs: string(key[1:])}
 	}
 	f := c.fams[famKey]
-	if f == nil || f.typ != typ {
-		f = c.newFam(res, outName, famName, typ)
-		c.fams[famKey] = f
+	// (A stale family this scrape already emitted keeps its metadata
+	// until the next scrape, as the collector's does.)
+	if f == nil || f.typ != typ || f.stale && f.gen != c.gen {
+		if m := c.famMetaFor(res, outName, typ, decl); f != nil && f.famMeta == m {
+			f.stale = false // declared again as it was: the same family
+		} else {
+			f = &famState{famMeta: m}
+			c.fams[famKey] = f
+			c.resFams = c.resFams || res != ""
+		}
 	}
+	f.roles |= 1 << role
 	// Shared: the same slice serves every scrape of the series (and the
 	// series with the same attributes, attrsets.go) and is never changed,
 	// so the sinks may cache its encoding. Equal attributes are one set,
@@ -1221,7 +1257,6 @@ func (c *Converter) newEntry(p textparse.Parser, b []byte) *seriesEntry {
 		c.index.addPoint(pk, ps)
 	}
 	se.ps = ps
-	return se
 }
 
 // mutate is Prometheus's mutateSampleLabels: target labels win over the
@@ -1263,15 +1298,15 @@ func (c *Converter) mutate(ls labels.Labels) labels.Labels {
 	return lb.Labels()
 }
 
-func (c *Converter) newFam(res, outName, famName string, typ model.MetricType) *famState {
-	m := famID{res: res, name: outName, typ: typ}
-	if string(c.hlpName) == famName && famName != "" {
-		m.help = c.metas.text(c.hlp)
+// famMetaFor is the metadata of family outName of resource res, of type
+// typ and with what was declared for it (interned: equal metadata is one
+// famMeta).
+func (c *Converter) famMetaFor(res, outName string, typ model.MetricType, d metaDecl) *famMeta {
+	m := famID{res: res, name: outName, typ: typ, help: d.help}
+	if d.unit != "" {
+		m.unit = unitOf(d.unit)
 	}
-	if string(c.untName) == famName && famName != "" {
-		m.unit = unitOf(string(c.unt))
-	}
-	return &famState{famMeta: c.sets.fam(m)}
+	return c.sets.fam(m)
 }
 
 // metricSlab hands out a scrape's metrics and their point slices from its

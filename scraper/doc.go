@@ -7,7 +7,12 @@
 //
 // What the conversion follows, in short:
 //   - TYPE decides the family; series that match no TYPE'd family are
-//     "unknown" gauges. Counters keep their _total name; info drops _info;
+//     "unknown" gauges. A series takes the HELP, TYPE and UNIT declared for
+//     its name, else for its name without a _bucket, _count, _sum, _total,
+//     _info or _created suffix, wherever on the page they are, as
+//     Prometheus's scrape cache keeps them: a declaration outlives its
+//     page, and one read after the family's samples counts from the next
+//     scrape (metatable.go). Counters keep their _total name; info drops _info;
 //     info and stateset are non-monotonic sums; gaugehistogram is a gauge
 //     with le kept, its _gsum/_gcount unknown gauges.
 //   - _created of a TYPE'd counter, histogram or summary (either format) is

@@ -79,15 +79,22 @@ var allowedDiffs = []struct {
 	},
 }
 
-// golden scrape times: the collector scraped every two seconds.
+// golden scrape times: the collector scraped every two seconds. The
+// synthetic up is the point with the target's labels alone (a page may
+// have up series of its own: a federation page).
 func goldenTimes(t *testing.T, lines []*metricspb.MetricsData) []time.Time {
 	var ts []time.Time
 	for i, l := range lines {
-		up := findMetric(l, "up")
-		if up == nil || len(up.GetGauge().GetDataPoints()) != 1 {
-			t.Fatalf("peer line %d: no up", i+1)
+		var synth []*metricspb.NumberDataPoint
+		for _, p := range findMetric(l, "up").GetGauge().GetDataPoints() {
+			if kvs(p.Attributes) == `gym_service={"stringValue":"fixture"}` {
+				synth = append(synth, p)
+			}
 		}
-		ts = append(ts, time.Unix(0, int64(up.GetGauge().DataPoints[0].TimeUnixNano)))
+		if len(synth) != 1 {
+			t.Fatalf("peer line %d: %d synthetic up points, want 1", i+1, len(synth))
+		}
+		ts = append(ts, time.Unix(0, int64(synth[0].TimeUnixNano)))
 	}
 	return ts
 }
@@ -154,12 +161,14 @@ type goldenCompare struct {
 	om     bool
 	times  []uint64 // scrape times, index 0 = scrape 1
 	diffs  []goldenDiff
+	checks int // fields compared
 	// created maps metric base name + "\x00" + point key to the value of
 	// the peer's B_created gauge point, normalised as a start time.
 	created map[string]string
 }
 
 func (g *goldenCompare) add(metric, point, field, kind, peer, ours string) {
+	g.checks++
 	if peer == ours {
 		return
 	}
@@ -263,6 +272,8 @@ func (g *goldenCompare) request(peer, ours *metricspb.MetricsData) {
 		g.add("", "", "scope.version", "", ps.GetVersion(), os.GetVersion())
 		g.add("", "", "scope.attributes", "", kvs(ps.GetAttributes()), kvs(os.GetAttributes()))
 	}
+	// one metric of a name (a page's up and the synthetic one are one)
+	g.add("", "", "metric.duplicates", "", duplicateNames(prm), duplicateNames(orm))
 	pm, om := metricsOf(peer), metricsOf(ours)
 	g.created = map[string]string{}
 	for n, m := range pm {
@@ -292,6 +303,24 @@ func (g *goldenCompare) request(peer, ours *metricspb.MetricsData) {
 			g.metric(p, o)
 		}
 	}
+}
+
+// duplicateNames lists the metric names rm has more than once.
+func duplicateNames(rm *metricspb.ResourceMetrics) string {
+	n := map[string]int{}
+	for _, sm := range rm.ScopeMetrics {
+		for _, m := range sm.Metrics {
+			n[m.Name]++
+		}
+	}
+	var dup []string
+	for name, k := range n {
+		if k > 1 {
+			dup = append(dup, fmt.Sprintf("%s×%d", name, k))
+		}
+	}
+	sort.Strings(dup)
+	return strings.Join(dup, ",")
 }
 
 func mapsKeys(m map[string]bool) func(func(string) bool) {
@@ -497,11 +526,12 @@ func TestGolden(t *testing.T) {
 			times := goldenTimes(t, peerLines)
 			page := read(t, fx.file)
 			c := NewConverter(fixtureTarget(fx.name))
-			g := &goldenCompare{page: fx.name, om: fx.ct == ctOM}
+			g := &goldenCompare{page: fx.name, om: strings.HasPrefix(fx.ct, "application/openmetrics-text")}
 			for _, ts := range times {
 				g.times = append(g.times, uint64(ts.UnixNano()))
 			}
 			used := map[string]int{}
+			differ, allowed := 0, 0
 			for i, ts := range times {
 				rm, err := c.Convert(page, fx.ct, ts)
 				if err != nil {
@@ -510,19 +540,24 @@ func TestGolden(t *testing.T) {
 				g.scrape = i + 1
 				g.diffs = g.diffs[:0]
 				g.request(peerLines[i], &metricspb.MetricsData{ResourceMetrics: []*metricspb.ResourceMetrics{rm}})
+				differ += len(g.diffs)
 			next:
 				for _, d := range g.diffs {
 					for _, a := range allowedDiffs {
 						if a.match(d) {
 							used[a.id]++
 							usedAll[a.id]++
+							allowed++
 							continue next
 						}
 					}
 					t.Errorf("%s", d)
 				}
 			}
-			t.Logf("allowed differences used: %v", used)
+			// The match share: fields equal to the collector's, of all
+			// compared, over both scrapes.
+			t.Logf("match share %d/%d = %.2f%% (%d differences, %d of them allowed: %v)",
+				g.checks-differ, g.checks, 100*float64(g.checks-differ)/float64(g.checks), differ, allowed, used)
 		})
 	}
 }

@@ -50,6 +50,9 @@ type lineCache struct {
 
 	off   bool // never used (tests compare against plain textparse)
 	taken int  // lines the last scrape took from the cache
+	// prev is how many lines the previous page had: until recording
+	// overwrites them, lines[:prev] are its lines (see previous).
+	prev int
 
 	// recording the current scrape's lines
 	rec    bool
@@ -115,8 +118,10 @@ func (lc *lineCache) truncate(n int) {
 func (c *Converter) replay(page []byte, contentType string, st *scrapeState) (pos, from int, done bool) {
 	lc := &c.lc
 	lc.taken = 0
+	lc.prev = len(lc.lines)
 	if lc.off || lc.ct == "" || contentType != lc.ct || len(page) == 0 || page[len(page)-1] != '\n' {
 		lc.truncate(0)
+		lc.prev = 0
 		return 0, 0, false
 	}
 	tail := sampleTail
@@ -129,6 +134,9 @@ func (c *Converter) replay(page []byte, contentType string, st *scrapeState) (po
 		pos = lc.skipBlank(page, pos)
 		l := lc.lines[i]
 		if se := l.se; se != nil {
+			if se.ps != nil && se.ps.fam.stale && se.ps.fam.gen != st.gen {
+				break // to be resolved again, by textparse (metatable.go)
+			}
 			end := pos + len(se.key)
 			if end >= len(page) || string(page[pos:end]) != se.key {
 				break
@@ -151,17 +159,10 @@ func (c *Converter) replay(page []byte, contentType string, st *scrapeState) (po
 		if end > len(page) || string(page[pos:end]) != m.span {
 			break
 		}
-		switch m.kind {
-		case textparse.EntryType:
-			c.typName = append(c.typName[:0], m.name...)
-			c.typ = m.typ
+		// The line is the one the metadata table holds already
+		// (metatable.go): nothing to declare.
+		if m.kind == textparse.EntryType {
 			lastType = pos
-		case textparse.EntryHelp:
-			c.hlpName = append(c.hlpName[:0], m.name...)
-			c.hlp = append(c.hlp[:0], m.text...)
-		case textparse.EntryUnit:
-			c.untName = append(c.untName[:0], m.name...)
-			c.unt = append(c.unt[:0], m.text...)
 		}
 		st.last = page[end-1 : end]
 		pos = end
@@ -183,6 +184,15 @@ func (c *Converter) replay(page []byte, contentType string, st *scrapeState) (po
 		return pos, lastType, false
 	}
 	return pos, pos, false // no TYPE before: a fresh parser's state is the page's
+}
+
+// previous returns the previous page's lines, as replay found them: call
+// it before recording this page's.
+func (lc *lineCache) previous() []cachedLine {
+	if lc.prev > cap(lc.lines) {
+		return nil
+	}
+	return lc.lines[:lc.prev]
 }
 
 // skipBlank skips the blank lines PromParser ignores; OpenMetrics has none

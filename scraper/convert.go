@@ -1033,10 +1033,15 @@ func (c *Converter) collect(gen, ts uint64, up float64, dur time.Duration, n scr
 	metrics := carve(&c.ms.mptrs, &c.ms.ar.pools.mptrs, &c.ms.ar.mptrs, len(c.order)+len(synthDefs))[:0]
 	var others []*metricspb.ResourceMetrics // honor_labels resources, in page order
 	var otherIdx map[string]int
+	var own [synthN]*metricspb.Metric // the page's own up and scrape_*
 	for _, f := range c.order {
 		f.lastN = pointCount(f.out)
 		if f.lastN > 0 {
 			if f.res == "" {
+				if i, ok := synthIndex[f.name]; ok {
+					own[i] = f.out
+					f.lastN++ // room for the synthetic point
+				}
 				metrics = append(metrics, f.out)
 			} else {
 				i, ok := otherIdx[f.res]
@@ -1057,7 +1062,7 @@ func (c *Converter) collect(gen, ts uint64, up float64, dur time.Duration, n scr
 	}
 	c.order = c.order[:0]
 	// The synthetic series are the target's: one scrape, one up.
-	rms := []*metricspb.ResourceMetrics{c.wrap(c.synthetic(metrics, ts, up, dur, n, sl))}
+	rms := []*metricspb.ResourceMetrics{c.wrap(c.synthetic(metrics, &own, ts, up, dur, n, sl))}
 	return append(rms, others...)
 }
 
@@ -1077,10 +1082,15 @@ func pointCount(m *metricspb.Metric) int {
 
 // famFor resolves the family, role and le/quantile label of a series name
 // from what the page declared for the name, else for the name without a
-// suffix (metatable.go). famName is the family's name, outName the output
+// suffix (metatable.go); the synthetic series' names have the collector's
+// metadata for them, whatever the page declared. famName is the family's name, outName the output
 // metric's, d what was declared for the family.
 func (c *Converter) famFor(name string) (famName, outName string, typ model.MetricType, role uint8, drop string, d metaDecl) {
 	famName, outName, typ, role = name, name, model.MetricTypeUnknown, roleValue
+	if sd, ok := synthDecls[name]; ok {
+		// a page's own up or scrape_*: the synthetic series' metric
+		return name, name, sd.typ, roleValue, "", sd
+	}
 	tn := name
 	d, found := c.meta.get(name)
 	if !found {
@@ -1482,12 +1492,61 @@ var synthDefs = []struct{ name, help, unit string }{
 	{"scrape_series_added", "The approximate number of new series in this scrape", ""},
 }
 
-func (c *Converter) synthetic(ms []*metricspb.Metric, ts uint64, up float64, dur time.Duration, n scrapeCounts, sl *slab) []*metricspb.Metric {
+// synthN is len(synthDefs).
+const synthN = 5
+
+// synthIndex is the index in synthDefs of each synthetic series' name.
+var synthIndex = func() map[string]int {
+	if len(synthDefs) != synthN {
+		panic("scraper: synthN is not len(synthDefs)")
+	}
+	m := map[string]int{}
+	for i, d := range synthDefs {
+		m[d.name] = i
+	}
+	return m
+}()
+
+// synthDecls are the collector's metadata for the synthetic series: a
+// page's own series of these names take it (famFor).
+var synthDecls = func() map[string]metaDecl {
+	m := map[string]metaDecl{}
+	for _, d := range synthDefs {
+		word := d.unit
+		if word == "s" {
+			word = "seconds" // as Prometheus declares it; unitOf makes it s again
+		}
+		m[d.name] = metaDecl{typ: model.MetricTypeGauge, help: d.help, unit: word}
+	}
+	return m
+}()
+
+// synthetic appends the synthetic series to ms. own holds the page's own
+// metrics of their names (a federation page's up): the synthetic point
+// joins those, one metric a name, as in the collector; a page point of
+// the very series (no labels of its own) is the collector's one point: at
+// the scrape's time it takes the synthetic value, at a time of the page's
+// own the synthetic point is dropped (the collector refuses a second time
+// in one point).
+func (c *Converter) synthetic(ms []*metricspb.Metric, own *[synthN]*metricspb.Metric, ts uint64, up float64, dur time.Duration, n scrapeCounts, sl *slab) []*metricspb.Metric {
 	vals := [...]float64{up, dur.Seconds(), float64(n.samples), float64(n.kept), float64(n.added)}
 	meta := c.sets.meta["gauge"]
 	// From the scrape's arena, like the page's own metrics: they were
 	// 30 of a steady scrape's 50 allocations.
 	for i, d := range synthDefs {
+		if m := own[i]; m != nil {
+			g := m.GetGauge()
+			if same := pointOf(g.DataPoints, c.base); same != nil {
+				if same.TimeUnixNano == ts {
+					same.Value, same.Flags = &metricspb.NumberDataPoint_AsDouble{AsDouble: vals[i]}, 0
+				}
+				continue
+			}
+			pt := sl.num(vals[i])
+			pt.Attributes, pt.TimeUnixNano = c.base, ts
+			g.DataPoints = append(g.DataPoints, pt)
+			continue
+		}
 		x := next(&c.ms.gauges, &c.ms.ar.pools.gauges, &c.ms.ar.gauges)
 		pt := sl.num(vals[i])
 		pt.Attributes, pt.TimeUnixNano = c.base, ts
@@ -1497,6 +1556,24 @@ func (c *Converter) synthetic(ms []*metricspb.Metric, ts uint64, up float64, dur
 		ms = append(ms, &x.m)
 	}
 	return ms
+}
+
+// pointOf returns the point of pts whose attributes are attrs (the same
+// interned KeyValues), or nil.
+func pointOf(pts []*metricspb.NumberDataPoint, attrs []*commonpb.KeyValue) *metricspb.NumberDataPoint {
+next:
+	for _, p := range pts {
+		if len(p.Attributes) != len(attrs) {
+			continue
+		}
+		for i, kv := range p.Attributes {
+			if kv != attrs[i] {
+				continue next
+			}
+		}
+		return p
+	}
+	return nil
 }
 
 // wrap gives each scrape its own Resource and attribute slice: processors

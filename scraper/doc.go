@@ -26,6 +26,10 @@
 //     forgotten; a failed scrape does that for every series, plus up=0.
 //     Series with an honoured explicit timestamp get no marker (Prometheus
 //     keeps no staleness for them).
+//   - A page's own up and scrape_* series (a federation page's) are one
+//     metric with the synthetic series of their name, of its type and
+//     description, as in the collector; a page point of the very series
+//     the synthetic one is (no labels of its own) is one point.
 //   - The same raw series twice on a page: the first wins (Prometheus
 //     rejects the repeat); the same labels under two spellings: the last
 //     wins.

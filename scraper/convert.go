@@ -617,6 +617,8 @@ func (c *Converter) sample(p textparse.Parser, se *seriesEntry, v float64, ptTs 
 			x.p.Attributes, x.p.TimeUnixNano = ps.attrs(), ptTs
 			*h = histBuilder{pt: &x.p, sumSlot: &x.sum, buckets: h.buckets[:0]}
 			sh.hist = h
+		} else if h.pt.TimeUnixNano != ptTs {
+			return // a time other than the point's first sample's: the collector drops it
 		}
 		switch se.role {
 		case roleBucket:
@@ -636,6 +638,8 @@ func (c *Converter) sample(p textparse.Parser, se *seriesEntry, v float64, ptTs 
 		if s == nil {
 			s = &summaryBuilder{pt: &metricspb.SummaryDataPoint{Attributes: ps.attrs(), TimeUnixNano: ptTs}}
 			sh.sum = s
+		} else if s.pt.TimeUnixNano != ptTs {
+			return // as a histogram's
 		}
 		switch se.role {
 		case roleQuantile:
@@ -647,6 +651,9 @@ func (c *Converter) sample(p textparse.Parser, se *seriesEntry, v float64, ptTs 
 		}
 	default:
 		if ps.num != nil { // same labels again under another spelling: last wins
+			if ps.num.TimeUnixNano != ptTs {
+				return // unless at another time: the collector keeps the first
+			}
 			ps.num.Value = &metricspb.NumberDataPoint_AsDouble{AsDouble: v}
 			ps.num.TimeUnixNano = ptTs
 			ps.num.Flags = 0
@@ -745,7 +752,7 @@ func (c *Converter) finish(now uint64, sl *slab) {
 			c.finishSummary(ps, ps.sum(), now)
 		case ps.num != nil && ps.fam.typ == model.MetricTypeCounter:
 			if v, ok := ps.num.Value.(*metricspb.NumberDataPoint_AsDouble); ok {
-				c.startFor(ps, v.AsDouble, ps.created, now)
+				c.startFor(ps, v.AsDouble, ps.created, ps.num.TimeUnixNano)
 			}
 			ps.num.StartTimeUnixNano = ps.curStart
 		}
@@ -769,17 +776,21 @@ func (c *Converter) putBuilders() {
 	}
 }
 
-// startFor picks the start time of a cumulative point: the page's _created,
-// else the first scrape that saw the series, moved to now on a reset.
-func (c *Converter) startFor(ps *pointSeries, v float64, created, now uint64) {
+// startFor picks the start time of a cumulative point whose time is at
+// (the scrape's, or the page's timestamp when honoured): the page's
+// _created, else the time of the series' first point, moved to at on a
+// reset; never after at, whatever the page's clocks say (a start after
+// the point's time is no interval at all).
+func (c *Converter) startFor(ps *pointSeries, v float64, created, at uint64) {
 	switch {
 	case created != 0:
 		ps.curStart = created
 	case !ps.seen:
-		ps.curStart = now
+		ps.curStart = at
 	case v < ps.last:
-		ps.curStart = now // counter reset
+		ps.curStart = at // counter reset
 	}
+	ps.curStart = min(ps.curStart, at)
 	if !math.IsNaN(v) {
 		ps.curLast = v
 	}
@@ -858,7 +869,7 @@ func (c *Converter) finishHist(ps *pointSeries, h *histBuilder, now uint64, sl *
 		counts[len(bs)] = uint64(h.count - prev)
 	}
 	pt.ExplicitBounds, pt.BucketCounts = bounds, counts
-	c.startFor(ps, h.count, ps.created, now)
+	c.startFor(ps, h.count, ps.created, pt.TimeUnixNano)
 	pt.StartTimeUnixNano = ps.curStart
 	sh.lastBounds, sh.histSeen = bounds, true
 	hd := ps.fam.out.Data.(*metricspb.Metric_Histogram).Histogram
@@ -888,7 +899,7 @@ func (c *Converter) finishSummary(ps *pointSeries, s *summaryBuilder, now uint64
 	} else {
 		pt.Sum, pt.Count = s.sum, uint64(s.count)
 	}
-	c.startFor(ps, s.count, ps.created, now)
+	c.startFor(ps, s.count, ps.created, pt.TimeUnixNano)
 	pt.StartTimeUnixNano = ps.curStart
 	ps.shape.lastSum = pt
 	sd := ps.fam.out.Data.(*metricspb.Metric_Summary).Summary

@@ -44,7 +44,7 @@
 //
 // | ID | collector | ours | why ours is better |
 // |----|-----------|------|--------------------|
-// | `start-time-text` | text-format counters, histograms and summaries without a TYPE'd _created have no start time | the time of the first scrape that saw the series, moved to the scrape time when the value goes down (a reset); staleness markers keep the series' start | a cumulative point without a start time cannot be turned into rates by most backends; the first-seen time is the earliest honest bound |
+// | `start-time-text` | text-format counters, histograms and summaries without a TYPE'd _created have no start time | the time of the series' first point (the scrape's, or the page's timestamp on it when honor_timestamps), moved to the point's time when the value goes down (a reset), never after the point's time; staleness markers keep the series' start | a cumulative point without a start time cannot be turned into rates by most backends; the first point's time is the earliest honest bound |
 // | `start-time-created-gauge` | a text-format counter B_total, histogram or summary B with a B_created gauge beside it (prometheus_client's text exposition, vLLM's page) has no start time | the B_created gauge's value for the same attributes; the gauge is still emitted as a gauge | it is when the series really started: the first scrape would count everything before it as happening at that instant |
 //
 // Not compared by the golden test: scrape_duration_seconds's value (a

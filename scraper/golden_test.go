@@ -46,6 +46,8 @@ type goldenDiff struct {
 	// B_created gauge with the same attributes (text format), as the
 	// collector wrote it; "" if there is none.
 	created string
+	// time is, for a start time, our point's normalised time.
+	time string
 }
 
 func (d goldenDiff) String() string {
@@ -60,10 +62,13 @@ var allowedDiffs = []struct {
 }{
 	{
 		// Text-format cumulative points: the collector leaves no start time;
-		// we start them at the first scrape the series was seen.
+		// we start them at the series' first point: the first scrape that
+		// saw it, or the page's own timestamp on it (the same page twice:
+		// the point's time).
 		id: "start-time-text",
 		match: func(d goldenDiff) bool {
-			return !d.om && d.field == "start" && d.peer == "<none>" && d.ours == "T1" &&
+			first := d.ours == "T1" || d.ours == d.time && !strings.HasPrefix(d.time, "T")
+			return !d.om && d.field == "start" && d.peer == "<none>" && first &&
 				(d.kind == "sum" || d.kind == "histogram" || d.kind == "summary")
 		},
 	},
@@ -162,6 +167,8 @@ type goldenCompare struct {
 	times  []uint64 // scrape times, index 0 = scrape 1
 	diffs  []goldenDiff
 	checks int // fields compared
+	// pointTime is our point's normalised time while its fields are compared.
+	pointTime string
 	// created maps metric base name + "\x00" + point key to the value of
 	// the peer's B_created gauge point, normalised as a start time.
 	created map[string]string
@@ -173,7 +180,7 @@ func (g *goldenCompare) add(metric, point, field, kind, peer, ours string) {
 		return
 	}
 	d := goldenDiff{page: g.page, scrape: g.scrape, metric: metric, point: point, field: field,
-		peer: peer, ours: ours, kind: kind, om: g.om}
+		peer: peer, ours: ours, kind: kind, om: g.om, time: g.pointTime}
 	if field == "start" {
 		// B_created starts B_total (a counter) or B (a histogram or
 		// summary, whose own name may end in _total)
@@ -393,7 +400,9 @@ func pair[P interface{ GetAttributes() []*commonpb.KeyValue }](g *goldenCompare,
 }
 
 func (g *goldenCompare) common(metric, key, kind string, pst, ost, pt, ot uint64, pf, of uint32) {
+	g.pointTime = g.ts(ot)
 	g.add(metric, key, "start", kind, g.ts(pst), g.ts(ost))
+	g.pointTime = ""
 	g.add(metric, key, "time", kind, g.ts(pt), g.ts(ot))
 	g.add(metric, key, "flags", kind, fmt.Sprint(pf), fmt.Sprint(of))
 }

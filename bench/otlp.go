@@ -39,8 +39,11 @@ type OTLPOptions struct {
 	Workers                 int     // concurrent senders
 	Rate                    float64 // requests per second in all; 0 sends as fast as accepted
 	Warmup, Duration        time.Duration
-	Impls                   []Impl
-	Log                     func(format string, a ...any)
+	// Count, if above 0, ends the window once this many items were
+	// accepted in it, however long that takes (in place of Duration).
+	Count int64
+	Impls []Impl
+	Log   func(format string, a ...any)
 }
 
 // OTLPResult is one collector's row.
@@ -106,7 +109,7 @@ func RunOTLP(ctx context.Context, o OTLPOptions) (*OTLPReport, error) {
 	reqs := buildRequests(o, 16)
 	rep := &OTLPReport{Signal: o.Signal, Protocol: o.Protocol, Batch: o.Batch, Attrs: o.Attrs}
 	for _, im := range o.Impls {
-		logf("%s: %s over %s, %d items a request, %d workers; warm-up %s, then %s measured", im.Name, o.Signal, o.Protocol, o.Batch, o.Workers, o.Warmup, o.Duration)
+		logf("%s: %s over %s, %d items a request, %d workers; warm-up %s, then %s measured", im.Name, o.Signal, o.Protocol, o.Batch, o.Workers, o.Warmup, window(o.Duration, o.Count, "items"))
 		r, err := otlpOne(ctx, o, im, reqs)
 		if err != nil {
 			return nil, err
@@ -238,7 +241,12 @@ func otlpOne(ctx context.Context, o OTLPOptions, im Impl, reqs []request) (*OTLP
 		return nil, err
 	}
 	t0, cpu0, n0 := time.Now(), mustCPU(p), accepted.Load()
-	if err := ratelimit.Sleep(ctx, o.Duration); err != nil {
+	if o.Count > 0 {
+		err = waitCount(ctx, p, func() int64 { return accepted.Load() - n0 }, o.Count)
+	} else {
+		err = ratelimit.Sleep(ctx, o.Duration)
+	}
+	if err != nil {
 		return nil, err
 	}
 	t1, cpu1, n1 := time.Now(), mustCPU(p), accepted.Load()

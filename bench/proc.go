@@ -39,6 +39,8 @@ type Proc struct {
 	exited  bool       // done was received
 	// anonPeak is the highest RssAnon seen by the sampler, in bytes.
 	anonPeak atomic.Int64
+	// gone is set once the process has exited.
+	gone atomic.Bool
 }
 
 // anonSampleEvery is how often the sampler reads RssAnon.
@@ -66,7 +68,11 @@ func StartProc(ctx context.Context, name string, argv []string, cfg, health stri
 	if err := cmd.Start(); err != nil {
 		return nil, fmt.Errorf("%s: %w", name, err)
 	}
-	go func() { p.done <- cmd.Wait() }()
+	go func() {
+		err := cmd.Wait()
+		p.gone.Store(true)
+		p.done <- err
+	}()
 	deadline := time.Now().Add(30 * time.Second)
 	client := &http.Client{Timeout: time.Second}
 	for {
@@ -94,6 +100,9 @@ func StartProc(ctx context.Context, name string, argv []string, cfg, health stri
 		}
 	}
 }
+
+// Gone reports whether the process has exited.
+func (p *Proc) Gone() bool { return p.gone.Load() }
 
 // CPU returns the process's user+system CPU seconds so far: the sum of
 // its threads' run time in /proc/PID/task/*/schedstat, in nanoseconds,

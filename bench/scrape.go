@@ -35,8 +35,12 @@ type ScrapeOptions struct {
 	Distinct bool // each copy's series carry a label of their own (Distinct)
 	Interval time.Duration
 	Warmup   time.Duration // before the measured window: caches fill, first scrapes settle
-	Duration time.Duration // the measured window
-	Impls    []Impl
+	Duration time.Duration // the measured window, unless Count is set
+	// Count, if above 0, ends the window once the targets have served this
+	// many samples, however long that takes: a figure of a set amount of
+	// work rather than of a set time (the tests, on a busy machine).
+	Count int64
+	Impls []Impl
 	// Log receives one line per phase; nil is quiet.
 	Log func(format string, a ...any)
 }
@@ -119,7 +123,7 @@ func RunScrape(ctx context.Context, o ScrapeOptions) (*ScrapeReport, error) {
 	}
 	defer tg.Close()
 	for _, im := range o.Impls {
-		logf("%s: %d targets, %d samples every %s; warm-up %s, then %s measured", im.Name, rep.Targets, rep.SamplesPerPass, o.Interval, o.Warmup, o.Duration)
+		logf("%s: %d targets, %d samples every %s; warm-up %s, then %s measured", im.Name, rep.Targets, rep.SamplesPerPass, o.Interval, o.Warmup, window(o.Duration, o.Count, "samples"))
 		r, err := scrapeOne(ctx, o, im, tg)
 		if err != nil {
 			return nil, err
@@ -139,6 +143,32 @@ func RunScrape(ctx context.Context, o ScrapeOptions) (*ScrapeReport, error) {
 			PeakRSS:             safeDiv(float64(rep.Results[0].PeakRSSBytes), float64(r.PeakRSSBytes))})
 	}
 	return rep, nil
+}
+
+// window describes the measured window for the log.
+func window(d time.Duration, count int64, items string) string {
+	if count > 0 {
+		return fmt.Sprintf("%d %s", count, items)
+	}
+	return d.String()
+}
+
+// waitCount waits until done() reaches n, looking every 10 ms, or ctx
+// ends, or p exits.
+func waitCount(ctx context.Context, p *Proc, done func() int64, n int64) error {
+	t := time.NewTicker(10 * time.Millisecond)
+	defer t.Stop()
+	for done() < n {
+		if p.Gone() {
+			return fmt.Errorf("%s exited with %d of %d counted:\n%s", p.Name, done(), n, p.Log())
+		}
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-t.C:
+		}
+	}
+	return nil
 }
 
 func safeDiv(a, b float64) float64 {
@@ -187,7 +217,12 @@ func scrapeOne(ctx context.Context, o ScrapeOptions, im Impl, tg *Targets) (*Scr
 	if err != nil {
 		return nil, err
 	}
-	if err := ratelimit.Sleep(ctx, o.Duration); err != nil {
+	if o.Count > 0 {
+		err = waitCount(ctx, p, func() int64 { _, n := tg.Served(); return n - m0.samples }, o.Count)
+	} else {
+		err = ratelimit.Sleep(ctx, o.Duration)
+	}
+	if err != nil {
 		return nil, err
 	}
 	m1, err := take()

@@ -34,6 +34,7 @@ func runBench(args []string, stdout, stderr io.Writer) int {
 	memProfile := fs.String("memprofile", "", "write otelstep's heap profile at the end of the run to `file`")
 	warmup := fs.Duration("warmup", 3*time.Second, "run this long before measuring")
 	duration := fs.Duration("duration", 20*time.Second, "measured window")
+	count := fs.Int64("count", 0, "measure until `N` samples were scraped (scrape) or items accepted (otlp), however long that takes, instead of for --duration")
 	v2 := fs.Bool("v2", false, "also run otelstep on the orchestrator's v2 config (span_metrics, transform/identity) as a row of its own, \"otelstep-v2\"")
 	// scrape
 	pageList := fs.String("pages", "vllm,dcgm,node", "scrape: pages served, comma-separated: vllm, dcgm, node, gen:SERIES:BUCKETS")
@@ -92,7 +93,7 @@ func runBench(args []string, stdout, stderr io.Writer) int {
 			pages = append(pages, p)
 		}
 		rep, err := bench.RunScrape(ctx, bench.ScrapeOptions{Pages: pages, Copies: *copies, Distinct: *distinct, Interval: *interval,
-			Warmup: *warmup, Duration: *duration, Impls: impls, Log: logf})
+			Warmup: *warmup, Duration: *duration, Count: *count, Impls: impls, Log: logf})
 		if err != nil {
 			fmt.Fprintf(stderr, "otelstep bench scrape: %v\n", err)
 			return exitFailure
@@ -103,7 +104,7 @@ func runBench(args []string, stdout, stderr io.Writer) int {
 		}
 	case "otlp":
 		rep, err := bench.RunOTLP(ctx, bench.OTLPOptions{Signal: *sig, Protocol: *proto, Batch: *batch, Attrs: *attrs, AttrBytes: *attrBytes,
-			Workers: *workers, Rate: *rate, Warmup: *warmup, Duration: *duration, Impls: impls, Log: logf})
+			Workers: *workers, Rate: *rate, Warmup: *warmup, Duration: *duration, Count: *count, Impls: impls, Log: logf})
 		if err != nil {
 			fmt.Fprintf(stderr, "otelstep bench otlp: %v\n", err)
 			return exitFailure

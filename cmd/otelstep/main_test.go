@@ -3,19 +3,14 @@ package main
 import (
 	"bytes"
 	"io"
-	"math"
 	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
-	"runtime"
-	"runtime/debug"
 	"strings"
 	"syscall"
 	"testing"
 	"time"
-
-	"github.com/otelstep/otelstep/cmd/otelstep/internal/boot"
 )
 
 // runBinary runs the built otelstep with args and env, returning its exit
@@ -150,7 +145,7 @@ func TestEmbeddedDefault(t *testing.T) {
 	cmd := exec.Command(buildBinary(t))
 	cmd.Dir = dir
 	cmd.Env = append(os.Environ(), "OTELSTEP_HEALTH="+health, "OTELSTEP_GRPC="+grpcAddr, "OTELSTEP_HTTP="+httpAddr)
-	var out bytes.Buffer
+	var out lockedOut
 	cmd.Stdout, cmd.Stderr = &out, &out
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
@@ -163,7 +158,17 @@ func TestEmbeddedDefault(t *testing.T) {
 		t.Fatalf("OTLP/HTTP JSON: %v %v", err, resp)
 	}
 	resp.Body.Close()
-	time.Sleep(300 * time.Millisecond) // the first self-scrape is within 250ms
+	// The first self-scrape comes within the interval's first 250 ms, and
+	// reaches the file after the batch and the file's flush.
+	selfScraped := func() bool {
+		b, _ := os.ReadFile(filepath.Join(dir, "otel", "metrics.jsonl"))
+		return bytes.Contains(b, []byte("otelcol_process_uptime"))
+	}
+	for end := time.Now().Add(patience); !selfScraped(); time.Sleep(20 * time.Millisecond) {
+		if time.Now().After(end) {
+			t.Fatalf("no self-scrape in ./otel/metrics.jsonl in %v:\n%s", patience, out.String())
+		}
+	}
 	if err := cmd.Process.Signal(syscall.SIGTERM); err != nil {
 		t.Fatal(err)
 	}
@@ -183,90 +188,6 @@ func TestEmbeddedDefault(t *testing.T) {
 	}
 }
 
-func TestGCPercentDefault(t *testing.T) {
-	orig := debug.SetGCPercent(100)
-	defer debug.SetGCPercent(orig)
-	setGCPercent(func(string) (string, bool) { return "200", true })
-	if got := debug.SetGCPercent(100); got != 100 {
-		t.Fatalf("GOGC set: GC percent changed to %d", got)
-	}
-	setGCPercent(func(string) (string, bool) { return "", false })
-	if got := debug.SetGCPercent(100); got != defaultGCPercent {
-		t.Fatalf("GOGC unset: GC percent %d, want %d", got, defaultGCPercent)
-	}
-}
-
-// The GC is off while otelstep starts, with a heap limit as a backstop,
-// and at otelstep's target once settled; a job's GOGC or GOMEMLIMIT is
-// left alone throughout.
-func TestGCOffForStart(t *testing.T) {
-	origPct := debug.SetGCPercent(100)
-	origLimit := debug.SetMemoryLimit(math.MaxInt64)
-	defer func() { debug.SetGCPercent(origPct); debug.SetMemoryLimit(origLimit) }()
-	unset := func(string) (string, bool) { return "", false }
-	settled := gcOffForStart(unset)
-	if got := debug.SetGCPercent(-1); got != -1 {
-		t.Errorf("starting: GC percent %d, want off", got)
-	}
-	if got := debug.SetMemoryLimit(-1); got != startHeapLimit {
-		t.Errorf("starting: memory limit %d, want %d", got, startHeapLimit)
-	}
-	settled()
-	if got := debug.SetGCPercent(defaultGCPercent); got != defaultGCPercent {
-		t.Errorf("settled: GC percent %d, want %d", got, defaultGCPercent)
-	}
-	if got := debug.SetMemoryLimit(-1); got != math.MaxInt64 {
-		t.Errorf("settled: memory limit %d, want none", got)
-	}
-	for _, env := range []string{"GOGC", "GOMEMLIMIT"} {
-		debug.SetGCPercent(100)
-		set := func(k string) (string, bool) { return "200", k == env }
-		settled := gcOffForStart(set)
-		if got := debug.SetGCPercent(100); got != 100 {
-			t.Errorf("%s set: GC percent changed to %d while starting", env, got)
-		}
-		if got := debug.SetMemoryLimit(-1); got != math.MaxInt64 {
-			t.Errorf("%s set: memory limit changed to %d", env, got)
-		}
-		settled()
-		want := defaultGCPercent
-		if env == "GOGC" {
-			want = 100
-		}
-		if got := debug.SetGCPercent(100); got != want {
-			t.Errorf("%s set: GC percent %d once settled, want %d", env, got, want)
-		}
-	}
-}
-
-func TestProcsDefault(t *testing.T) {
-	orig := runtime.GOMAXPROCS(0)
-	defer runtime.GOMAXPROCS(orig)
-	runtime.SetDefaultGOMAXPROCS()
-	perCPU := runtime.GOMAXPROCS(0)
-	unset := func(string) (string, bool) { return "", false }
-	envSet := func(k string) (string, bool) { return "3", k == "GOMAXPROCS" }
-
-	runtime.GOMAXPROCS(5)
-	setProcs(defaultProcs, false, unset)
-	if got := runtime.GOMAXPROCS(0); got != defaultProcs {
-		t.Errorf("nothing set: GOMAXPROCS %d, want %d", got, defaultProcs)
-	}
-	runtime.GOMAXPROCS(5)
-	setProcs(defaultProcs, false, envSet)
-	if got := runtime.GOMAXPROCS(0); got != 5 {
-		t.Errorf("GOMAXPROCS set, no --procs: changed to %d", got)
-	}
-	setProcs(2, true, envSet)
-	if got := runtime.GOMAXPROCS(0); got != 2 {
-		t.Errorf("--procs 2 with GOMAXPROCS set: %d, want 2 (the flag wins)", got)
-	}
-	setProcs(0, true, unset)
-	if got := runtime.GOMAXPROCS(0); got != perCPU {
-		t.Errorf("--procs 0: %d, want the runtime's default %d", got, perCPU)
-	}
-}
-
 func TestProcsNegativeRefused(t *testing.T) {
 	var stderr bytes.Buffer
 	if code := run([]string{"--procs", "-1"}, io.Discard, &stderr); code != exitUsage {
@@ -275,48 +196,4 @@ func TestProcsNegativeRefused(t *testing.T) {
 	if !strings.Contains(stderr.String(), "--procs -1") {
 		t.Errorf("error does not name the flag: %q", stderr.String())
 	}
-}
-
-// TestMain runs this package's tests in-process at the runtime's default
-// GOMAXPROCS, as before package boot set it to one at init.
-func TestMain(m *testing.M) {
-	boot.RestoreProcs()
-	os.Exit(m.Run())
-}
-
-// TestBootInitialisesEarly: in the built binary, package boot's initialiser
-// runs before the slow ones it is there to speed up (protobuf's and the
-// OTLP types' registrations, gRPC, YAML, Prometheus), whose order Go sets
-// by import path (boot's package comment).
-func TestBootInitialisesEarly(t *testing.T) {
-	code, out := runBinary(t, []string{"GODEBUG=inittrace=1"}, "--help")
-	if code != exitOK {
-		t.Fatalf("--help: exit %d\n%s", code, out)
-	}
-	const bootPkg = "github.com/otelstep/otelstep/cmd/otelstep/internal/boot"
-	slow := []string{"google.golang.org/", "go.opentelemetry.io/", "go.yaml.in/", "github.com/prometheus/", "net/http"}
-	var order []string
-	bootAt := -1
-	for _, line := range strings.Split(out, "\n") {
-		// "init PKG @T ms, C ms clock, B bytes, A allocs"
-		fs := strings.Fields(line)
-		if len(fs) < 3 || fs[0] != "init" {
-			continue
-		}
-		if fs[1] == bootPkg {
-			bootAt = len(order)
-		}
-		order = append(order, fs[1])
-	}
-	if bootAt < 0 {
-		t.Fatalf("no init of %s in the inittrace of %d packages:\n%s", bootPkg, len(order), out)
-	}
-	for _, p := range order[:bootAt] {
-		for _, s := range slow {
-			if strings.HasPrefix(p, s) {
-				t.Errorf("%s was initialised before %s (%d of %d)", p, bootPkg, bootAt+1, len(order))
-			}
-		}
-	}
-	t.Logf("%s initialised %d of %d", bootPkg, bootAt+1, len(order))
 }

@@ -209,7 +209,7 @@ func TestOwnMetricsToSecondBackend(t *testing.T) {
 	// The periodic reader exports every 100 ms: wait for an export that
 	// has the spans counted.
 	accepted := "receiver=otlp,transport=http"
-	deadline := time.After(20 * time.Second)
+	deadline := time.After(patience)
 	for {
 		if v, _ := own.value("otelcol_receiver_accepted_spans", accepted); v == 3 {
 			break
@@ -217,7 +217,7 @@ func TestOwnMetricsToSecondBackend(t *testing.T) {
 		select {
 		case <-own.got:
 		case <-deadline:
-			t.Fatalf("no export with 3 accepted spans in 20 s (%d requests)\n%s", own.count(), o.stderr.String())
+			t.Fatalf("no export with 3 accepted spans in %v (%d requests)\n%s", patience, own.count(), o.stderr.String())
 		}
 	}
 	// and /metrics on the health endpoint says they go elsewhere

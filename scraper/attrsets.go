@@ -146,6 +146,21 @@ func (s *attrSets) famSize() int {
 	return len(s.fams)
 }
 
+// famLive is the number of family metadata entries still in use (tests):
+// those of a family made again (a declaration changed it) stay until
+// their cleanup has run.
+func (s *attrSets) famLive() int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	n := 0
+	for _, wp := range s.fams {
+		if wp.Value() != nil {
+			n++
+		}
+	}
+	return n
+}
+
 // size is the number of entries (tests).
 func (s *attrSets) size() int {
 	s.mu.Lock()

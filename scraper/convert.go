@@ -1182,6 +1182,13 @@ func (c *Converter) resolve(p textparse.Parser, se *seriesEntry) {
 	if se.created {
 		delete(c.starts, se)
 	}
+	if old := se.ps; old != nil {
+		defer func() {
+			if se.ps == nil || se.ps.fam != old.fam {
+				c.index.dropPoint(pointKey{old.fam, old.set}) // of the family it had
+			}
+		}()
+	}
 	se.ps, se.role, se.arg, se.created = nil, roleValue, 0, false
 	p.Labels(&c.lbls)
 	lset := c.mutate(c.lbls)

@@ -36,6 +36,9 @@ const (
 var fixtures = []struct{ name, file, ct string }{
 	{"vllm", "vllm.txt", ctText}, {"node", "node.txt", ctText}, {"dcgm", "dcgm.txt", ctText},
 	{"openmetrics", "openmetrics.om", ctOM}, {"edge", "edge.txt", ctText},
+	// issue 35's: written from the formats' specifications
+	{"metafirst", "metafirst.txt", ctText}, {"federate", "federate.txt", ctText},
+	{"timestamps", "timestamps.txt", ctText},
 }
 
 func fixtureTarget(job string) Target {

@@ -84,6 +84,14 @@ func (x *seriesIndex) addPoint(pk pointKey, ps *pointSeries) {
 	x.points[pk] = ps
 }
 
+// dropPoint forgets pk's point series (its raw entries were resolved to
+// another family).
+func (x *seriesIndex) dropPoint(pk pointKey) {
+	if x.points != nil {
+		delete(x.points, pk)
+	}
+}
+
 // evict drops the raw series scrape gen did not see, calling gone for each
 // first (in the order they were added), and the point series it did not
 // touch.

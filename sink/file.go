@@ -37,20 +37,25 @@ const (
 	fileFlushInterval = 200 * time.Millisecond
 	fileBufSize       = 256 << 10
 	// fileBufKeptTimes bounds the buffer kept after one huge resource
-	// grew it: this many times its size, in either mode.
+	// grew it: this many times its size.
 	fileBufKeptTimes = 4
 	fileRetryMin     = 100 * time.Millisecond
 	fileRetryMax     = 5 * time.Second
 )
 
 // File is the JSONL sink: one OTLP/JSON export request per line, appended to
-// Path. It never drops: Enqueue blocks while the queue is full. Lines are
-// built in a buffer of 256 KiB (where the file takes direct writes, 512 KiB
-// to 2 MiB by the rate it is written at, see direct.go) that is flushed
-// when it is idle, at least every 200 ms, and on shutdown (followed by fsync), and when it fills (a line longer
-// than the buffer goes out in pieces, see write). A write error
-// is logged with the path and retried until it succeeds (or the shutdown
-// deadline passes), so the queue fills and backpressure reaches the senders.
+// Path, which is opened with O_APPEND and written with plain write calls
+// (job folders are on NFS, Lustre or GPFS as often as on a local disk, and
+// other processes may append to the same file). It never drops: Enqueue
+// blocks while the queue is full. Lines are built in a buffer of 256 KiB
+// that is written out when the queue is idle, at least every 200 ms, and
+// on shutdown (followed by fsync), and when it fills: every write-out but
+// those in the middle of a line longer than the buffer (see write) ends
+// with a whole line, so the file holds whole lines except after a crash in
+// the middle of a long one (NewFile then ends that line, and replay skips
+// it). A write error is logged with the path and retried until it succeeds
+// (or the shutdown deadline passes), so the queue fills and backpressure
+// reaches the senders.
 type File struct {
 	o      FileOptions
 	log    *slog.Logger
@@ -66,23 +71,13 @@ type File struct {
 	started     bool
 	shutdownCtx context.Context // set before stopCh is closed
 
-	buf []byte
-	// kept is how many bytes at buf's start are in the file already: in
-	// direct mode the part block after the last whole one, which the next
-	// direct write writes again (direct.go).
-	kept      int
+	// buf holds the bytes not yet written to the file.
+	buf       []byte
 	lostLines int
-	// written counts the bytes written to the file, directly or not: the
-	// rate the direct-mode buffer is sized by.
-	written int64
 	// maxRes is about the most one resource's OTLP/JSON added to the buffer
 	// lately between two write-outs (write): a metrics resource bigger than
 	// the buffer is written out while it is encoded (flushMidResource).
 	maxRes int
-	wb     *writeback  // nil unless w is a regular file
-	dio    *directFile // nil unless the file takes O_DIRECT writes
-	// now is the clock resize reads (time.Now; tests set their own).
-	now func() time.Time
 	// metricsEnc reuses the JSON of shared point attributes, and writes
 	// out a metrics resource bigger than the buffer while encoding it
 	// (flushMidResource).
@@ -122,56 +117,11 @@ func NewFile(o FileOptions) (*File, error) {
 		f.Close()
 		return nil, fmt.Errorf("file sink %s: %w", o.Path, err)
 	}
-	if fi, err := f.Stat(); err == nil && fi.Mode().IsRegular() {
-		end := fi.Size()
-		s.wb = &writeback{fd: f.Fd(), chunk: writebackChunk, off: end, started: end, last: end, dropped: alignDown(end)}
-		s.dio = startDirect(o.Path, end)
-	}
 	return s, nil
 }
 
-// startDirect opens path for direct writes from end, or returns nil where
-// the file system refuses them or the file's last part block cannot be
-// read (the first direct write writes it again).
-func startDirect(path string, end int64) *directFile {
-	f := openDirect(path)
-	if f == nil {
-		return nil
-	}
-	d := &directFile{f: f, fd: int(f.Fd()), base: end &^ (directAlign - 1), size: directBufMin}
-	if n := int(end - d.base); n > 0 {
-		r, err := os.Open(path)
-		if err == nil {
-			d.part = make([]byte, n)
-			_, err = r.ReadAt(d.part, d.base)
-			r.Close()
-		}
-		if err != nil {
-			f.Close()
-			return nil
-		}
-	}
-	return d
-}
-
 // pending is how many bytes in the buffer are not in the file yet.
-func (s *File) pending() int { return len(s.buf) - s.kept }
-
-// bufSize is the buffer's size: past it, lines are written out.
-func (s *File) bufSize() int {
-	if s.dio != nil {
-		return s.dio.size
-	}
-	return fileBufSize
-}
-
-// newBuf returns an empty buffer for the mode the sink is in.
-func (s *File) newBuf() []byte {
-	if s.dio != nil {
-		return alignedBuf(s.dio.size)
-	}
-	return make([]byte, 0, fileBufSize)
-}
+func (s *File) pending() int { return len(s.buf) }
 
 // endLine ends the file's last line if it is cut short (a run killed while
 // writing a long line, or stopped past its deadline), so that the lines
@@ -226,7 +176,6 @@ func newFile(o FileOptions, w io.Writer) *File {
 		sem:    make(chan struct{}, o.QueueSize),
 		stopCh: make(chan struct{}),
 		done:   make(chan struct{}),
-		now:    time.Now,
 	}
 	s.metricsEnc.Flush = s.flushMidResource
 	s.tel = o.Telemetry
@@ -382,15 +331,10 @@ func (s *File) drain() {
 			"buffered_bytes", s.pending(), "lost_lines", s.lostLines, "queued_batches", len(s.q))
 	}
 	s.unobserve()
-	if s.dio != nil {
-		s.dio.f.Close()
-	}
 	if s.f != nil {
 		if !lost {
 			if err := s.f.Sync(); err != nil {
 				s.log.Error("file sink: fsync failed", "error", err)
-			} else {
-				s.wb.synced()
 			}
 		}
 		if err := s.f.Close(); err != nil {
@@ -420,11 +364,7 @@ func (s *File) writeCounted(ctx context.Context, b *pipeline.Batch, items int) {
 		// At the first batch: a job's pipelines often have a signal that
 		// never comes (traces and logs beside a scrape), whose file then
 		// holds no buffer.
-		s.buf = s.newBuf()
-		if s.dio != nil {
-			s.buf = append(s.buf, s.dio.part...)
-			s.kept, s.dio.part = len(s.buf), nil
-		}
+		s.buf = make([]byte, 0, fileBufSize)
 	}
 	s.buf = append(s.buf, start...)
 	s.maxRes -= s.maxRes / 4 // forget a one-off big resource
@@ -434,11 +374,8 @@ func (s *File) writeCounted(ctx context.Context, b *pipeline.Batch, items int) {
 		}
 		// Write out first where the resource, if as big as the
 		// biggest lately, would not fit: append would regrow the
-		// buffer (leaving the old one as garbage, the new one kept
-		// and, in direct mode, not aligned), which at 84 targets made
-		// the 2 MiB buffer 2.5 MB. Less than directMin pending stays
-		// (a direct write of it costs more than the page cache).
-		if len(s.buf)+s.maxRes > cap(s.buf) && s.pending() >= s.earlyMin() && !s.writeOutMidLine(ctx) {
+		// buffer, leaving the old one as garbage and the new one kept.
+		if len(s.buf)+s.maxRes > cap(s.buf) && s.pending() > 0 && !s.writeOutMidLine(ctx) {
 			return
 		}
 		s.wctx, s.resAt = ctx, len(s.buf)
@@ -451,7 +388,7 @@ func (s *File) writeCounted(ctx context.Context, b *pipeline.Batch, items int) {
 			return
 		}
 		s.maxRes = max(s.maxRes, len(s.buf)-s.resAt)
-		if len(s.buf) >= s.bufSize() && i < n-1 && !s.writeOutMidLine(ctx) {
+		if len(s.buf) >= fileBufSize && i < n-1 && !s.writeOutMidLine(ctx) {
 			return
 		}
 	}
@@ -463,7 +400,7 @@ func (s *File) writeCounted(ctx context.Context, b *pipeline.Batch, items int) {
 		}
 		s.tel.Sent(b.Signal, items)
 	}
-	if len(s.buf) >= s.bufSize() {
+	if len(s.buf) >= fileBufSize {
 		s.flush(ctx)
 	}
 }
@@ -473,7 +410,7 @@ func (s *File) writeCounted(ctx context.Context, b *pipeline.Batch, items int) {
 // (the next run starts a new one, NewFile), and the whole lines before it
 // in the buffer are lost with it.
 func (s *File) writeOutMidLine(ctx context.Context) bool {
-	if s.writeOut(ctx, false) {
+	if s.writeOut(ctx) {
 		return true
 	}
 	s.loseLine()
@@ -483,8 +420,8 @@ func (s *File) writeOutMidLine(ctx context.Context) bool {
 // loseLine drops the pending bytes, the line being built and the whole
 // lines before it, after a write-out failed at shutdown.
 func (s *File) loseLine() {
-	s.lostLines += 1 + bytes.Count(s.buf[s.kept:], []byte{'\n'})
-	s.buf = s.buf[:s.kept]
+	s.lostLines += 1 + bytes.Count(s.buf, []byte{'\n'})
+	s.buf = s.buf[:0]
 }
 
 // flushMidResource is the metrics encoder's Flush: called between two data
@@ -494,24 +431,15 @@ func (s *File) loseLine() {
 // the encoder goes on appending, and write drops the line (loseLine).
 func (s *File) flushMidResource(b []byte) []byte {
 	s.buf = b
-	if s.midErr || s.wctx == nil || s.pending() < s.earlyMin() {
+	if s.midErr || s.wctx == nil || s.pending() == 0 {
 		return s.buf
 	}
-	if !s.writeOut(s.wctx, false) {
+	if !s.writeOut(s.wctx) {
 		s.midErr = true
 		return s.buf
 	}
 	s.resAt = len(s.buf)
 	return s.buf
-}
-
-// earlyMin is the least pending that write writes out before a resource
-// that may not fit.
-func (s *File) earlyMin() int {
-	if s.dio != nil {
-		return directMin
-	}
-	return 1
 }
 
 // appendResource appends the OTLP/JSON of b's i-th resource.
@@ -532,97 +460,23 @@ func (s *File) flush(ctx context.Context) {
 	if s.pending() == 0 {
 		return
 	}
-	if !s.writeOut(ctx, true) {
+	if !s.writeOut(ctx) {
 		return
 	}
-	if cap(s.buf) > fileBufKeptTimes*s.bufSize() {
+	if cap(s.buf) > fileBufKeptTimes*fileBufSize {
 		// One huge resource grew it: do not keep that for life.
-		s.buf = append(s.newBuf(), s.buf...)
-	}
-	s.resize(s.now())
-}
-
-// resize sizes the direct-mode buffer by the rate the file was written at
-// since the last time it was sized, at least directRateWindow ago (see
-// directBufMin). It is called after a flush, when the buffer holds at most
-// the part block kept for the next direct write.
-func (s *File) resize(now time.Time) {
-	d := s.dio
-	if d == nil {
-		return
-	}
-	if d.since.IsZero() {
-		d.since, d.at = now, s.written
-		return
-	}
-	el := now.Sub(d.since)
-	if el < directRateWindow {
-		return
-	}
-	rate := float64(s.written-d.at) / el.Seconds()
-	d.since, d.at = now, s.written
-	if n := sizeFor(rate, d.size); n != d.size {
-		d.size = n
-		if s.buf != nil {
-			s.buf = append(alignedBuf(n), s.buf...)
-		}
+		s.buf = make([]byte, 0, fileBufSize)
 	}
 }
 
-// writeOut writes the buffer's pending bytes. In direct mode, the whole
-// blocks go out as one direct write when they are directMin or more, and
-// the rest stays in the buffer; a flush (final) then writes that rest
-// through the page cache, keeping the part block for the next direct
-// write. It reports success, as writeAll does.
-func (s *File) writeOut(ctx context.Context, final bool) bool {
-	if s.dio != nil {
-		if n := alignDownDirect(len(s.buf)); n-s.kept >= directMin {
-			if err := s.writeDirect(n); err != nil {
-				s.log.Warn("file sink: direct write failed; writing through the page cache from now on", "error", err)
-				s.dio.f.Close()
-				s.dio = nil
-			} else if !final || s.pending() == 0 {
-				return true
-			}
-		}
-	}
-	if !s.writeAll(ctx, s.buf[s.kept:]) {
+// writeOut writes the buffer's pending bytes and empties it. It reports
+// success, as writeAll does.
+func (s *File) writeOut(ctx context.Context) bool {
+	if !s.writeAll(ctx, s.buf) {
 		return false
 	}
-	if s.dio == nil {
-		s.buf, s.kept = s.buf[:0], 0
-		return true
-	}
-	s.slide(alignDownDirect(len(s.buf)))
-	s.kept = len(s.buf)
+	s.buf = s.buf[:0]
 	return true
-}
-
-// writeDirect writes buf's first n bytes, a whole number of blocks, with
-// one direct write, and slides the rest to the buffer's start.
-func (s *File) writeDirect(n int) error {
-	if !isAligned(s.buf) {
-		s.buf = append(alignedBuf(max(cap(s.buf), s.dio.size)), s.buf...)
-	}
-	w, err := pwriteDirect(s.dio.fd, s.buf[:n], s.dio.base)
-	if w > s.kept {
-		s.wb.wrote(w - s.kept)
-		s.dio.wrote += int64(w - s.kept)
-		s.written += int64(w - s.kept)
-		s.tel.Wrote(w - s.kept)
-	}
-	s.slide(w)
-	return err
-}
-
-// slide drops buf's first n bytes, which are in the file, moving base on.
-func (s *File) slide(n int) {
-	if n == 0 {
-		return
-	}
-	s.buf = s.buf[:copy(s.buf, s.buf[n:])]
-	s.kept = max(s.kept-n, 0)
-	s.dio.base += int64(n)
 }
 
 // writeAll writes p with one Write call, retrying the rest after an error
@@ -633,8 +487,6 @@ func (s *File) writeAll(ctx context.Context, p []byte) bool {
 	stop := s.stopCh
 	for {
 		n, err := s.w.Write(p)
-		s.wb.wrote(n)
-		s.written += int64(n)
 		s.tel.Wrote(n)
 		if err == nil && n == len(p) {
 			return true

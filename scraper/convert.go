@@ -254,6 +254,8 @@ type Converter struct {
 	starts map[*seriesEntry]createdFor
 	gen    uint64
 	seenN  int // raw entries touched this scrape
+	// failed is why the last new series failed the scrape (newEntry).
+	failed error
 	// meta is the metadata the pages declared, by name (metatable.go).
 	meta metaTable
 	// resFams: some family is of a resource the page named (honor_labels).
@@ -528,6 +530,10 @@ func (c *Converter) parse(page []byte, pos, from int, contentType string, st *sc
 			b, tsp, v := p.Series()
 			st.last = b
 			se := c.series(p, b, nil, tsp, v, st)
+			if se == nil {
+				off, _ := offsetIn(page, b)
+				return fmt.Errorf("line %d: %w", bytes.Count(page[:off], []byte{'\n'})+1, c.failed)
+			}
 			c.lc.recordSeries(page, b, se)
 		case textparse.EntryComment:
 			cm := p.Comment()
@@ -540,14 +546,17 @@ func (c *Converter) parse(page []byte, pos, from int, contentType string, st *sc
 }
 
 // series handles one sample of raw series b; se is its cached entry, or nil
-// to look it up. It returns the entry.
+// to look it up. It returns the entry, or nil when the series fails the
+// scrape (c.failed says why), as Prometheus fails it.
 func (c *Converter) series(p textparse.Parser, b []byte, se *seriesEntry, tsp *int64, v float64, st *scrapeState) *seriesEntry {
 	st.n.samples++
 	if se == nil {
 		se = c.index.lookup(b)
 	}
 	if se == nil {
-		se = c.newEntry(p, b)
+		if se = c.newEntry(p, b); se == nil {
+			return nil
+		}
 		if se.role != roleDrop {
 			st.n.added++
 		}
@@ -560,8 +569,10 @@ func (c *Converter) series(p textparse.Parser, b []byte, se *seriesEntry, tsp *i
 		return se
 	} else if p != nil && se.ps != nil && se.ps.fam.stale && se.ps.fam.gen != st.gen {
 		// its family's metadata changed (metatable.go); the line cache
-		// leaves such lines to textparse
-		c.resolve(p, se)
+		// leaves such lines to textparse. (A series that resolved once
+		// resolves again: what could fail it, its labels and the rules,
+		// are the same.)
+		_ = c.resolve(p, se)
 	}
 	se.gen = st.gen
 	c.seenN++
@@ -1167,18 +1178,22 @@ func (c *Converter) famFor(name string) (famName, outName string, typ model.Metr
 // first time: the page's labels merged with the target's the way
 // Prometheus does it (exported_ prefixes or honor_labels), then
 // metric_relabel_configs, then the collector's label-to-attribute rules.
+// It returns nil, with c.failed set, for a series that fails the scrape.
 func (c *Converter) newEntry(p textparse.Parser, b []byte) *seriesEntry {
 	rawKey := c.keys.str(b, &c.strs, &c.keyed)
 	se := &seriesEntry{key: rawKey}
+	if err := c.resolve(p, se); err != nil {
+		c.failed = fmt.Errorf("series %s: %w", b, err)
+		return nil // not kept: the next scrape fails on it again, as Prometheus's does
+	}
 	c.index.add(se)
-	c.resolve(p, se)
 	return se
 }
 
 // resolve decides se's family, role and attributes from the series p
 // returned last (newEntry), or decides them again when its family's
 // metadata changed (metatable.go).
-func (c *Converter) resolve(p textparse.Parser, se *seriesEntry) {
+func (c *Converter) resolve(p textparse.Parser, se *seriesEntry) error {
 	if se.created {
 		delete(c.starts, se)
 	}
@@ -1194,9 +1209,14 @@ func (c *Converter) resolve(p textparse.Parser, se *seriesEntry) {
 	lset := c.mutate(c.lbls)
 	if lset.IsEmpty() {
 		se.role = roleDrop
-		return
+		return nil
 	}
-	_, outName, typ, role, drop, decl := c.famFor(lset.Get(model.MetricNameLabel))
+	name := lset.Get(model.MetricNameLabel)
+	if name == "" {
+		// Prometheus fails the scrape (errNameLabelMandatory)
+		return fmt.Errorf("metric_relabel_configs left it no %s label", model.MetricNameLabel)
+	}
+	_, outName, typ, role, drop, decl := c.famFor(name)
 	se.role = role
 	switch role {
 	case roleBucket:
@@ -1285,6 +1305,7 @@ func (c *Converter) resolve(p textparse.Parser, se *seriesEntry) {
 		c.index.addPoint(pk, ps)
 	}
 	se.ps = ps
+	return nil
 }
 
 // mutate is Prometheus's mutateSampleLabels: target labels win over the

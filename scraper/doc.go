@@ -33,9 +33,17 @@
 //   - The same raw series twice on a page: the first wins (Prometheus
 //     rejects the repeat); the same labels under two spellings: the last
 //     wins.
+//   - relabel_configs run on a target's labels as Prometheus's
+//     PopulateLabels has them (static labels, then the scrape config's
+//     job, __scheme__, __metrics_path__, __param_*, __scrape_interval__
+//     and __scrape_timeout__ where those do not set them); what they leave
+//     is the target: its URL, interval, timeout, job, instance (the address
+//     by default) and labels (target.go).
 //   - metric_relabel_configs run on the page's labels merged with the
 //     target's (exported_ prefix unless honor_labels), once per new series:
 //     the verdict and the resulting attributes are cached per raw series.
+//     A series they leave without __name__ fails the scrape, as in
+//     Prometheus.
 //
 // # Differences from the collector
 //

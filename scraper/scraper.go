@@ -96,6 +96,12 @@ type Manager struct {
 	// the last one closes firstDone (see FirstScrapesDone).
 	firstLeft atomic.Int64
 	firstDone chan struct{}
+	// live is the context of Run's scrapes: Run's own ends no scrape
+	// in flight, Abort ends them (see Run).
+	live  context.Context
+	abort context.CancelFunc
+	// inFlight counts Run's scrapes in flight.
+	inFlight atomic.Int32
 }
 
 // startSpread is the window the targets' first scrapes are spread over.
@@ -217,6 +223,7 @@ func New(opts Options) (*Manager, error) {
 		r.left.Store(r.size)
 	}
 	m.firstDone = make(chan struct{})
+	m.live, m.abort = context.WithCancel(context.Background())
 	m.firstLeft.Store(int64(len(m.loops)))
 	if len(m.loops) == 0 {
 		close(m.firstDone)
@@ -239,8 +246,11 @@ func (m *Manager) firstScraped() {
 
 // Run runs one loop per target: the first scrape right away (after a jitter
 // of at most 5ms), then every Interval, each bounded by Timeout. Ticks missed
-// while Next blocks are skipped. Run returns when ctx is done and all loops
-// have exited, with the targets' connections closed.
+// while Next blocks are skipped. When ctx is done no scrape starts, and the
+// scrapes in flight finish, each within its Timeout, and are delivered: a
+// stop is no failed scrape (no up = 0, no staleness markers), only Abort
+// ends them sooner. Run returns when they have, with the targets'
+// connections closed.
 func (m *Manager) Run(ctx context.Context) error {
 	var wg sync.WaitGroup
 	for _, l := range m.loops {
@@ -250,10 +260,23 @@ func (m *Manager) Run(ctx context.Context) error {
 			l.run(ctx)
 		}()
 	}
-	wg.Wait()
+	done := make(chan struct{})
+	go func() { wg.Wait(); close(done) }()
+	select {
+	case <-done:
+	case <-ctx.Done():
+		if n := m.inFlight.Load(); n > 0 {
+			m.opts.Logger.Info("stopping: the scrapes in flight finish first", "scrapes", n)
+		}
+		<-done
+	}
 	m.Close()
 	return nil
 }
+
+// Abort ends Run's scrapes in flight at once (a stop out of time): they
+// deliver nothing, and count as no failed scrape either.
+func (m *Manager) Abort() { m.abort() }
 
 // Close closes the connections the targets' scrapes keep open between
 // scrapes. A later scrape opens its own again.
@@ -297,7 +320,9 @@ func (l *loop) run(ctx context.Context) {
 		return
 	case <-time.After(ph % min(l.t.Interval, startSpread)):
 	}
-	l.scrapeAndSend(ctx)
+	// The scrapes run in the Manager's live context, not ctx: a stop
+	// lets the one in flight finish (see Run).
+	l.runScrape()
 	l.m.firstScraped()
 	select {
 	case <-ctx.Done():
@@ -307,7 +332,7 @@ func (l *loop) run(ctx context.Context) {
 	tick := time.NewTicker(l.t.Interval)
 	defer tick.Stop()
 	for {
-		l.scrapeAndSend(ctx)
+		l.runScrape()
 		// drop a tick that piled up while we were blocked: no bursts
 		select {
 		case <-tick.C:
@@ -360,8 +385,21 @@ func untilPhase(now time.Time, interval, ph time.Duration) time.Duration {
 	return d
 }
 
+// runScrape is one of Run's scrapes.
+func (l *loop) runScrape() {
+	l.m.inFlight.Add(1)
+	defer l.m.inFlight.Add(-1)
+	l.scrapeAndSend(l.m.live)
+}
+
+// scrapeAndSend scrapes and delivers the result; nothing when ctx ended
+// the scrape (see scrape).
 func (l *loop) scrapeAndSend(ctx context.Context) {
 	rms, leases := l.scrape(ctx)
+	if rms == nil {
+		l.round.delivered() // counted all the same: the round goes on
+		return
+	}
 	b := &pipeline.Batch{Signal: pipeline.Metrics, Metrics: rms, Leases: leases}
 	points := -1
 	if l.tel.Enabled() {
@@ -410,7 +448,8 @@ func (r *round) delivered() bool {
 }
 
 // scrape does one scrape and returns its resources (DownAll on failure) and
-// the leases of their memory.
+// the leases of their memory. A scrape that ctx ended (Abort, or the end of
+// ScrapeAll's time) is no failed scrape of the target: it returns nothing.
 func (l *loop) scrape(ctx context.Context) ([]*metricspb.ResourceMetrics, []*pipeline.Lease) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
@@ -430,6 +469,10 @@ func (l *loop) scrape(ctx context.Context) ([]*metricspb.ResourceMetrics, []*pip
 			}
 			return rms, leases
 		}
+	}
+	if ctx.Err() != nil {
+		l.m.opts.Logger.Info("scrape cut short by the stop: nothing recorded", "job", l.t.JobName, "target", l.url, "error", err)
+		return nil, nil
 	}
 	l.m.opts.Logger.Warn("scrape failed", "job", l.t.JobName, "target", l.url, "error", err)
 	l.tel.Scraped(false, time.Since(start), 0, 0, 0)

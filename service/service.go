@@ -478,12 +478,31 @@ func (s *Service) stop(ctx context.Context) error {
 		}
 	}
 	if s.cancelRun != nil {
+		// The scrapes in flight finish (each within its timeout), then the
+		// final scrape: within the stop's time less a quarter kept for the
+		// flushes; past that, what is in flight is dropped, not recorded
+		// as a failure (scraper.Manager.Run, Abort).
+		scrapeCtx := ctx
+		if dl, ok := ctx.Deadline(); ok {
+			var cancel context.CancelFunc
+			scrapeCtx, cancel = context.WithDeadline(ctx, dl.Add(-time.Until(dl)/4))
+			defer cancel()
+		}
 		s.cancelRun()
-		s.scrapeWG.Wait()
+		inFlight := make(chan struct{})
+		go func() { s.scrapeWG.Wait(); close(inFlight) }()
+		select {
+		case <-inFlight:
+		case <-scrapeCtx.Done():
+			for _, m := range s.scrapers {
+				m.Abort()
+			}
+			<-inFlight
+		}
 		var wg sync.WaitGroup
 		for _, m := range s.scrapers {
 			wg.Add(1)
-			go func() { defer wg.Done(); m.ScrapeAll(ctx); m.Close() }()
+			go func() { defer wg.Done(); m.ScrapeAll(scrapeCtx); m.Close() }()
 		}
 		wg.Wait()
 	}

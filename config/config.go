@@ -212,10 +212,16 @@ func Parse(name string, data []byte, env Lookup) (*Config, error) {
 	}
 	doc := root.Content[0]
 	secretVars := map[string]bool{}
-	if err := d.expandTree(doc, "", env, secretVars); err != nil {
+	if err := d.expandTree(doc, "", env, secretVars, false); err != nil {
 		return nil, err
 	}
-	err = d.mapping(doc, "", []string{"extensions", "receivers", "processors", "exporters", "connectors", "service"}, func(key string, k, v *yaml.Node) error {
+	c, err = c.decode(d, doc)
+	return c, d.redactErr(err)
+}
+
+// decode fills c from doc, expanded.
+func (c *Config) decode(d *dec, doc *yaml.Node) (*Config, error) {
+	err := d.mapping(doc, "", []string{"extensions", "receivers", "processors", "exporters", "connectors", "service"}, func(key string, k, v *yaml.Node) error {
 		switch key {
 		case "extensions":
 			return d.components(v, key, []string{"health_check"}, c.extension)
@@ -244,8 +250,9 @@ func Parse(name string, data []byte, env Lookup) (*Config, error) {
 
 // expandTree expands variables in every scalar value (not in keys, as the
 // collector does). A value that was one whole reference is retyped as YAML
-// would type the expanded text.
-func (d *dec) expandTree(n *yaml.Node, path string, env Lookup, used map[string]bool) error {
+// would type the expanded text. secret says n is in a secret place
+// (secretPlace).
+func (d *dec) expandTree(n *yaml.Node, path string, env Lookup, used map[string]bool, secret bool) error {
 	switch n.Kind {
 	case yaml.ScalarNode:
 		if !strings.Contains(n.Value, "$") {
@@ -259,6 +266,7 @@ func (d *dec) expandTree(n *yaml.Node, path string, env Lookup, used map[string]
 		for _, nm := range names {
 			used[nm] = true
 		}
+		d.noteVariables(n, names, env, secret)
 		n.Value = out
 		if whole && out != "" {
 			n.Tag = ""
@@ -268,13 +276,14 @@ func (d *dec) expandTree(n *yaml.Node, path string, env Lookup, used map[string]
 		}
 	case yaml.MappingNode:
 		for i := 0; i+1 < len(n.Content); i += 2 {
-			if err := d.expandTree(n.Content[i+1], join(path, n.Content[i].Value), env, used); err != nil {
+			key := n.Content[i].Value
+			if err := d.expandTree(n.Content[i+1], join(path, key), env, used, secret || secretPlace(key, n)); err != nil {
 				return err
 			}
 		}
 	case yaml.SequenceNode:
 		for i, v := range n.Content {
-			if err := d.expandTree(v, fmt.Sprintf("%s[%d]", path, i), env, used); err != nil {
+			if err := d.expandTree(v, fmt.Sprintf("%s[%d]", path, i), env, used, secret); err != nil {
 				return err
 			}
 		}
@@ -631,6 +640,12 @@ func (d *dec) resourceActions(v *yaml.Node, path string) ([]ResourceAction, erro
 				if s, ok := val.(string); ok && s == "" && a.Key == "Authorization" {
 					return d.errf(valueNode, join(ap, "value"), "the Authorization attribute would be empty: the routing proxy drops such payloads")
 				}
+				if s, ok := val.(string); ok && IsSecretKey(a.Key) {
+					// The token: the header it is sent in could not hold it either.
+					if err := d.headerValue(valueNode, join(ap, "value"), "the Authorization attribute (the token)", s); err != nil {
+						return err
+					}
+				}
 				a.Value = val
 			}
 		case "delete":
@@ -719,6 +734,9 @@ func (c *Config) exporter(d *dec) func(id, typ, path string, k, v *yaml.Node) er
 					e.LogsEndpoint, err = d.str(vn, kp)
 				case "headers":
 					e.Headers, err = d.strMap(vn, kp)
+					if err == nil {
+						err = d.headerValues(vn, kp, "an HTTP header")
+					}
 				case "compression":
 					e.Compression, err = d.str(vn, kp)
 					if err == nil && e.Compression != "gzip" && e.Compression != "none" && e.Compression != "" {

@@ -5,6 +5,8 @@ import (
 	"io"
 	"sort"
 	"strings"
+
+	"github.com/otelstep/otelstep/redact"
 )
 
 // Describe writes what the config would run: listeners, targets,
@@ -114,13 +116,9 @@ func (c *Config) Describe(w io.Writer) {
 	}
 }
 
-// Redactor replaces every secret with <redacted>.
-func (c *Config) Redactor() *strings.Replacer {
-	args := make([]string, 0, 2*len(c.Secrets))
-	for _, s := range c.Secrets {
-		args = append(args, s, "<redacted>")
-	}
-	return strings.NewReplacer(args...)
+// Redactor hides every secret, in every form package redact knows.
+func (c *Config) Redactor() *redact.Redactor {
+	return redact.New(c.Secrets...)
 }
 
 func sortedKeys[V any](m map[string]V) []string {

@@ -31,6 +31,11 @@ func (e *Error) Error() string {
 // dec walks a yaml.Node tree, checking keys strictly.
 type dec struct {
 	file string
+	// secretVals are the values of the variables used in secret places
+	// (secrets.go); badVar names, by the scalar expanded from it, a
+	// variable whose value no HTTP header may hold.
+	secretVals []string
+	badVar     map[*yaml.Node]string
 }
 
 func (d *dec) errf(n *yaml.Node, path, format string, args ...any) error {

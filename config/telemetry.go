@@ -228,12 +228,20 @@ func (d *dec) otlpMetricExporter(v *yaml.Node, path string, e *OTLPMetricExporte
 			e.Endpoint, err = d.str(vn, kp)
 		case "headers":
 			err = d.headerPairs(vn, kp, headers)
+			if err == nil {
+				err = d.headerValues(vn, kp, "an HTTP header")
+			}
 		case "headers_list":
 			var s string
 			if s, err = d.str(vn, kp); err == nil {
 				list, err = headersList(s)
 				if err != nil {
 					err = d.errf(vn, kp, "%v", err)
+				}
+				for _, v := range list {
+					if err == nil {
+						err = d.headerValue(vn, kp, "an HTTP header", v)
+					}
 				}
 			}
 		case "compression":

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/otelstep/otelstep/pipeline"
+	"github.com/otelstep/otelstep/redact"
 )
 
 // maxReported bounds the skipped lines printed as they are found (and kept
@@ -24,15 +25,12 @@ type output struct {
 	mu       sync.Mutex
 	w        io.Writer
 	terminal bool
-	redact   *strings.Replacer
+	redact   *redact.Redactor
 	bar      bool // a bar is drawn on the current line
 	lastNote time.Time
 }
 
 func (o *output) clean(s string) string {
-	if o.redact == nil {
-		return s
-	}
 	return o.redact.Replace(s)
 }
 
@@ -189,7 +187,7 @@ type Summary struct {
 	// stayed down past the retry budget), or a checkpoint write error.
 	Err error
 
-	redact *strings.Replacer // the token and header values
+	redact *redact.Redactor // the token and header values
 }
 
 // SignalSummary is one signal's part.
@@ -240,10 +238,7 @@ func (s *Summary) OK() bool {
 func (s *Summary) Reason() string {
 	switch {
 	case s.Err != nil:
-		if s.redact != nil {
-			return s.redact.Replace(s.Err.Error())
-		}
-		return s.Err.Error()
+		return s.redact.Replace(s.Err.Error())
 	case s.Stopped:
 		return "stopped before the end; run the same command again to continue"
 	case s.Failures() > 0:

@@ -26,9 +26,11 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/otelstep/otelstep/config"
 	"github.com/otelstep/otelstep/otlpjson"
 	"github.com/otelstep/otelstep/pipeline"
 	"github.com/otelstep/otelstep/ratelimit"
+	"github.com/otelstep/otelstep/redact"
 	"github.com/otelstep/otelstep/resource"
 	"github.com/otelstep/otelstep/sink"
 )
@@ -92,6 +94,10 @@ func (o *Options) selected(s pipeline.Signal) bool {
 
 // ErrNoToken is returned when Options.Token is empty on a replay that sends.
 var ErrNoToken = errors.New("no ingest token")
+
+// ErrBadToken is returned when Options.Token holds what no HTTP header may
+// (a line feed, say): every request would fail.
+var ErrBadToken = errors.New("the ingest token is not a valid header value")
 
 // fileRun is one file's replay: where it starts and its tracker.
 type fileRun struct {
@@ -167,16 +173,11 @@ func prepare(o Options) (*run, error) {
 		o.Client = &http.Client{Transport: http.DefaultTransport.(*http.Transport).Clone()}
 	}
 	r := &run{o: o, lim: ratelimit.New(o.Rate), out: &output{w: o.Progress, terminal: o.Terminal}}
-	var secrets []string
-	if o.Token != "" {
-		secrets = append(secrets, o.Token, "<redacted>")
-	}
+	secrets := []string{o.Token}
 	for _, v := range o.Headers {
-		if v != "" {
-			secrets = append(secrets, v, "<redacted>")
-		}
+		secrets = append(secrets, v)
 	}
-	r.out.redact = strings.NewReplacer(secrets...)
+	r.out.redact = redact.New(secrets...)
 	safeEndpoint := ""
 	if !o.DryRun || o.Endpoint != "" {
 		u, err := url.Parse(o.Endpoint)
@@ -193,10 +194,16 @@ func prepare(o Options) (*run, error) {
 	if !o.DryRun && o.Token == "" {
 		return nil, ErrNoToken
 	}
+	if c := config.DescribeInvalidHeader(o.Token); c != "" {
+		return nil, fmt.Errorf("%w: it holds %s, which no HTTP header may hold (its value is not shown)", ErrBadToken, c)
+	}
 	r.headers = make(map[string]string, len(o.Headers)+1)
 	for k, v := range o.Headers {
 		if strings.EqualFold(k, "Authorization") {
 			return nil, fmt.Errorf("--header %s: the Authorization header is made from the token; do not pass it", k)
+		}
+		if c := config.DescribeInvalidHeader(v); c != "" {
+			return nil, fmt.Errorf("--header %s: the value holds %s, which no HTTP header may hold (the value is not shown)", k, c)
 		}
 		r.headers[k] = v
 	}
@@ -473,7 +480,7 @@ func (r *run) post(sig pipeline.Signal, body []byte) (sink.Result, bool) {
 			return sink.Result{}, false
 		}
 		ctx, cancel := context.WithTimeout(context.WithoutCancel(r.ctx), r.o.Timeout)
-		res := sink.Post(ctx, r.o.Client, sink.Export{Signal: sig, URL: r.urls[sig], Headers: r.headers, Gzip: true, Body: body})
+		res := sink.Post(ctx, r.o.Client, sink.Export{Signal: sig, URL: r.urls[sig], Headers: r.headers, Gzip: true, Body: body, Redact: r.out.redact})
 		cancel()
 		r.stats.requests.Add(1)
 		r.sum.request(sig)

@@ -3,28 +3,32 @@ package service
 import (
 	"context"
 	"log/slog"
-	"strings"
+
+	"github.com/otelstep/otelstep/redact"
 )
 
 // redactHandler replaces secrets in every message and string attribute
 // before a record reaches the real handler: a token must never reach a log
-// line, whatever a component chose to log.
+// line, whatever a component chose to log, in whatever form (package
+// redact).
 type redactHandler struct {
 	next slog.Handler
-	r    *strings.Replacer
+	r    *redact.Redactor
 }
 
 // NewRedactingHandler wraps h so that every secret in a record is shown as
 // <redacted>. With no secrets it returns h.
 func NewRedactingHandler(h slog.Handler, secrets []string) slog.Handler {
-	if len(secrets) == 0 {
+	return RedactingHandler(h, redact.New(secrets...))
+}
+
+// RedactingHandler wraps h so that whatever r hides is shown as
+// <redacted>. With nothing to hide it returns h.
+func RedactingHandler(h slog.Handler, r *redact.Redactor) slog.Handler {
+	if r.Empty() {
 		return h
 	}
-	args := make([]string, 0, 2*len(secrets))
-	for _, s := range secrets {
-		args = append(args, s, "<redacted>")
-	}
-	return &redactHandler{next: h, r: strings.NewReplacer(args...)}
+	return &redactHandler{next: h, r: r}
 }
 
 func (h *redactHandler) Enabled(ctx context.Context, l slog.Level) bool {

@@ -6,9 +6,11 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"maps"
 	"math/rand/v2"
 	"net/http"
 	"net/url"
+	"slices"
 	"sort"
 	"strings"
 	"sync"
@@ -16,6 +18,7 @@ import (
 	"time"
 
 	"github.com/otelstep/otelstep/pipeline"
+	"github.com/otelstep/otelstep/redact"
 	"github.com/otelstep/otelstep/telemetry"
 )
 
@@ -43,6 +46,9 @@ type HTTPOptions struct {
 	// Headers are added to every request. Their values are secrets and are
 	// never logged.
 	Headers map[string]string
+	// Secrets are hidden (as package redact hides them) in what a backend
+	// answers before it is logged, with the header values.
+	Secrets []string
 	// Compression is "gzip" (default) or "none".
 	Compression string
 	// Timeout is per request; default 30s.
@@ -89,6 +95,7 @@ type HTTP struct {
 	client  *http.Client
 	urls    [3]string
 	safeURL [3]string // userinfo redacted, for logs
+	red     *redact.Redactor
 	gzip    bool
 	// encoders are the request encoders (their gzip state is about 1 MB
 	// each), taken for an encode only; encoding takes a slot of encSem
@@ -143,7 +150,7 @@ func NewHTTP(o HTTPOptions) (*HTTP, error) {
 	if o.Name == "" {
 		o.Name = "otlp_http"
 	}
-	h := &HTTP{o: o, client: o.Client}
+	h := &HTTP{o: o, client: o.Client, red: redact.New(append(slices.Clone(o.Secrets), slices.Collect(maps.Values(o.Headers))...)...)}
 	switch strings.ToLower(o.Compression) {
 	case "", "gzip":
 		h.gzip = true
@@ -553,7 +560,7 @@ func (h *HTTP) post(sig pipeline.Signal, body []byte) Result {
 	ctx, cancel := context.WithTimeout(h.runCtx, h.o.Timeout)
 	defer cancel()
 	start := time.Now()
-	res := Post(ctx, h.client, Export{Signal: sig, URL: h.urls[sig], Headers: h.o.Headers, Gzip: h.gzip, Body: body})
+	res := Post(ctx, h.client, Export{Signal: sig, URL: h.urls[sig], Headers: h.o.Headers, Gzip: h.gzip, Body: body, Redact: h.red})
 	h.tel.Requested(time.Since(start))
 	if res.Err != nil && res.Status == 0 && h.runCtx.Err() != nil {
 		// Shutting down past the deadline: not worth another attempt.

@@ -13,6 +13,7 @@ import (
 
 	"github.com/klauspost/compress/gzip"
 	"github.com/otelstep/otelstep/pipeline"
+	"github.com/otelstep/otelstep/redact"
 	collogspb "go.opentelemetry.io/proto/otlp/collector/logs/v1"
 	colmetricspb "go.opentelemetry.io/proto/otlp/collector/metrics/v1"
 	coltracepb "go.opentelemetry.io/proto/otlp/collector/trace/v1"
@@ -157,6 +158,9 @@ type Export struct {
 	Headers map[string]string // values are secrets: never logged
 	Gzip    bool              // Body is gzipped
 	Body    []byte
+	// Redact hides the secrets in what the answer says (its message, an
+	// error), before it is cut to size; nil hides the header values.
+	Redact *redact.Redactor
 }
 
 // Result classifies the answer to one POST.
@@ -173,7 +177,8 @@ type Result struct {
 	Rejected       int64
 	PartialMessage string
 	// Err is nil on 2xx. It names the status and the server's message, and
-	// never holds a header value or URL userinfo.
+	// never holds a header value (nor what Export.Redact hides), in any
+	// form, or URL userinfo.
 	Err error
 }
 
@@ -182,6 +187,10 @@ func (r Result) OK() bool { return r.Err == nil }
 
 // Post sends e once. ctx bounds the whole attempt (use it as the timeout).
 func Post(ctx context.Context, c *http.Client, e Export) Result {
+	red := e.Redact
+	if red == nil {
+		red = headerRedactor(e.Headers)
+	}
 	// The transport may go on reading the body after the response came
 	// back (a backend that answers before it has read it all), until it
 	// closes the body, so Post waits for every body it handed out to be
@@ -203,7 +212,7 @@ func Post(ctx context.Context, c *http.Client, e Export) Result {
 	req, err := http.NewRequestWithContext(ctx, http.MethodPost, e.URL, body)
 	if err != nil {
 		body.Close() // no transport took it
-		return Result{Err: redactErr(err)}
+		return Result{Err: red.Error(redactErr(err))}
 	}
 	req.ContentLength = int64(len(e.Body))
 	req.GetBody = func() (io.ReadCloser, error) { return newBody(), nil } // for the transport's retries
@@ -217,17 +226,17 @@ func Post(ctx context.Context, c *http.Client, e Export) Result {
 	}
 	resp, err := c.Do(req)
 	if err != nil {
-		return Result{Retryable: true, Err: redactErr(err)}
+		return Result{Retryable: true, Err: red.Error(redactErr(err))}
 	}
 	defer resp.Body.Close()
 	data, _ := io.ReadAll(io.LimitReader(resp.Body, 64<<10))
 	_, _ = io.Copy(io.Discard, io.LimitReader(resp.Body, 1<<20)) // allow connection reuse
 	if resp.StatusCode >= 200 && resp.StatusCode < 300 {
 		r := Result{Status: resp.StatusCode}
-		r.Rejected, r.PartialMessage = partialSuccess(e.Signal, resp, data)
+		r.Rejected, r.PartialMessage = partialSuccess(e.Signal, resp, data, red)
 		return r
 	}
-	r := Result{Status: resp.StatusCode, Err: fmt.Errorf("HTTP %d%s", resp.StatusCode, statusMessage(resp, data))}
+	r := Result{Status: resp.StatusCode, Err: fmt.Errorf("HTTP %d%s", resp.StatusCode, statusMessage(resp, data, red))}
 	switch {
 	case resp.StatusCode == http.StatusTooManyRequests,
 		resp.StatusCode >= 500 && resp.StatusCode != http.StatusNotImplemented && resp.StatusCode != http.StatusHTTPVersionNotSupported:
@@ -256,9 +265,27 @@ func isProto(resp *http.Response) bool {
 	return strings.HasPrefix(ct, "application/x-protobuf") || strings.HasPrefix(ct, "application/protobuf")
 }
 
+// headerRedactor hides header values: what an Export without a Redactor
+// must not let through.
+func headerRedactor(h map[string]string) *redact.Redactor {
+	if len(h) == 0 {
+		return nil
+	}
+	vs := make([]string, 0, len(h))
+	for _, v := range h {
+		vs = append(vs, v)
+	}
+	return redact.New(vs...)
+}
+
+// maxMessage bounds a backend's message quoted in an error, once redacted.
+const maxMessage = 256
+
 // statusMessage returns ": <message>" from a google.rpc.Status body, or a
-// truncated plain-text body, or "".
-func statusMessage(resp *http.Response, data []byte) string {
+// plain-text body, redacted, then cut to maxMessage, or "". Redacted first:
+// cut first, a secret at the cut would be too short to recognise and a
+// piece of it would be left.
+func statusMessage(resp *http.Response, data []byte, red *redact.Redactor) string {
 	if len(data) == 0 {
 		return ""
 	}
@@ -271,7 +298,7 @@ func statusMessage(resp *http.Response, data []byte) string {
 	if msg == "" {
 		return ""
 	}
-	return ": " + truncate(msg, 256)
+	return ": " + truncate(red.Replace(msg), maxMessage)
 }
 
 func truncate(s string, n int) string {
@@ -306,7 +333,7 @@ func decodeStatusMessage(b []byte) string {
 }
 
 // partialSuccess decodes a 2xx protobuf answer's partial_success.
-func partialSuccess(sig pipeline.Signal, resp *http.Response, data []byte) (rejected int64, msg string) {
+func partialSuccess(sig pipeline.Signal, resp *http.Response, data []byte, red *redact.Redactor) (rejected int64, msg string) {
 	if len(data) == 0 || !isProto(resp) {
 		return 0, ""
 	}
@@ -330,7 +357,7 @@ func partialSuccess(sig pipeline.Signal, resp *http.Response, data []byte) (reje
 		}
 		rejected, msg = r.GetPartialSuccess().GetRejectedLogRecords(), r.GetPartialSuccess().GetErrorMessage()
 	}
-	return rejected, truncate(msg, 256)
+	return rejected, truncate(red.Replace(msg), maxMessage)
 }
 
 // parseRetryAfter parses delay-seconds or an HTTP date; 0 if absent/invalid.

@@ -117,6 +117,9 @@ func runReplay(args []string, stdout, stderr io.Writer) int {
 	}()
 
 	sum, err := replay.Run(ctx, o)
+	if errors.Is(err, replay.ErrBadToken) {
+		err = fmt.Errorf("the variable %s: %w", *tokenEnv, err)
+	}
 	if err != nil {
 		fmt.Fprintf(stderr, "otelstep replay: %v\n", err)
 		if errors.Is(err, replay.ErrNoToken) {

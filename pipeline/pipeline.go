@@ -243,10 +243,9 @@ func (f ConsumerFunc) Consume(ctx context.Context, b *Batch) error { return f(ct
 //
 // Why: a job's targets are scraped in one instant, and the batch processor
 // sent the round's remainder at its timeout, 200 ms later, when the
-// process had gone idle: a wake-up of its own on a process whose cost is
-// mostly waking up (bench/README.md). Sent at the end of the round: 4%
-// more samples per CPU-second on the 84-target mix, the mean of eleven
-// pairs of builds run at once (−3% to +12%).
+// process had gone idle: a wake-up of its own, for a process whose cost at
+// a job's load is mostly waking up. Sent at the end of the round, the
+// round's data leaves with the round.
 type Flusher interface {
 	Flush(ctx context.Context)
 }

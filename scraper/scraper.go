@@ -356,7 +356,7 @@ func (l *loop) run(ctx context.Context) {
 // transition of the process costs the Go scheduler's spinning threads and
 // sysmon's short sleeps a burst of context switches, which on a VM cost
 // more than converting the page (30 targets each in its own phase used
-// twice the CPU of the same targets in three phases, see bench/README.md).
+// twice the CPU of the same targets in three phases).
 // So a job's targets are scraped in the same instant, which also puts their
 // samples at the same timestamps; jobs stay spread, and a job of many
 // targets is split into groups so that one instant's burst stays bounded.

@@ -33,15 +33,7 @@ func (s *Service) healthHandler(w http.ResponseWriter, r *http.Request) {
 	}
 	w.WriteHeader(code)
 	fmt.Fprintf(w, `{"status":%q,"state":%q,"upSince":%q,"uptime":%q}`+"\n", msg, st, s.started.Format(time.RFC3339Nano), time.Since(s.started).Round(time.Millisecond))
-	if code == http.StatusOK {
-		s.answeredOnce.Do(func() { close(s.answered) })
-	}
 }
-
-// HealthAnswered is closed once the health endpoint has answered that the
-// service is running: whatever waits for it is off the path of a
-// supervisor waiting for the job's collector to come up.
-func (s *Service) HealthAnswered() <-chan struct{} { return s.answered }
 
 // metricsHandler serves otelstep's own metrics beside the health endpoint,
 // in the Prometheus text format, so that a job (or the embedded default

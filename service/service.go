@@ -39,10 +39,6 @@ type Service struct {
 
 	state   atomic.Int32
 	started time.Time
-	// answered is closed once the health endpoint has answered 200
-	// (HealthAnswered).
-	answered     chan struct{}
-	answeredOnce sync.Once
 
 	scrapers  []*scraper.Manager
 	receivers []*otlpin.Receiver
@@ -67,7 +63,7 @@ type Service struct {
 
 // New builds every component of cfg without starting any.
 func New(cfg *config.Config, log *slog.Logger) (*Service, error) {
-	s := &Service{cfg: cfg, log: log, started: time.Now(), stopTimeout: StopTimeout, answered: make(chan struct{}), connectors: map[string]*spanmetrics.Connector{}}
+	s := &Service{cfg: cfg, log: log, started: time.Now(), stopTimeout: StopTimeout, connectors: map[string]*spanmetrics.Connector{}}
 	tel, err := telemetry.New(cfg.Service.Telemetry, telemetry.Options{Logger: log, Start: s.started})
 	if err != nil {
 		return nil, fmt.Errorf("service.telemetry.metrics: %w", err)
@@ -390,21 +386,6 @@ func (s *Service) Run(ctx context.Context, ready chan<- struct{}) error {
 	stopCtx, cancel := context.WithTimeout(context.Background(), s.stopTimeout)
 	defer cancel()
 	return s.stop(stopCtx)
-}
-
-// WaitFirstScrapes waits until every scrape target has had its first scrape
-// delivered (at once for a config without targets; see
-// scraper.Manager.FirstScrapesDone) or ctx is done, and reports whether
-// they were.
-func (s *Service) WaitFirstScrapes(ctx context.Context) bool {
-	for _, m := range s.scrapers {
-		select {
-		case <-m.FirstScrapesDone():
-		case <-ctx.Done():
-			return false
-		}
-	}
-	return true
 }
 
 func (s *Service) start(ctx context.Context) error {

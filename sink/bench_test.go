@@ -192,8 +192,8 @@ func encodeProto(re *requestEncoder, msg proto.Message, gz bool, out *bytes.Buff
 // otelstep, without the sockets: the receipt decode (which copies the body,
 // as a receiver's read does), the JSONL encoding and the gzipped protobuf
 // of a 100-span request shaped like the load generator's. It allocates as
-// the process does, so the GC runs as it does there (see bench/README.md,
-// "Counting instructions").
+// the process does, so the GC runs as it does there: compare two forms of
+// the path by instructions ("Counting instructions" in bench/README.md).
 func BenchmarkReceivedTraces(b *testing.B) {
 	body, _ := proto.Marshal(&coltracepb.ExportTraceServiceRequest{ResourceSpans: randomSpans(100).Traces})
 	benchReceived(b, pipeline.Traces, body, 100)

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"testing"
+	"testing/synctest"
 	"time"
 
 	"github.com/otelstep/otelstep/pipeline"
@@ -154,31 +155,35 @@ func TestBatcherTimerFlushRetriesUntilAccepted(t *testing.T) {
 	waitFor(t, 3*time.Second, func() bool { return len(rec.got()) == 1 }, "timer flush after refusals")
 }
 
+// In a synctest bubble (here and below) the sleeps are the fake clock's:
+// the timer flush has happened when they end, however busy the machine.
 func TestBatcherConsumeHonoursCtxWhileFlushBlocks(t *testing.T) {
-	block := make(chan struct{})
-	next := pipeline.ConsumerFunc(func(ctx context.Context, _ *pipeline.Batch) error {
-		select {
-		case <-block:
-			return nil
-		case <-ctx.Done():
-			return pipeline.ErrFull
+	synctest.Test(t, func(t *testing.T) {
+		block := make(chan struct{})
+		next := pipeline.ConsumerFunc(func(ctx context.Context, _ *pipeline.Batch) error {
+			select {
+			case <-block:
+				return nil
+			case <-ctx.Done():
+				return pipeline.ErrFull
+			}
+		})
+		b := NewBatcher(BatchOptions{SendBatchSize: 100, Timeout: 5 * time.Millisecond}, next)
+		_ = b.Start(context.Background())
+		_ = b.Consume(context.Background(), metricsBatch("a", 1))
+		time.Sleep(30 * time.Millisecond) // the timer flush is now blocked in next
+		start := time.Now()
+		if err := b.Consume(ctxT(50*time.Millisecond), metricsBatch("b", 1)); !errors.Is(err, pipeline.ErrFull) {
+			t.Fatalf("got %v, want ErrFull", err)
+		}
+		if el := time.Since(start); el != 50*time.Millisecond {
+			t.Fatalf("Consume returned after %v, want its context's 50ms", el)
+		}
+		close(block)
+		if err := b.Shutdown(ctxT(time.Second)); err != nil {
+			t.Fatal(err)
 		}
 	})
-	b := NewBatcher(BatchOptions{SendBatchSize: 100, Timeout: 5 * time.Millisecond}, next)
-	_ = b.Start(context.Background())
-	_ = b.Consume(context.Background(), metricsBatch("a", 1))
-	time.Sleep(30 * time.Millisecond) // the timer flush is now blocked in next
-	start := time.Now()
-	if err := b.Consume(ctxT(50*time.Millisecond), metricsBatch("b", 1)); !errors.Is(err, pipeline.ErrFull) {
-		t.Fatalf("got %v, want ErrFull", err)
-	}
-	if time.Since(start) > time.Second {
-		t.Fatal("Consume ignored ctx")
-	}
-	close(block)
-	if err := b.Shutdown(ctxT(time.Second)); err != nil {
-		t.Fatal(err)
-	}
 }
 
 // A flush hint (pipeline.Flusher) sends what is pending at once, in order,
@@ -218,22 +223,24 @@ func TestBatcherFlushHint(t *testing.T) {
 // timer set for it: the process is not woken at that timeout to find
 // nothing to send.
 func TestBatcherNoTimerLeftAfterFlush(t *testing.T) {
-	rec := &recorder{}
-	b := NewBatcher(BatchOptions{SendBatchSize: 4, Timeout: 40 * time.Millisecond}, rec)
-	_ = b.Start(context.Background())
-	defer b.Shutdown(ctxT(time.Second))
-	_ = b.Consume(context.Background(), metricsBatch("a", 1))
-	time.Sleep(5 * time.Millisecond) // the timer is set for a
-	pipeline.Flush(context.Background(), b)
-	time.Sleep(100 * time.Millisecond)
-	_ = b.Consume(context.Background(), metricsBatch("b", 1))
-	time.Sleep(5 * time.Millisecond)
-	_ = b.Consume(context.Background(), metricsBatch("c", 3)) // b and c sent at their size
-	time.Sleep(100 * time.Millisecond)
-	if n := len(rec.got()); n != 2 {
-		t.Fatalf("%d batches sent, want 2", n)
-	}
-	if n := b.idleWakes.Load(); n != 0 {
-		t.Fatalf("the timer fired %d times with nothing pending", n)
-	}
+	synctest.Test(t, func(t *testing.T) {
+		rec := &recorder{}
+		b := NewBatcher(BatchOptions{SendBatchSize: 4, Timeout: 40 * time.Millisecond}, rec)
+		_ = b.Start(context.Background())
+		defer b.Shutdown(ctxT(time.Second))
+		_ = b.Consume(context.Background(), metricsBatch("a", 1))
+		time.Sleep(5 * time.Millisecond) // the timer is set for a
+		pipeline.Flush(context.Background(), b)
+		time.Sleep(100 * time.Millisecond)
+		_ = b.Consume(context.Background(), metricsBatch("b", 1))
+		time.Sleep(5 * time.Millisecond)
+		_ = b.Consume(context.Background(), metricsBatch("c", 3)) // b and c sent at their size
+		time.Sleep(100 * time.Millisecond)
+		if n := len(rec.got()); n != 2 {
+			t.Fatalf("%d batches sent, want 2", n)
+		}
+		if n := b.idleWakes.Load(); n != 0 {
+			t.Fatalf("the timer fired %d times with nothing pending", n)
+		}
+	})
 }

@@ -199,7 +199,9 @@ func TestHTTPQueueFullDropsOldest(t *testing.T) {
 		if err := h.Enqueue(context.Background(), metricsBatch(fmt.Sprint(i), 1)); err != nil {
 			t.Fatal(err)
 		}
-		if time.Since(start) > 100*time.Millisecond {
+		// Blocked, it would wait for ever: nothing drains the queue
+		// before Start. The bound is for a busy machine.
+		if time.Since(start) > 10*time.Second {
 			t.Fatal("Enqueue blocked")
 		}
 	}
@@ -317,7 +319,11 @@ func TestHTTPShutdownDuringEnqueues(t *testing.T) {
 	}
 	shut := make(chan error, 1)
 	go func() { shut <- h.Shutdown(ctxT(10 * time.Second)) }()
-	time.Sleep(50 * time.Millisecond) // Shutdown has begun
+	for begun := false; !begun; time.Sleep(time.Millisecond) { // Shutdown has begun
+		h.mu.Lock()
+		begun = h.stopping
+		h.mu.Unlock()
+	}
 	if err := h.Enqueue(context.Background(), metricsBatch("late", 1)); !errors.Is(err, pipeline.ErrStopped) {
 		t.Fatalf("Enqueue after Shutdown began: %v, want ErrStopped", err)
 	}

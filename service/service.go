@@ -32,6 +32,11 @@ import (
 // 30 s after SIGTERM before it kills the step.
 const StopTimeout = 28 * time.Second
 
+// ErrStart is what Run's error wraps when the service could not start (a
+// port in use, say): a setup error like a refused config, not a failure of
+// a run.
+var ErrStart = errors.New("cannot start")
+
 // Service is one running otelstep.
 type Service struct {
 	cfg *config.Config
@@ -367,13 +372,14 @@ func cloneBatch(b *pipeline.Batch) *pipeline.Batch {
 }
 
 // Run starts everything, serves until ctx is done, then stops in order
-// within StopTimeout. ready, if not nil, is closed once healthy.
+// within StopTimeout. ready, if not nil, is closed once healthy. When the
+// start fails, what was started is stopped and the error wraps ErrStart.
 func (s *Service) Run(ctx context.Context, ready chan<- struct{}) error {
 	if err := s.start(ctx); err != nil {
 		stopCtx, cancel := context.WithTimeout(context.Background(), s.stopTimeout)
 		defer cancel()
 		s.stop(stopCtx)
-		return err
+		return fmt.Errorf("%w: %w", ErrStart, err)
 	}
 	s.state.Store(int32(running))
 	s.log.Info("otelstep running", "startup", time.Since(s.started).Round(time.Microsecond).String(),

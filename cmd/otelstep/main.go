@@ -35,7 +35,7 @@ var defaultConfig []byte
 const (
 	exitOK      = 0
 	exitFailure = 1
-	exitUsage   = 2 // bad flags or a config that is refused
+	exitUsage   = 2 // bad flags, a config that is refused, or a setup that fails (a port in use, a path that cannot be written)
 )
 
 func main() {
@@ -136,8 +136,10 @@ func serve(cfg *config.Config, stderr io.Writer) int {
 	log.Info("otelstep starting", "GOMAXPROCS", procs, "GOGC", gogc)
 	svc, err := service.New(cfg, log)
 	if err != nil {
+		// A setup error, like a refused config: a JSONL path that cannot
+		// be written, say.
 		log.Error("cannot build pipelines", "err", err)
-		return exitFailure
+		return exitUsage
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
@@ -152,6 +154,11 @@ func serve(cfg *config.Config, stderr io.Writer) int {
 		os.Exit(exitFailure)
 	}()
 	if err := svc.Run(ctx, nil); err != nil {
+		if errors.Is(err, service.ErrStart) {
+			// A port in use, say: a setup error like a refused config.
+			log.Error("otelstep could not start", "err", err)
+			return exitUsage
+		}
 		log.Error("otelstep stopped with errors", "err", err)
 		return exitFailure
 	}

@@ -172,8 +172,12 @@ type Summary struct {
 	Bytes int64 // read
 	// AlreadySent counts lines a checkpoint says an earlier run sent.
 	AlreadySent int64
-	// SkippedEarlier counts lines earlier runs reported and skipped.
+	// SkippedEarlier counts lines earlier runs reported and skipped: never
+	// sent, so a run over them is not OK either.
 	SkippedEarlier int
+	// Pending counts last lines of files with no newline yet (being
+	// written): neither sent nor skipped, left for the next run.
+	Pending int
 	// Problems are the first skipped lines, as FILE:LINE: reason;
 	// Problems+MoreProblems is their number.
 	Problems     []string
@@ -220,9 +224,10 @@ func (s *Summary) Failures() int64 {
 }
 
 // OK reports that everything read was sent: no error, no stop, no line
-// skipped, nothing rejected.
+// skipped, now or by an earlier run, nothing rejected. A last line still
+// being written (Pending) is not read yet.
 func (s *Summary) OK() bool {
-	if s.Err != nil || s.Stopped || s.Failures() > 0 {
+	if s.Err != nil || s.Stopped || s.Failures() > 0 || s.SkippedEarlier > 0 {
 		return false
 	}
 	for _, ss := range s.Signals {
@@ -243,6 +248,8 @@ func (s *Summary) Reason() string {
 		return "stopped before the end; run the same command again to continue"
 	case s.Failures() > 0:
 		return fmt.Sprintf("%d lines were skipped (listed above)", s.Failures())
+	case s.SkippedEarlier > 0:
+		return fmt.Sprintf("%d lines were skipped by earlier runs (listed by them) and never sent", s.SkippedEarlier)
 	}
 	for _, ss := range s.Signals {
 		if ss.Rejected > 0 {
@@ -279,6 +286,9 @@ func (s *Summary) Write(w io.Writer) {
 	if s.SkippedEarlier > 0 {
 		fmt.Fprintf(w, "  %d lines were skipped by earlier runs\n", s.SkippedEarlier)
 	}
+	if s.Pending > 0 {
+		fmt.Fprintf(w, "  %d files end in a line with no newline yet (being written): left for the next run\n", s.Pending)
+	}
 	if s.MoreProblems > 0 {
 		fmt.Fprintf(w, "  (%d more skipped lines not listed)\n", s.MoreProblems)
 	}
@@ -289,7 +299,7 @@ func skippedText(m map[string]int64) string {
 		return ""
 	}
 	var parts []string
-	for _, k := range []string{reasonCorrupt, reasonTruncated, reasonRejected, reasonNotOTLP, reasonTooLong, reasonBlank, reasonFiltered} {
+	for _, k := range []string{reasonCorrupt, reasonRejected, reasonNotOTLP, reasonTooLong, reasonBlank, reasonFiltered} {
 		if v := m[k]; v > 0 {
 			parts = append(parts, fmt.Sprintf("%d %s", v, k))
 		}

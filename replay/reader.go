@@ -15,9 +15,6 @@ import (
 type line struct {
 	no   int    // 1-based line number in its file
 	data []byte // without the newline
-	// truncated: the file ended without a newline after it (the writer was
-	// killed mid-line, or is still writing).
-	truncated bool
 }
 
 // chunk is a run of consecutive lines of one file and one signal, sent as
@@ -35,6 +32,9 @@ type chunk struct {
 	// noteSigs[i] is notes[i]'s signal when it has one.
 	noteSigs []pipeline.Signal
 	bytes    int64 // of the lines' data, for the batch size limit
+	// big: its line is longer than the batch size limit, and the chunk
+	// holds run.big until it is processed.
+	big bool
 }
 
 // problem is one line that is skipped, and why.
@@ -57,7 +57,6 @@ func (p problem) String() string {
 // Reasons a line is skipped, as the summary counts them.
 const (
 	reasonCorrupt   = "corrupt"
-	reasonTruncated = "truncated"
 	reasonNotOTLP   = "not an OTLP export request"
 	reasonTooLong   = "line too long"
 	reasonRejected  = "rejected by the backend"
@@ -74,9 +73,9 @@ type lineReader struct {
 	buf []byte
 }
 
-// next returns the next line's bytes (valid until the next call), its start
-// offset, whether it ended with a newline, and whether it was longer than
-// max (then data is nil). io.EOF when nothing is left.
+// next returns the next line's bytes (valid until the next call, or take),
+// its start offset, whether it ended with a newline, and whether it was
+// longer than max (then data is nil). io.EOF when nothing is left.
 func (lr *lineReader) next() (data []byte, start int64, newline, tooLong bool, err error) {
 	start = lr.off
 	lr.buf = lr.buf[:0]
@@ -110,6 +109,12 @@ func (lr *lineReader) next() (data []byte, start int64, newline, tooLong bool, e
 			return nil, start, false, false, err
 		}
 	}
+}
+
+// take hands over the buffer the last line was read into: a long line is
+// kept as read rather than copied.
+func (lr *lineReader) take() {
+	lr.buf = nil
 }
 
 // sniff tells the signal of an export request from its first key, without
@@ -199,6 +204,15 @@ func (r *run) readFile(fr *fileRun, emit func(*chunk) bool) error {
 			flush()
 			return fmt.Errorf("%s:%d: %w", fr.in.path, lineNo+1, err)
 		}
+		if !newline {
+			// The last line has no newline yet: its writer is still
+			// writing it (or was killed mid-line, and its next start
+			// ends it with one). Neither sent nor skipped: the checkpoint
+			// stays before it, and the next run reads it whole.
+			r.pending++
+			r.out.line(fmt.Sprintf("%s:%d: the last line has no newline yet (%d bytes, still being written?): left for the next run", fr.in.path, lineNo+1, lr.off-start))
+			break
+		}
 		lineNo++
 		size := lr.off - start
 		r.stats.bytes.Add(size)
@@ -216,8 +230,6 @@ func (r *run) readFile(fr *fileRun, emit func(*chunk) bool) error {
 			var ok bool
 			sig, ok = sniff(data)
 			switch {
-			case !ok && !newline:
-				note = &problem{reason: reasonTruncated, detail: fmt.Sprintf("the file ends mid-line (%d bytes, no newline)", len(data))}
 			case !ok:
 				note = &problem{reason: reasonNotOTLP, detail: "its first key is not resourceMetrics, resourceSpans or resourceLogs"}
 			case !r.o.selected(sig):
@@ -248,11 +260,27 @@ func (r *run) readFile(fr *fileRun, emit func(*chunk) bool) error {
 				return nil
 			}
 		}
+		big := len(data) > r.o.BatchBytes
+		if big && cur != nil && !flush() { // a chunk of its own (and of notes after it)
+			return nil
+		}
 		if cur == nil {
 			cur = &chunk{file: fr, sig: sig, span: span{Start: start, FirstLine: lineNo}}
 		}
+		if big {
+			// Decoded and sent one at a time: wait for the one before.
+			select {
+			case r.big <- struct{}{}:
+				cur.big = true
+			case <-r.ctx.Done():
+				return nil
+			}
+			lr.take()
+		} else {
+			data = bytes.Clone(data)
+		}
 		cur.sig = sig
-		cur.lines = append(cur.lines, line{no: lineNo, data: bytes.Clone(data), truncated: !newline})
+		cur.lines = append(cur.lines, line{no: lineNo, data: data})
 		cur.bytes += int64(len(data))
 		cur.span.End, cur.span.Lines = lr.off, lineNo-cur.span.FirstLine+1
 	}

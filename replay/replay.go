@@ -53,11 +53,16 @@ type Options struct {
 	Signals []pipeline.Signal
 	// Rate caps requests per second (retries included); 0 means no cap.
 	Rate float64
-	// BatchBytes bounds the JSON bytes of the lines in one request (a longer
-	// line goes alone); default 4 MiB, about 1.5 MiB of protobuf.
+	// BatchBytes bounds the JSON bytes of the lines in one request; default
+	// 4 MiB, about 1.5 MiB of protobuf. A longer line is sent in requests
+	// of about that much each, split by resource, scope and metric points
+	// (otelstep's line of a scrape of a million series is 169 MB, in one
+	// resource), one such line at a time; once begun, it is sent whole
+	// even when the replay is stopping (a second signal cuts it short: it
+	// is then sent again on resume).
 	BatchBytes int
 	// MaxLineBytes is the longest line read; longer ones are reported and
-	// skipped without being held in memory. Default 64 MiB.
+	// skipped without being held in memory. Default DefaultMaxLineBytes.
 	MaxLineBytes int
 	// Concurrency is the number of requests in flight (and of decoders);
 	// default 4.
@@ -92,6 +97,10 @@ func (o *Options) selected(s pipeline.Signal) bool {
 	return false
 }
 
+// DefaultMaxLineBytes is Options.MaxLineBytes unset: room for otelstep's
+// own lines, which hold a whole scrape (169 MB at a million series).
+const DefaultMaxLineBytes = 1 << 30
+
 // ErrNoToken is returned when Options.Token is empty on a replay that sends.
 var ErrNoToken = errors.New("no ingest token")
 
@@ -116,10 +125,20 @@ type run struct {
 
 	ctx    context.Context // cancelled on a stop or a fatal error
 	cancel context.CancelCauseFunc
+	// failed is cancelled on a fatal error only: the rest of a line sent
+	// in pieces goes on under it when the replay is stopping.
+	failed     context.Context
+	failCancel context.CancelCauseFunc
+	// big is held by the one line longer than BatchBytes being sent (and
+	// the one read next, waiting): such lines are decoded one at a time.
+	big chan struct{}
 
 	stats progressStats
 	sum   summaryBuilder
 	out   *output
+	// pending counts the last lines of files that have no newline yet
+	// (readFile), left for the next run; only the reader writes it.
+	pending int
 }
 
 // Run replays o.Paths. The error is for what stops a replay before it
@@ -140,7 +159,7 @@ func prepare(o Options) (*run, error) {
 		o.BatchBytes = 4 << 20
 	}
 	if o.MaxLineBytes <= 0 {
-		o.MaxLineBytes = 64 << 20
+		o.MaxLineBytes = DefaultMaxLineBytes
 	}
 	if o.Concurrency <= 0 {
 		o.Concurrency = 4
@@ -172,7 +191,7 @@ func prepare(o Options) (*run, error) {
 	if o.Client == nil {
 		o.Client = &http.Client{Transport: http.DefaultTransport.(*http.Transport).Clone()}
 	}
-	r := &run{o: o, lim: ratelimit.New(o.Rate), out: &output{w: o.Progress, terminal: o.Terminal}}
+	r := &run{o: o, lim: ratelimit.New(o.Rate), out: &output{w: o.Progress, terminal: o.Terminal}, big: make(chan struct{}, 1)}
 	secrets := []string{o.Token}
 	for _, v := range o.Headers {
 		secrets = append(secrets, v)
@@ -266,6 +285,8 @@ func prepare(o Options) (*run, error) {
 func (r *run) run(parent context.Context) *Summary {
 	r.ctx, r.cancel = context.WithCancelCause(parent)
 	defer r.cancel(nil)
+	r.failed, r.failCancel = context.WithCancelCause(context.WithoutCancel(parent))
+	defer r.failCancel(nil)
 	r.sum.init()
 	r.stats.started = time.Now()
 
@@ -276,10 +297,12 @@ func (r *run) run(parent context.Context) *Summary {
 		go func() {
 			defer wg.Done()
 			for c := range chunks {
-				if r.ctx.Err() != nil {
-					continue // stopping: not done, a resume sends it
+				if r.ctx.Err() == nil {
+					r.process(c)
+				} // else stopping: not done, a resume sends it
+				if c.big {
+					<-r.big
 				}
-				r.process(c)
 			}
 		}()
 	}
@@ -327,13 +350,14 @@ func (r *run) run(parent context.Context) *Summary {
 	}
 	s.Stopped = parent.Err() != nil
 	s.redact = r.out.redact
+	s.Pending = r.pending
 	r.out.clearBar()
 	return s
 }
 
 // fail stops the replay for a reason that would fail every later request
 // too (the backend refuses the token, stays down past the retry budget).
-func (r *run) fail(err error) { r.cancel(err) }
+func (r *run) fail(err error) { r.cancel(err); r.failCancel(err) }
 
 // process decodes one chunk, sends it and marks it done, unless the replay
 // is stopping or failed (then the chunk stays undone for a resume).
@@ -349,11 +373,67 @@ func (r *run) process(c *chunk) {
 	skipped += bad
 	if len(ranges) > 0 {
 		resource.Stamp(b, "Authorization", r.o.Token)
-		if !r.deliver(c, b, ranges, &skipped) {
+		delivered := false
+		if !r.o.DryRun && len(c.lines) == 1 && len(c.lines[0].data) > r.o.BatchBytes && b.Items() > 1 {
+			delivered = r.deliverPieces(c, b, ranges[0].no, len(c.lines[0].data), &skipped)
+		} else {
+			delivered = r.deliver(r.ctx, c, b, ranges, &skipped)
+		}
+		if !delivered {
 			return
 		}
 	}
 	c.file.tr.done(c.span, skipped)
+}
+
+// deliverPieces sends b, the one line no of lineBytes bytes of JSON, in
+// requests of about BatchBytes of it each, and reports whether it is done
+// (sent, or reported and skipped): false means the replay failed, or was
+// stopped before the first piece went. Once a piece is sent the rest
+// follow, stopping or not, so that a resume need not send the line again.
+// Pieces the backend calls bad are reported, the line skipped once.
+func (r *run) deliverPieces(c *chunk, b *pipeline.Batch, no, lineBytes int, skipped *int) bool {
+	items := b.Items()
+	per := max(1, int(int64(items)*int64(r.o.BatchBytes)/int64(lineBytes)))
+	n := (items + per - 1) / per
+	buf := bufPool.Get().(*bytes.Buffer)
+	defer bufPool.Put(buf)
+	ctx := r.ctx
+	var bad []string
+	for i, rest := 1, b; rest != nil; i++ {
+		var p *pipeline.Batch
+		p, rest = sink.SplitBatch(rest, per)
+		if err := sink.EncodeRequest(p, true, buf); err != nil {
+			r.fail(fmt.Errorf("%s:%d: encoding: %w", c.file.in.path, no, err))
+			return false
+		}
+		res, ok := r.post(ctx, p.Signal, buf.Bytes())
+		if !ok {
+			return false
+		}
+		ctx = r.failed // a piece went: the rest follow
+		switch {
+		case res.OK():
+			r.sum.sent(p, res.Rejected)
+			r.stats.items.Add(int64(p.Items()))
+			if res.Rejected > 0 {
+				r.out.line(fmt.Sprintf("%s:%d (part %d of %d): the backend took the request but rejected %d items: %s",
+					c.file.in.path, no, i, n, res.Rejected, res.PartialMessage))
+			}
+		case res.Status == http.StatusBadRequest || res.Status == http.StatusRequestEntityTooLarge:
+			bad = append(bad, fmt.Sprintf("part %d of %d: %v", i, n, res.Err))
+		default:
+			r.fail(fmt.Errorf("the backend refused a request (%s:%d part %d of %d, %s): %w; check --endpoint and the token",
+				c.file.in.path, no, i, n, b.Signal, res.Err))
+			return false
+		}
+	}
+	if len(bad) > 0 {
+		detail := fmt.Sprintf("%d of the %d requests it was sent in: %s", len(bad), n, bad[0])
+		r.sum.skip(b.Signal, problem{file: c.file.in.path, line: no, reason: reasonRejected, detail: detail, hasSig: true}, true, r.out)
+		*skipped++
+	}
+	return true
 }
 
 // lineRange is the resources [from, to) of b that line no decoded to.
@@ -391,9 +471,6 @@ func (r *run) decode(c *chunk) (*pipeline.Batch, []lineRange, int) {
 		r.sum.line(c.sig)
 		if err != nil {
 			p := problem{file: c.file.in.path, line: l.no, reason: reasonCorrupt, detail: err.Error(), hasSig: true}
-			if l.truncated {
-				p.reason, p.detail = reasonTruncated, fmt.Sprintf("the file ends mid-line (%d bytes, no newline): %v", len(l.data), err)
-			}
 			r.sum.skip(c.sig, p, true, r.out)
 			bad++
 			continue
@@ -424,7 +501,7 @@ var bufPool = sync.Pool{New: func() any { return new(bytes.Buffer) }}
 // deliver sends b (the lines in ranges) and reports whether it is done:
 // sent, or rejected as bad and skipped line by line. false means the replay
 // is stopping or failed, and the lines stay unsent.
-func (r *run) deliver(c *chunk, b *pipeline.Batch, ranges []lineRange, skipped *int) bool {
+func (r *run) deliver(ctx context.Context, c *chunk, b *pipeline.Batch, ranges []lineRange, skipped *int) bool {
 	if r.o.DryRun {
 		r.sum.sent(b, 0)
 		return true
@@ -436,7 +513,7 @@ func (r *run) deliver(c *chunk, b *pipeline.Batch, ranges []lineRange, skipped *
 		r.fail(fmt.Errorf("%s:%d: encoding: %w", c.file.in.path, ranges[0].no, err))
 		return false
 	}
-	res, ok := r.post(b.Signal, buf.Bytes())
+	res, ok := r.post(ctx, b.Signal, buf.Bytes())
 	if !ok {
 		return false
 	}
@@ -461,26 +538,27 @@ func (r *run) deliver(c *chunk, b *pipeline.Batch, ranges []lineRange, skipped *
 	}
 	// Find the bad lines: send each line on its own.
 	for _, lr := range ranges {
-		if !r.deliver(c, sub(b, lr.from, lr.to), []lineRange{{no: lr.no, from: 0, to: lr.to - lr.from}}, skipped) {
+		if !r.deliver(ctx, c, sub(b, lr.from, lr.to), []lineRange{{no: lr.no, from: 0, to: lr.to - lr.from}}, skipped) {
 			return false
 		}
 	}
 	return true
 }
 
-// post sends one body with retries. ok is false when the replay is stopping
-// or failed (retries exhausted: then it fails the replay). A stop does not
-// cut a request in flight: it may have reached the backend, and only its
-// answer says whether its lines are done.
-func (r *run) post(sig pipeline.Signal, body []byte) (sink.Result, bool) {
+// post sends one body with retries. ok is false when ctx is done (the
+// replay is stopping or failed) or the replay failed (retries exhausted:
+// then it fails the replay). A stop does not cut a request in flight: it
+// may have reached the backend, and only its answer says whether its lines
+// are done.
+func (r *run) post(ctx context.Context, sig pipeline.Signal, body []byte) (sink.Result, bool) {
 	start := time.Now()
 	interval := r.o.Retry.InitialInterval
 	for {
-		if err := r.lim.Wait(r.ctx); err != nil {
+		if err := r.lim.Wait(ctx); err != nil {
 			return sink.Result{}, false
 		}
-		ctx, cancel := context.WithTimeout(context.WithoutCancel(r.ctx), r.o.Timeout)
-		res := sink.Post(ctx, r.o.Client, sink.Export{Signal: sig, URL: r.urls[sig], Headers: r.headers, Gzip: true, Body: body, Redact: r.out.redact})
+		reqCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), r.o.Timeout)
+		res := sink.Post(reqCtx, r.o.Client, sink.Export{Signal: sig, URL: r.urls[sig], Headers: r.headers, Gzip: true, Body: body, Redact: r.out.redact})
 		cancel()
 		r.stats.requests.Add(1)
 		r.sum.request(sig)
@@ -500,7 +578,7 @@ func (r *run) post(sig pipeline.Signal, body []byte) (sink.Result, bool) {
 		t := time.NewTimer(delay)
 		select {
 		case <-t.C:
-		case <-r.ctx.Done():
+		case <-ctx.Done():
 			t.Stop()
 			return res, false
 		}

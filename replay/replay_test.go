@@ -536,6 +536,10 @@ func TestRerunSendsNothingAndFromStart(t *testing.T) {
 	wantEach(t, spans, "s", 7)
 }
 
+// Corrupt lines are reported and skipped; a last line with no newline yet
+// (still being written) is neither: it is left for the next run, which
+// sends it once it is whole. A run over lines an earlier run skipped is not
+// OK (exit 1): they were never sent.
 func TestCorruptAndTruncatedLines(t *testing.T) {
 	be := newBackend()
 	srv := httptest.NewServer(be)
@@ -555,7 +559,7 @@ func TestCorruptAndTruncatedLines(t *testing.T) {
 		buf.WriteByte('\n')
 	}
 	full := traceLine("e")
-	buf.Write(full[:len(full)/2]) // line 8: the writer was killed mid-line
+	buf.Write(full[:len(full)/2]) // line 8: being written
 	os.WriteFile(f, buf.Bytes(), 0o644)
 	o := opts(srv, f)
 	s := mustRun(t, context.Background(), o)
@@ -571,7 +575,7 @@ func TestCorruptAndTruncatedLines(t *testing.T) {
 	if len(spans) != 4 {
 		t.Errorf("spans sent: %v", spans)
 	}
-	want := []string{f + ":3: corrupt: ", f + ":5: not an OTLP export request", f + ":8: truncated: the file ends mid-line"}
+	want := []string{f + ":3: corrupt: ", f + ":5: not an OTLP export request"}
 	if len(s.Problems) != len(want) {
 		t.Fatalf("problems %q, want %d", s.Problems, len(want))
 	}
@@ -584,15 +588,35 @@ func TestCorruptAndTruncatedLines(t *testing.T) {
 			t.Errorf("%q was not reported as found", w)
 		}
 	}
-	if s.Failures() != 3 || !strings.Contains(s.Reason(), "3 lines were skipped") {
-		t.Errorf("failures %d, reason %q", s.Failures(), s.Reason())
+	if s.Failures() != 2 || !strings.Contains(s.Reason(), "2 lines were skipped") || s.Pending != 1 {
+		t.Errorf("failures %d, reason %q, pending %d", s.Failures(), s.Reason(), s.Pending)
 	}
-	// The next run sends nothing, and says lines were skipped before.
+	if !strings.Contains(progressOf(o), f+":8: the last line has no newline yet") {
+		t.Errorf("the line being written was not reported: %s", progressOf(o))
+	}
+	// The next run sends nothing but says lines were skipped before: not OK.
 	r1, _ := be.snapshot()
-	s = mustRun(t, context.Background(), opts(srv, f))
+	o = opts(srv, f)
+	s = mustRun(t, context.Background(), o)
 	r2, _ := be.snapshot()
-	if r2 != r1 || !s.OK() || s.SkippedEarlier != 3 {
-		t.Errorf("rerun: %d requests, OK=%v, skipped earlier %d; want 0, true, 3", r2-r1, s.OK(), s.SkippedEarlier)
+	if r2 != r1 || s.OK() || s.SkippedEarlier != 2 || !strings.Contains(s.Reason(), "2 lines were skipped by earlier runs") || s.Pending != 1 {
+		t.Errorf("rerun: %d requests, OK=%v, skipped earlier %d, reason %q, pending %d; want 0, false, 2, pending 1", r2-r1, s.OK(), s.SkippedEarlier, s.Reason(), s.Pending)
+	}
+	// The writer finishes line 8 and writes a ninth: the next run sends
+	// both, once.
+	fh, err := os.OpenFile(f, os.O_WRONLY|os.O_APPEND, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	fh.Write(full[len(full)/2:])
+	fh.Write([]byte("\n"))
+	fh.Write(traceLine("g"))
+	fh.Write([]byte("\n"))
+	fh.Close()
+	s = mustRun(t, context.Background(), opts(srv, f))
+	_, spans = be.snapshot()
+	if spans["e"] != 1 || spans["g"] != 1 || spans["a"] != 1 || s.Pending != 0 || s.Failures() != 0 {
+		t.Errorf("after the line was finished: spans %v, pending %d, failures %d", spans, s.Pending, s.Failures())
 	}
 }
 

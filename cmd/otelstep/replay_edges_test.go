@@ -1,0 +1,84 @@
+package main
+
+import (
+	"fmt"
+	"net/http/httptest"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+// logsLine is a logs export request of n records prefix-0..n-1.
+func logsLine(prefix string, n int) string {
+	recs := make([]string, n)
+	for i := range recs {
+		recs[i] = fmt.Sprintf(`{"body":{"stringValue":"%s-%d"}}`, prefix, i)
+	}
+	return `{"resourceLogs":[{"scopeLogs":[{"logRecords":[` + strings.Join(recs, ",") + `]}]}]}`
+}
+
+// Replay's edges through the binary: a line longer than --batch-bytes is
+// sent in pieces (exit 0), one longer than --max-line-bytes is reported
+// and skipped (exit 1); a last line with no newline yet is left for the
+// next run, not skipped (exit 0); and a run over a file whose lines an
+// earlier run skipped exits 1, saying so, though it sends nothing.
+func TestReplayEdgesExitStatus(t *testing.T) {
+	be := &backend{spans: map[string]bool{}, logs: map[string]bool{}}
+	srv := httptest.NewServer(be)
+	defer srv.Close()
+	dir := t.TempDir()
+	env := []string{"OTEL_TOKEN=" + testToken}
+	replay := func(f string, extra ...string) (int, string) {
+		args := append([]string{"replay", "--endpoint", srv.URL, "--progress", "none", "--state", filepath.Join(dir, "st")}, extra...)
+		return runBinary(t, env, append(args, f)...)
+	}
+
+	long := filepath.Join(dir, "long.jsonl")
+	line := logsLine("long", 2000)
+	os.WriteFile(long, []byte(logsLine("short", 1)+"\n"+line+"\n"), 0o644)
+	code, out := replay(long, "--batch-bytes", "4096")
+	be.mu.Lock()
+	requests, got := be.requests, 0
+	for i := range 2000 {
+		if be.logs[fmt.Sprintf("long-%d", i)] {
+			got++
+		}
+	}
+	be.mu.Unlock()
+	if code != 0 || got != 2000 || requests < len(line)/4096 {
+		t.Errorf("a line of %d bytes with --batch-bytes 4096: exit %d, %d of 2000 records in %d requests:\n%s", len(line), code, got, requests, shown(out))
+	}
+
+	tooLong := filepath.Join(dir, "toolong.jsonl")
+	os.WriteFile(tooLong, []byte(logsLine("fits", 1)+"\n"+logsLine("over", 200)+"\n"), 0o644)
+	code, out = replay(tooLong, "--max-line-bytes", "1000")
+	if code != 1 || !strings.Contains(out, tooLong+":2: line too long") || !be.logs["fits-0"] {
+		t.Errorf("a line over --max-line-bytes: exit %d, want 1 naming it:\n%s", code, shown(out))
+	}
+
+	partial := filepath.Join(dir, "partial.jsonl")
+	whole := logsLine("part", 1)
+	os.WriteFile(partial, []byte(logsLine("done", 1)+"\n"+whole[:len(whole)/2]), 0o644)
+	code, out = replay(partial)
+	if code != 0 || !strings.Contains(out, partial+":2: the last line has no newline yet") || strings.Contains(out, "skipped") {
+		t.Errorf("a last line being written: exit %d, want 0, left for the next run:\n%s", code, shown(out))
+	}
+	fh, _ := os.OpenFile(partial, os.O_WRONLY|os.O_APPEND, 0)
+	fh.WriteString(whole[len(whole)/2:] + "\n")
+	fh.Close()
+	code, out = replay(partial)
+	if code != 0 || !be.logs["part-0"] {
+		t.Errorf("the line finished: exit %d, sent %v:\n%s", code, be.logs["part-0"], shown(out))
+	}
+
+	corrupt := filepath.Join(dir, "corrupt.jsonl")
+	os.WriteFile(corrupt, []byte("{\"resourceLogs\":[{]}\n"), 0o644)
+	if code, out = replay(corrupt); code != 1 {
+		t.Errorf("a corrupt line: exit %d, want 1:\n%s", code, shown(out))
+	}
+	code, out = replay(corrupt)
+	if code != 1 || !strings.Contains(out, "1 lines were skipped by earlier runs") {
+		t.Errorf("a rerun over the skipped line: exit %d, want 1 saying why:\n%s", code, shown(out))
+	}
+}

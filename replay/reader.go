@@ -56,12 +56,12 @@ func (p problem) String() string {
 
 // Reasons a line is skipped, as the summary counts them.
 const (
-	reasonCorrupt   = "corrupt"
-	reasonNotOTLP   = "not an OTLP export request"
-	reasonTooLong   = "line too long"
-	reasonRejected  = "rejected by the backend"
-	reasonBlank     = "blank"
-	reasonFiltered  = "signal not selected"
+	reasonCorrupt  = "corrupt"
+	reasonNotOTLP  = "not an OTLP export request"
+	reasonTooLong  = "line too long"
+	reasonRejected = "rejected by the backend"
+	reasonBlank    = "blank"
+	reasonFiltered = "signal not selected"
 )
 
 // lineReader reads lines of at most max bytes, reporting longer ones as

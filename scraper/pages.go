@@ -111,13 +111,6 @@ func (pg *pageBuf) bytes() []byte {
 	return pg.buf.Bytes()
 }
 
-// reset empties the page for another attempt at reading it.
-func (pg *pageBuf) reset() {
-	if pg.buf != nil {
-		pg.buf.Reset()
-	}
-}
-
 // done gives back the buffer and the slot; it may be called again.
 func (pg *pageBuf) done() {
 	if pg.buf != nil {

@@ -1,12 +1,11 @@
 package scraper
 
 import (
-	"bytes"
 	"context"
+	"crypto/x509"
 	"errors"
 	"fmt"
 	"hash/fnv"
-	"io"
 	"log/slog"
 	"net"
 	"net/http"
@@ -17,7 +16,6 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/klauspost/compress/gzip"
 	"github.com/prometheus/prometheus/model/relabel"
 	metricspb "go.opentelemetry.io/proto/otlp/metrics/v1"
 
@@ -38,6 +36,10 @@ type Target struct {
 	HonorLabels     bool
 	HonorTimestamps bool  // default true in config
 	BodySizeLimit   int64 // 0 = 64 MiB default
+	// ProxyFromEnvironment (proxy_from_environment) sends the scrapes
+	// through the proxy HTTP_PROXY, HTTPS_PROXY and NO_PROXY name; unset,
+	// as in Prometheus, they go straight to the target.
+	ProxyFromEnvironment bool
 	// Instance is the instance label (service.instance.id); "" means Address.
 	Instance string
 	// RelabelConfigs are the scrape config's relabel_configs: New applies
@@ -61,19 +63,14 @@ type Options struct {
 	Targets []Target
 	Next    pipeline.Consumer // receives one *pipeline.Batch{Signal: pipeline.Metrics} per scrape
 	Logger  *slog.Logger
-	// Client is the HTTP client of every scrape. nil: the Manager's own, and
-	// then plain-HTTP targets are scraped on a connection of their own
-	// instead (plainhttp.go), with this client for what that leaves.
-	Client *http.Client
 	// Telemetry records each target's scrapes and counts their points as
 	// the receiver's; nil records nothing.
 	Telemetry *telemetry.Scrape
+	// rootCAs replaces the system's roots for https targets (tests).
+	rootCAs *x509.CertPool
 }
 
-const (
-	defaultBodyLimit = 64 << 20
-	acceptHeader     = "application/openmetrics-text;version=1.0.0;q=0.75,text/plain;version=0.0.4;q=0.5,*/*;q=0.1"
-)
+const defaultBodyLimit = 64 << 20
 
 // Manager owns the scrape loops of all targets.
 type Manager struct {
@@ -90,8 +87,8 @@ type Manager struct {
 	// gzipReaders are the readers of gzipped pages, reset for each one
 	// (a reader is about 40 KB of window and tables).
 	gzipReaders sync.Pool
-	// ownClient says opts.Client is the Manager's own, not the caller's.
-	ownClient bool
+	// clients are the jobs' HTTP clients (fetch.go).
+	clients []*http.Client
 	// firstLeft counts the loops whose first scrape is not delivered yet;
 	// the last one closes firstDone (see FirstScrapesDone).
 	firstLeft atomic.Int64
@@ -120,9 +117,10 @@ type loop struct {
 	ph   time.Duration // offset of the scrapes within the interval
 	// round is the loop's phase group's count of scrapes this interval.
 	round *round
-	// plain is the target's own connection for plain HTTP (plainhttp.go);
-	// nil when its scrapes go through opts.Client.
-	plain *plainConn
+	// client is the job's HTTP client, req the request of every scrape
+	// (fetch.go).
+	client *http.Client
+	req    *http.Request
 	// tel records the target's scrapes (nil: not at all).
 	tel *telemetry.ScrapeTarget
 }
@@ -135,21 +133,8 @@ func New(opts Options) (*Manager, error) {
 	if opts.Logger == nil {
 		opts.Logger = slog.Default()
 	}
-	ownClient := opts.Client == nil
-	if ownClient {
-		opts.Client = &http.Client{Transport: &http.Transport{
-			// No proxy from the environment: Prometheus scrapes directly
-			// unless a scrape config names a proxy, and a job's
-			// HTTP_PROXY must not route its scrapes.
-			Proxy:               nil,
-			DialContext:         (&net.Dialer{Timeout: 10 * time.Second, KeepAlive: 30 * time.Second}).DialContext,
-			MaxIdleConnsPerHost: 2,
-			IdleConnTimeout:     90 * time.Second,
-			DisableCompression:  true, // we ask for and decode gzip ourselves
-		}}
-	}
 	slots := max(runtime.GOMAXPROCS(0), 1)
-	m := &Manager{opts: opts, ownClient: ownClient, pages: newPageGate(slots, pageWait), bodies: bodyList{keep: slots, bigTTL: 2 * len(opts.Targets)}}
+	m := &Manager{opts: opts, pages: newPageGate(slots, pageWait), bodies: bodyList{keep: slots, bigTTL: 2 * len(opts.Targets)}}
 	sets := newAttrSets()      // one for all targets: equal label sets are kept once (attrsets.go)
 	pools := newSlabPools()    // one for all targets: a scrape's chunks go to the next (arena.go)
 	metas := newMetaLines()    // one for all targets: a job's targets serve the same HELP and TYPE lines
@@ -160,6 +145,7 @@ func New(opts Options) (*Manager, error) {
 		jobs[t.JobName]++
 	}
 	keysOf := map[string]*seriesKeys{}
+	clients := map[clientKey]*http.Client{}
 	for i, t := range opts.Targets {
 		if t.JobName == "" {
 			return nil, fmt.Errorf("scraper: target %d: empty job name", i)
@@ -198,6 +184,15 @@ func New(opts Options) (*Manager, error) {
 			t.BodySizeLimit = defaultBodyLimit
 		}
 		u := url.URL{Scheme: t.Scheme, Host: t.Address, Path: t.MetricsPath, RawQuery: t.Params.Encode()}
+		req, err := newRequest(u.String(), t.Timeout)
+		if err != nil {
+			return nil, fmt.Errorf("scraper: target %s/%s: %w", t.JobName, t.Address, err)
+		}
+		ck := clientKey{job: t.JobName, interval: t.Interval, proxyFromEnv: t.ProxyFromEnvironment}
+		if clients[ck] == nil {
+			clients[ck] = newClient(ck, opts.rootCAs)
+			m.clients = append(m.clients, clients[ck])
+		}
 		n := perJob[t.JobName]
 		perJob[t.JobName] = n + 1
 		conv := newConverter(t, sets, pools, metas)
@@ -213,10 +208,8 @@ func New(opts Options) (*Manager, error) {
 		}
 		rounds[g].size++
 		l := &loop{t: t, url: u.String(), conv: conv, m: m,
-			ph: phase(g.job, g.n, t.Interval), round: rounds[g], tel: opts.Telemetry.Target(t.JobName, t.instance())}
-		if ownClient {
-			l.plain = newPlainConn(&u, t.Timeout)
-		}
+			ph: phase(g.job, g.n, t.Interval), round: rounds[g], tel: opts.Telemetry.Target(t.JobName, t.instance()),
+			client: clients[ck], req: req}
 		m.loops = append(m.loops, l)
 	}
 	for _, r := range rounds {
@@ -281,15 +274,8 @@ func (m *Manager) Abort() { m.abort() }
 // Close closes the connections the targets' scrapes keep open between
 // scrapes. A later scrape opens its own again.
 func (m *Manager) Close() {
-	for _, l := range m.loops {
-		l.mu.Lock()
-		if l.plain != nil {
-			l.plain.close()
-		}
-		l.mu.Unlock()
-	}
-	if m.ownClient {
-		m.opts.Client.CloseIdleConnections()
+	for _, c := range m.clients {
+		c.CloseIdleConnections()
 	}
 }
 
@@ -477,84 +463,4 @@ func (l *loop) scrape(ctx context.Context) ([]*metricspb.ResourceMetrics, []*pip
 	l.m.opts.Logger.Warn("scrape failed", "job", l.t.JobName, "target", l.url, "error", err)
 	l.tel.Scraped(false, time.Since(start), 0, 0, 0)
 	return l.conv.DownLeased(start, time.Since(start))
-}
-
-func (l *loop) fetch(ctx context.Context, pg *pageBuf) (string, error) {
-	ctx, cancel := context.WithTimeout(ctx, l.t.Timeout)
-	defer cancel()
-	if l.plain != nil {
-		ct, err := l.plain.fetch(ctx, l, pg)
-		if !errors.Is(err, errUseClient) {
-			return ct, err
-		}
-		// A target that redirects goes through net/http from now on, rather
-		// than paying a round trip more on every scrape.
-		l.plain.close()
-		l.plain = nil
-		pg.reset()
-	}
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, l.url, nil)
-	if err != nil {
-		return "", err
-	}
-	req.Header.Set("Accept", acceptHeader)
-	req.Header.Set("Accept-Encoding", "gzip")
-	req.Header.Set("User-Agent", "otelstep")
-	req.Header.Set("X-Prometheus-Scrape-Timeout-Seconds", strconv.FormatFloat(l.t.Timeout.Seconds(), 'f', -1, 64))
-	resp, err := l.m.opts.Client.Do(req)
-	if err != nil {
-		return "", err
-	}
-	defer func() {
-		_, _ = io.Copy(io.Discard, io.LimitReader(resp.Body, 64<<10))
-		_ = resp.Body.Close()
-	}()
-	if resp.StatusCode != http.StatusOK {
-		return "", fmt.Errorf("server returned HTTP status %s", resp.Status)
-	}
-	if err := l.readBody(ctx, pg, resp.Body, resp.Header.Get("Content-Encoding") == "gzip", resp.ContentLength); err != nil {
-		return "", err
-	}
-	return resp.Header.Get("Content-Type"), nil
-}
-
-// readBody reads a page's body into pg: at most the target's body size
-// limit of it, decompressed if gzipped; length is its Content-Length, or -1.
-// Without an error, body was read to its end (a gzip reader reads on to its
-// source's end, for the next member).
-func (l *loop) readBody(ctx context.Context, pg *pageBuf, body io.Reader, gzipped bool, length int64) error {
-	if !gzipped && length > l.t.BodySizeLimit {
-		// refused before reading a byte of it
-		return fmt.Errorf("body of %d bytes exceeds the body size limit of %d bytes", length, l.t.BodySizeLimit)
-	}
-	size := -1
-	if !gzipped && length > 0 {
-		// ReadFrom wants MinRead bytes free before each read, the one that
-		// sees EOF too: sized here, a page of known length never makes it
-		// regrow (and copy) the buffer.
-		size = int(length) + bytes.MinRead
-	}
-	buf := pg.buffer(ctx, size)
-	if gzipped {
-		gz, _ := l.m.gzipReaders.Get().(*gzip.Reader)
-		if gz == nil {
-			gz = new(gzip.Reader)
-		}
-		if err := gz.Reset(body); err != nil {
-			l.m.gzipReaders.Put(gz)
-			return fmt.Errorf("gzip: %w", err)
-		}
-		defer l.m.gzipReaders.Put(gz)
-		body = gz
-	}
-	// At most limit+1 (decompressed) bytes are read: one more than allowed
-	// tells an over-limit body from one exactly at the limit.
-	n, err := buf.ReadFrom(io.LimitReader(body, l.t.BodySizeLimit+1))
-	if err != nil {
-		return fmt.Errorf("reading body: %w", err)
-	}
-	if n > l.t.BodySizeLimit {
-		return fmt.Errorf("body exceeds the body size limit of %d bytes (decompressed)", l.t.BodySizeLimit)
-	}
-	return nil
 }

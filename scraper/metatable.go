@@ -132,8 +132,7 @@ func (t *metaTable) endScrape(keep bool) {
 // families it changes stale.
 func (c *Converter) declare(kind textparse.Entry, name []byte, typ model.MetricType, text []byte) {
 	t := &c.meta
-	n := string(name) // no copy: a lookup
-	if d, ok := t.m[n]; ok {
+	if d, ok := t.m[string(name)]; ok { // no copy: a lookup
 		switch {
 		case kind == textparse.EntryType && d.typ == typ,
 			kind == textparse.EntryHelp && d.help == string(text),

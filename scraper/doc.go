@@ -30,6 +30,10 @@
 //     metric with the synthetic series of their name, of its type and
 //     description, as in the collector; a page point of the very series
 //     the synthetic one is (no labels of its own) is one point.
+//   - The Accept header is Prometheus 3's and the collector's: OpenMetrics
+//     1.0.0 and text 1.0.0 with escaping=allow-utf-8, then the older
+//     formats (fetch.go), so UTF-8 names (quoted on the page) keep their
+//     dots: app.dotted.requests_total with a label http.route.
 //   - The same raw series twice on a page: the first wins (Prometheus
 //     rejects the repeat); the same labels under two spellings: the last
 //     wins.

@@ -35,10 +35,16 @@ import (
 //   - gzip asked for and decoded here, not by the transport, so that the
 //     body size limit applies to the decompressed page (readBody).
 
-// acceptHeader is the Accept header of every scrape: OpenMetrics first,
-// then the text format. The Content-Type of the answer picks the parser
-// (Converter.ConvertLeased).
-const acceptHeader = "application/openmetrics-text;version=1.0.0;q=0.75,text/plain;version=0.0.4;q=0.5,*/*;q=0.1"
+// acceptHeader is the Accept header of every scrape, Prometheus 3's and
+// the collector's: OpenMetrics 1.0.0 and text 1.0.0 with
+// escaping=allow-utf-8, so that a target keeps the dots and other UTF-8 of
+// its names (app.dotted.requests_total, label http.route) where it would
+// otherwise escape them to underscores, then the older formats. The
+// Content-Type of the answer picks the parser (Converter.ConvertLeased).
+const acceptHeader = "application/openmetrics-text;version=1.0.0;escaping=allow-utf-8;q=0.6," +
+	"application/openmetrics-text;version=0.0.1;q=0.5," +
+	"text/plain;version=1.0.0;escaping=allow-utf-8;q=0.4," +
+	"text/plain;version=0.0.4;q=0.3,*/*;q=0.2"
 
 // userAgent is the User-Agent of every scrape.
 const userAgent = "otelstep"

@@ -39,6 +39,8 @@ var fixtures = []struct{ name, file, ct string }{
 	// issue 35's: written from the formats' specifications
 	{"metafirst", "metafirst.txt", ctText}, {"federate", "federate.txt", ctText},
 	{"timestamps", "timestamps.txt", ctText},
+	{"utf8", "utf8.txt", "text/plain; version=1.0.0; charset=utf-8; escaping=allow-utf-8"},
+	{"utf8om", "utf8.om", "application/openmetrics-text; version=1.0.0; charset=utf-8; escaping=allow-utf-8"},
 }
 
 func fixtureTarget(job string) Target {

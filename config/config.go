@@ -71,7 +71,11 @@ type ScrapeConfig struct {
 	HonorLabels     bool
 	HonorTimestamps bool
 	BodySizeLimit   int64
-	StaticConfigs   []StaticConfig
+	// ProxyFromEnvironment (proxy_from_environment) scrapes through the
+	// proxy HTTP_PROXY, HTTPS_PROXY and NO_PROXY name; false, as in
+	// Prometheus, scrapes directly.
+	ProxyFromEnvironment bool
+	StaticConfigs        []StaticConfig
 	// RelabelConfigs (relabel_configs) rewrite or drop each target's labels.
 	RelabelConfigs []*relabel.Config
 	// MetricRelabelConfigs (metric_relabel_configs) rewrite or drop series.
@@ -430,7 +434,7 @@ func (d *dec) prometheus(v *yaml.Node, path string) (*Prometheus, error) {
 		sp := fmt.Sprintf("%s.scrape_configs[%d]", path, i)
 		sc := ScrapeConfig{MetricsPath: "/metrics", Scheme: "http", HonorTimestamps: true, Line: vn.Line, BodySizeLimit: p.BodySizeLimit}
 		interval, timeout := time.Duration(0), time.Duration(0)
-		err := d.mapping(vn, sp, []string{"job_name", "scrape_interval", "scrape_timeout", "metrics_path", "scheme", "params", "honor_labels", "honor_timestamps", "static_configs", "body_size_limit", "relabel_configs", "metric_relabel_configs"}, func(key string, kn, vn *yaml.Node) error {
+		err := d.mapping(vn, sp, []string{"job_name", "scrape_interval", "scrape_timeout", "metrics_path", "scheme", "params", "honor_labels", "honor_timestamps", "static_configs", "body_size_limit", "relabel_configs", "metric_relabel_configs", "proxy_from_environment"}, func(key string, kn, vn *yaml.Node) error {
 			kp := join(sp, key)
 			var err error
 			switch key {
@@ -460,6 +464,8 @@ func (d *dec) prometheus(v *yaml.Node, path string) (*Prometheus, error) {
 				sc.HonorTimestamps, err = d.boolean(vn, kp)
 			case "body_size_limit":
 				sc.BodySizeLimit, err = d.byteSize(vn, kp)
+			case "proxy_from_environment":
+				sc.ProxyFromEnvironment, err = d.boolean(vn, kp)
 			case "relabel_configs":
 				sc.RelabelConfigs, err = d.relabelConfigs(vn, kp)
 			case "metric_relabel_configs":

@@ -330,3 +330,26 @@ func TestErrorType(t *testing.T) {
 		t.Fatalf("missing file: %v", err)
 	}
 }
+
+// proxy_from_environment is read as Prometheus reads it, false unless set.
+func TestProxyFromEnvironment(t *testing.T) {
+	for _, tc := range []struct {
+		extra string
+		want  bool
+	}{
+		{"", false},
+		{"          proxy_from_environment: true\n", true},
+		{"          proxy_from_environment: false\n", false},
+	} {
+		c, err := Parse("t.yaml", []byte(promConfig(tc.extra)), env(nil))
+		if err != nil {
+			t.Fatalf("%q: %v", tc.extra, err)
+		}
+		if got := c.Prometheus["prometheus"].ScrapeConfigs[0].ProxyFromEnvironment; got != tc.want {
+			t.Errorf("%q: ProxyFromEnvironment %v, want %v", tc.extra, got, tc.want)
+		}
+	}
+	if _, err := Parse("t.yaml", []byte(promConfig("          proxy_from_environment: maybe\n")), env(nil)); err == nil || !strings.Contains(err.Error(), "proxy_from_environment") {
+		t.Errorf("a value not a boolean: %v", err)
+	}
+}

@@ -204,6 +204,7 @@ func New(cfg *config.Config, log *slog.Logger) (*Service, error) {
 						Params: sc.Params, Labels: st.Labels, Interval: sc.Interval, Timeout: sc.Timeout,
 						HonorLabels: sc.HonorLabels, HonorTimestamps: sc.HonorTimestamps, BodySizeLimit: sc.BodySizeLimit,
 						RelabelConfigs: sc.RelabelConfigs, MetricRelabelConfigs: sc.MetricRelabelConfigs,
+						ProxyFromEnvironment: sc.ProxyFromEnvironment,
 					})
 				}
 			}

@@ -95,6 +95,8 @@ type OTLPReceiver struct {
 	HTTPEndpoint            string
 	GRPCMaxRecvMiB          int
 	HTTPMaxRequestBodyBytes int64
+	GRPCKeepalive           GRPCKeepalive // otlp.go
+	HTTPServer              HTTPServer
 }
 
 // Batch is processors.batch.
@@ -346,21 +348,27 @@ func (c *Config) receiver(d *dec) func(id, typ, path string, k, v *yaml.Node) er
 					ppp := join(pp, proto)
 					if proto == "grpc" {
 						o.GRPCEndpoint = "localhost:4317"
-						return d.mapping(vn, ppp, []string{"endpoint", "max_recv_msg_size_mib"}, func(key string, kn, vn *yaml.Node) error {
+						o.GRPCKeepalive.MaxConnectionIdle = DefaultGRPCMaxConnectionIdle
+						return d.mapping(vn, ppp, []string{"endpoint", "max_recv_msg_size_mib", "keepalive"}, func(key string, kn, vn *yaml.Node) error {
 							var err error
-							if key == "endpoint" {
+							switch key {
+							case "endpoint":
 								o.GRPCEndpoint, err = d.str(vn, join(ppp, key))
-							} else {
+							case "keepalive":
+								err = d.grpcKeepalive(vn, join(ppp, key), &o.GRPCKeepalive)
+							default:
 								o.GRPCMaxRecvMiB, err = d.integer(vn, join(ppp, key))
 							}
 							return err
 						})
 					}
 					o.HTTPEndpoint = "localhost:4318"
-					return d.mapping(vn, ppp, []string{"endpoint", "max_request_body_size"}, func(key string, kn, vn *yaml.Node) error {
+					return d.mapping(vn, ppp, append([]string{"endpoint", "max_request_body_size"}, httpServerKeys...), func(key string, kn, vn *yaml.Node) error {
 						var err error
 						if key == "endpoint" {
 							o.HTTPEndpoint, err = d.str(vn, join(ppp, key))
+						} else if key != "max_request_body_size" {
+							err = d.httpServerKey(key, vn, ppp, &o.HTTPServer)
 						} else {
 							var n int
 							n, err = d.integer(vn, join(ppp, key))

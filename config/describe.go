@@ -5,6 +5,7 @@ import (
 	"io"
 	"sort"
 	"strings"
+	"time"
 
 	"github.com/otelstep/otelstep/redact"
 )
@@ -24,7 +25,8 @@ func (c *Config) Describe(w io.Writer) {
 	for _, id := range sortedKeys(c.OTLP) {
 		o := c.OTLP[id]
 		if o.GRPCEndpoint != "" {
-			p("listen   %s grpc %s", id, o.GRPCEndpoint)
+			k := o.GRPCKeepalive
+			p("listen   %s grpc %s max_connection_idle=%s max_connection_age=%s", id, o.GRPCEndpoint, orInfinite(k.MaxConnectionIdle), orInfinite(k.MaxConnectionAge))
 		}
 		if o.HTTPEndpoint != "" {
 			p("listen   %s http %s", id, o.HTTPEndpoint)
@@ -119,6 +121,14 @@ func (c *Config) Describe(w io.Writer) {
 // Redactor hides every secret, in every form package redact knows.
 func (c *Config) Redactor() *redact.Redactor {
 	return redact.New(c.Secrets...)
+}
+
+// orInfinite shows a gRPC keepalive bound, 0 being none.
+func orInfinite(d time.Duration) string {
+	if d == 0 {
+		return "infinite"
+	}
+	return d.String()
 }
 
 func sortedKeys[V any](m map[string]V) []string {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"runtime"
+	"time"
 
 	"google.golang.org/genproto/googleapis/rpc/errdetails"
 	"google.golang.org/grpc"
@@ -19,6 +20,10 @@ import (
 	"github.com/otelstep/otelstep/pipeline"
 )
 
+// handshakeTimeout bounds a new gRPC connection's HTTP/2 handshake, as
+// the OTLP/HTTP server's ReadHeaderTimeout bounds a request's headers.
+const handshakeTimeout = 10 * time.Second
+
 func (r *Receiver) newGRPCServer() *grpc.Server {
 	max := r.maxMsg
 	if max > int64(int(^uint(0)>>1)) {
@@ -32,6 +37,12 @@ func (r *Receiver) newGRPCServer() *grpc.Server {
 		// the CPU of a traces load); when they are all busy gRPC starts
 		// one per stream as before.
 		grpc.NumStreamWorkers(uint32(runtime.GOMAXPROCS(0))),
+		// Idle connections closed, pings policed (Options.GRPCKeepalive),
+		// and a connection that has not finished its HTTP/2 handshake in
+		// handshakeTimeout closed (gRPC waits 120 s).
+		grpc.KeepaliveParams(r.opts.GRPCKeepalive),
+		grpc.KeepaliveEnforcementPolicy(r.opts.GRPCKeepalivePolicy),
+		grpc.ConnectionTimeout(handshakeTimeout),
 	}
 	opts = append(opts, grpc.ForceServerCodecV2(otlpCodec{std: encoding.GetCodecV2(grpcproto.Name), bodies: &r.bodies}))
 	s := grpc.NewServer(opts...)

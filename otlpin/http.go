@@ -32,15 +32,24 @@ const (
 )
 
 func (r *Receiver) newHTTPServer() *http.Server {
-	return &http.Server{
+	orDefault := func(d, def time.Duration) time.Duration {
+		if d > 0 {
+			return d
+		}
+		return def
+	}
+	o := r.opts
+	srv := &http.Server{
 		Handler:           http.HandlerFunc(r.serveHTTP),
-		ReadHeaderTimeout: 10 * time.Second,
-		ReadTimeout:       time.Minute,
-		WriteTimeout:      time.Minute + r.timeout,
-		IdleTimeout:       2 * time.Minute,
+		ReadHeaderTimeout: orDefault(o.HTTPReadHeaderTimeout, 10*time.Second),
+		ReadTimeout:       orDefault(o.HTTPReadTimeout, time.Minute),
+		WriteTimeout:      orDefault(o.HTTPWriteTimeout, time.Minute+r.timeout),
+		IdleTimeout:       orDefault(o.HTTPIdleTimeout, 2*time.Minute),
 		MaxHeaderBytes:    1 << 20,
 		ErrorLog:          nil,
 	}
+	srv.SetKeepAlivesEnabled(!o.HTTPDisableKeepAlives)
+	return srv
 }
 
 // httpError is a rejected request: status code and a message for the sender.

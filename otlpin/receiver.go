@@ -43,6 +43,7 @@ import (
 	"time"
 
 	"google.golang.org/grpc"
+	"google.golang.org/grpc/keepalive"
 
 	"github.com/otelstep/otelstep/pipeline"
 	"github.com/otelstep/otelstep/telemetry"
@@ -89,6 +90,22 @@ type Options struct {
 	// Telemetry counts the items of each request, accepted or refused by
 	// the pipelines, by signal and transport; nil counts nothing.
 	Telemetry *telemetry.Receiver
+
+	// MaxConnections bounds the connections open at once on each listener
+	// (LimitListener). 0 = DefaultMaxConnections; negative = no bound.
+	MaxConnections int
+
+	// GRPCKeepalive and GRPCKeepalivePolicy are the gRPC server's keepalive
+	// (zero: gRPC's defaults, which keep an idle connection for ever).
+	GRPCKeepalive       keepalive.ServerParameters
+	GRPCKeepalivePolicy keepalive.EnforcementPolicy
+
+	// The OTLP/HTTP server's timeouts, as net/http has them; 0 = the
+	// defaults of newHTTPServer (ReadHeaderTimeout 10s, ReadTimeout 1m,
+	// WriteTimeout 1m plus ConsumeTimeout, IdleTimeout 2m).
+	HTTPReadTimeout, HTTPReadHeaderTimeout, HTTPWriteTimeout, HTTPIdleTimeout time.Duration
+	// HTTPDisableKeepAlives closes each connection after its request.
+	HTTPDisableKeepAlives bool
 }
 
 // Receiver serves OTLP over gRPC and/or HTTP.
@@ -111,7 +128,7 @@ type Receiver struct {
 	started  bool
 	stopped  bool
 	grpcSrv  *grpc.Server
-	grpcLn   net.Listener
+	grpcLn   net.Listener // limited (LimitListener) unless MaxConnections < 0
 	httpSrv  *http.Server
 	httpLn   net.Listener
 	serveWG  sync.WaitGroup
@@ -179,6 +196,17 @@ func (r *Receiver) Start(ctx context.Context) error {
 		}
 	}
 	r.started = true
+	if n := r.opts.MaxConnections; n >= 0 {
+		if n == 0 {
+			n = DefaultMaxConnections
+		}
+		if grpcLn != nil {
+			grpcLn = LimitListener(grpcLn, n)
+		}
+		if httpLn != nil {
+			httpLn = LimitListener(httpLn, n)
+		}
+	}
 	if grpcLn != nil {
 		r.grpcLn = grpcLn
 		r.grpcSrv = r.newGRPCServer()

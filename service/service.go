@@ -227,12 +227,17 @@ func New(cfg *config.Config, log *slog.Logger) (*Service, error) {
 		// Each protocol its own limit, as in the collector: unset (0) is
 		// otlpin's default, the collector's (HTTP 20 MiB, gRPC 4 MiB).
 		// 2^42 MiB is beyond any message.
+		ka, kaPolicy := grpcKeepalive(o.GRPCKeepalive)
 		r, err := otlpin.New(otlpin.Options{
 			Telemetry:    s.telemetry.Receiver(id),
 			GRPCEndpoint: o.GRPCEndpoint, HTTPEndpoint: o.HTTPEndpoint,
 			Metrics: multi(h[pipeline.Metrics]), Traces: multi(h[pipeline.Traces]), Logs: multi(h[pipeline.Logs]),
 			Logger:          log.With("receiver", id),
 			MaxRequestBytes: o.HTTPMaxRequestBodyBytes, GRPCMaxRecvBytes: min(int64(o.GRPCMaxRecvMiB), 1<<42) << 20,
+			// Bounded and idle connections closed (limits.go).
+			MaxConnections: maxConnections(), GRPCKeepalive: ka, GRPCKeepalivePolicy: kaPolicy,
+			HTTPReadTimeout: o.HTTPServer.ReadTimeout, HTTPReadHeaderTimeout: o.HTTPServer.ReadHeaderTimeout,
+			HTTPWriteTimeout: o.HTTPServer.WriteTimeout, HTTPIdleTimeout: o.HTTPServer.IdleTimeout, HTTPDisableKeepAlives: o.HTTPServer.DisableKeepAlives,
 		})
 		if err != nil {
 			return nil, fmt.Errorf("receiver %s: %w", id, err)
@@ -412,7 +417,7 @@ func (s *Service) start(ctx context.Context) error {
 		if h.Path != "/metrics" {
 			mux.Handle("/metrics", s.metricsHandler())
 		}
-		srv := &http.Server{Handler: mux, ReadHeaderTimeout: 5 * time.Second}
+		srv, ln := healthServer(ln, mux) // bounded, short timeouts (limits.go)
 		s.healthLn = append(s.healthLn, ln)
 		s.health = append(s.health, srv)
 		go func() { _ = srv.Serve(ln) }()

@@ -93,34 +93,11 @@ func TestBackendEchoesNeverLogged(t *testing.T) {
 	srv := httptest.NewServer(echo)
 	defer srv.Close()
 	httpAddr, health := freePort(t), freePort(t)
-	cfg := `extensions:
-  health_check:
-    endpoint: ` + health + `
-receivers:
-  otlp:
-    protocols:
-      http:
-        endpoint: ` + httpAddr + `
-processors:
-  resource:
-    attributes:
-    - key: Authorization
-      value: ${env:OTEL_TOKEN}
-      action: upsert
-exporters:
-  file/traces:
-    path: ` + filepath.Join(dir, "traces.jsonl") + `
-  otlp_http/managed:
-    endpoint: ` + srv.URL + `
-    headers:
-      Authorization: Bearer ${env:OTEL_TOKEN}
-    retry_on_failure:
+	cfgPath := ownMetricsConfig(t, dir, httpAddr, health, srv.URL, `    retry_on_failure:
       initial_interval: 1ms
       max_interval: 1ms
       max_elapsed_time: 1s
-service:
-  extensions: [health_check]
-  telemetry:
+`, `  telemetry:
     logs:
       level: debug
     metrics:
@@ -130,20 +107,10 @@ service:
           exporter:
             otlp:
               protocol: http/protobuf
-              endpoint: ` + srv.URL + `
+              endpoint: `+srv.URL+`
               headers:
               - name: Authorization
-                value: Bearer ${env:OTEL_TOKEN}
-  pipelines:
-    traces:
-      receivers: [otlp]
-      processors: [resource]
-      exporters: [file/traces, otlp_http/managed]
-`
-	cfgPath := filepath.Join(dir, "collector.yaml")
-	if err := os.WriteFile(cfgPath, []byte(cfg), 0o644); err != nil {
-		t.Fatal(err)
-	}
+                value: Bearer ${env:OTEL_TOKEN}`)
 	p := startOtelstep(t, buildBinary(t), cfgPath, health, "OTEL_TOKEN="+testToken)
 	for range len(echo.bodies) {
 		sendSpans(t, httpAddr, 1)

@@ -122,7 +122,11 @@ func (o *ownMetrics) count() int {
 // ownMetricsConfig is a config that receives OTLP/HTTP, writes traces to a
 // file and to the (first) data backend, with telemetry indented under
 // service.
-func ownMetricsConfig(t *testing.T, dir, httpAddr, healthAddr, backendURL, telemetry string) string {
+// ownMetricsConfig writes a traces-only config (OTLP/HTTP in, the JSONL file
+// and backendURL out, the token stamped) with exporterExtra added to the
+// OTLP/HTTP exporter's keys and telemetry as the service's telemetry
+// section, and returns its path.
+func ownMetricsConfig(t *testing.T, dir, httpAddr, healthAddr, backendURL, exporterExtra, telemetry string) string {
 	t.Helper()
 	cfg := `extensions:
   health_check:
@@ -145,7 +149,7 @@ exporters:
     endpoint: ` + backendURL + `
     headers:
       Authorization: Bearer ${env:OTEL_TOKEN}
-service:
+` + exporterExtra + `service:
   extensions: [health_check]
 ` + telemetry + `
   pipelines:
@@ -189,7 +193,7 @@ func TestOwnMetricsToSecondBackend(t *testing.T) {
 	defer dataSrv.Close()
 	own, ownSrv := newOwnMetrics(t)
 	httpAddr, health := freePort(t), freePort(t)
-	cfgPath := ownMetricsConfig(t, dir, httpAddr, health, dataSrv.URL, `  telemetry:
+	cfgPath := ownMetricsConfig(t, dir, httpAddr, health, dataSrv.URL, "", `  telemetry:
     metrics:
       readers:
       - periodic:
@@ -281,7 +285,7 @@ func TestOwnMetricsWithoutReaders(t *testing.T) {
 	defer dataSrv.Close()
 	own, ownSrv := newOwnMetrics(t)
 	httpAddr, health := freePort(t), freePort(t)
-	cfgPath := ownMetricsConfig(t, dir, httpAddr, health, dataSrv.URL, "")
+	cfgPath := ownMetricsConfig(t, dir, httpAddr, health, dataSrv.URL, "", "")
 	o := startOtelstep(t, buildBinary(t), cfgPath, health, "OTEL_TOKEN="+testToken,
 		"OTEL_EXPORTER_OTLP_ENDPOINT="+ownSrv.URL, "OTEL_EXPORTER_OTLP_METRICS_ENDPOINT="+ownSrv.URL+"/v1/metrics")
 	sendSpans(t, httpAddr, 2)

@@ -46,7 +46,7 @@ type build struct {
 	err  error
 }
 
-var tested build
+var tested, static build
 
 // buildBinary builds otelstep once per test run.
 func buildBinary(t *testing.T) string {
@@ -55,6 +55,13 @@ func buildBinary(t *testing.T) string {
 		args = append(args, "-race")
 	}
 	return tested.get(t, nil, args...)
+}
+
+// buildStatic builds otelstep as it is released, without cgo, once per
+// test run. buildBinary's may use cgo (always under -race), and a cgo
+// build cannot set another thread's timer slack (tuning.go).
+func buildStatic(t *testing.T) string {
+	return static.get(t, []string{"CGO_ENABLED=0"}, "-pgo=off")
 }
 
 // get builds the package with go build args in env the first time, and

@@ -80,8 +80,12 @@ func run(args []string, stdout, stderr io.Writer) int {
 	}
 	procsSet := false
 	fs.Visit(func(f *flag.Flag) { procsSet = procsSet || f.Name == "procs" })
+	slack, err := timerSlackFrom(os.LookupEnv)
+	if err != nil {
+		fmt.Fprintf(stderr, "otelstep: %v\n", err)
+		return exitUsage
+	}
 	var cfg *config.Config
-	var err error
 	if *cfgPath == "" {
 		// No config: the embedded default, for a first run on a laptop.
 		fmt.Fprintln(stderr, "otelstep: no --config given: running the embedded default (cmd/otelstep/default.yaml; JSONL under ./otel)")
@@ -99,7 +103,7 @@ func run(args []string, stdout, stderr io.Writer) int {
 	}
 	// Before anything is built: the collector's process-wide settings,
 	// all in tuning.go.
-	tune(*procs, procsSet, os.LookupEnv)
+	slackNote := tune(*procs, procsSet, slack, os.LookupEnv)
 	if *cpuProfile != "" {
 		f, err := os.Create(*cpuProfile)
 		if err != nil {
@@ -125,15 +129,16 @@ func run(args []string, stdout, stderr io.Writer) int {
 			}
 		}()
 	}
-	return serve(cfg, stderr)
+	return serve(cfg, slackNote, stderr)
 }
 
-// serve runs the collector for cfg until a signal stops it.
-func serve(cfg *config.Config, stderr io.Writer) int {
+// serve runs the collector for cfg until a signal stops it. slackNote is
+// what tune made of the timer slack.
+func serve(cfg *config.Config, slackNote string, stderr io.Writer) int {
 	h := slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: cfg.Service.LogLevel})
 	log := slog.New(service.NewRedactingHandler(h, cfg.Secrets))
 	procs, gogc := settings()
-	log.Info("otelstep starting", "GOMAXPROCS", procs, "GOGC", gogc)
+	log.Info("otelstep starting", "GOMAXPROCS", procs, "GOGC", gogc, "timer_slack", slackNote)
 	svc, err := service.New(cfg, log)
 	if err != nil {
 		// A setup error, like a refused config: a JSONL path that cannot

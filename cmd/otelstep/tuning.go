@@ -1,17 +1,22 @@
 package main
 
 import (
+	"errors"
+	"fmt"
 	"runtime"
 	"runtime/debug"
 	"runtime/metrics"
 	"strconv"
+	"strings"
+	"time"
 )
 
-// The collector's process-wide settings are all here, set once by tune
-// from run before anything is built; bench and replay run at the runtime's
-// defaults. Each has an off switch, and DESIGN.md ("Process settings")
-// says why each is worth it. Nothing else in otelstep changes how the Go
-// runtime or the kernel treats the process.
+// The collector's process-wide settings are all here (the timer slack's
+// system calls in tuning_linux.go), set once by tune from run before
+// anything is built; bench and replay run at the runtime's defaults. Each
+// has an off switch, and DESIGN.md ("Process settings") says why each is
+// worth it. Nothing else in otelstep changes how the Go runtime or the
+// kernel treats the process.
 
 // defaultProcs is how many threads run otelstep's Go code at once unless
 // --procs or GOMAXPROCS says otherwise. otelstep runs beside a benchmark,
@@ -30,11 +35,88 @@ const defaultProcs = 1
 // so marking the live heap more often costs little CPU for a smaller peak.
 const defaultGCPercent = 25
 
+// defaultTimerSlack is every thread's timer slack unless
+// OTELSTEP_TIMERSLACK says otherwise. The timer slack is how late Linux may
+// end a thread's sleeps and timeouts so that it can wake it together with
+// other work (prctl(2), PR_SET_TIMERSLACK); a process starts with 50 µs.
+//
+// It is for the Go runtime's sysmon thread. While otelstep's one P runs,
+// sysmon naps 20 µs plus the slack at a time, to find goroutines to
+// preempt and system calls to take the P from, and every nap is a wake-up
+// of its own. At a job's load otelstep's work comes in bursts a few
+// milliseconds long (an OTLP request through both sinks, a scrape), so
+// sysmon woke dozens of times per burst: with 5 ms, once or twice. A
+// same-run A/B on the job's load measured about a tenth of otelstep's CPU
+// (DESIGN.md). The cost: timers may run up to 5 ms late, and a goroutine
+// blocked in a system call holds the P up to 5 ms longer before sysmon
+// hands it on; nothing in otelstep needs its timers to the millisecond
+// (scrape intervals are seconds, the batch timeout 200 ms).
+const defaultTimerSlack = 5 * time.Millisecond
+
+// timerSlackEnv names the environment variable that sets the slack: a Go
+// duration from 1µs to 1s, or 0 to leave the slack otelstep was started
+// with (the off switch).
+const timerSlackEnv = "OTELSTEP_TIMERSLACK"
+
+// kernelTimerSlack is the slack Linux gives a process no one set one for.
+// Any other at the start was chosen by whoever started otelstep (systemd's
+// TimerSlackNSec=, say), and is left alone.
+const kernelTimerSlack = 50 * time.Microsecond
+
+// timerSlackFrom returns the slack timerSlackEnv asks for (0: leave it),
+// or an error naming the variable and what it wants.
+func timerSlackFrom(lookup func(string) (string, bool)) (time.Duration, error) {
+	s, set := lookup(timerSlackEnv)
+	if !set {
+		return defaultTimerSlack, nil
+	}
+	s = strings.TrimSpace(s)
+	d, err := time.ParseDuration(s) // "0" is the one number it takes without a unit
+	if err == nil && d == 0 {
+		return 0, nil
+	}
+	if err != nil || d < time.Microsecond || d > time.Second {
+		return 0, fmt.Errorf("%s=%q: want a duration from 1µs to 1s, such as 5ms, or 0 to leave the timer slack as started", timerSlackEnv, s)
+	}
+	return d, nil
+}
+
 // tune applies the collector's settings: GOMAXPROCS from --procs (procs,
-// given) or defaultProcs, and the GC target. lookup reads the environment.
-func tune(procs int, given bool, lookup func(string) (string, bool)) {
+// given) or defaultProcs, the GC target, and every thread's timer slack
+// (slack, from timerSlackFrom). lookup reads the environment. It returns
+// what came of the timer slack, for the log.
+func tune(procs int, given bool, slack time.Duration, lookup func(string) (string, bool)) (slackNote string) {
 	setProcs(procs, given, lookup)
 	setGCPercent(lookup)
+	return applyTimerSlack(slack)
+}
+
+// applyTimerSlack sets every thread's timer slack to d, unless d is 0 or
+// the process was started with a slack other than the kernel's, and says
+// what the slack is and why. sysmon's thread is started before any of
+// otelstep's code runs, and a thread's slack is its own (a new thread
+// copies its creator's), so it is set on every thread at once; a build
+// with cgo cannot reach the threads C may have started, and keeps the
+// slack it was started with.
+func applyTimerSlack(d time.Duration) string {
+	was, err := currentTimerSlack()
+	switch {
+	case errors.Is(err, errors.ErrUnsupported):
+		return "not set: Linux only"
+	case err != nil:
+		return fmt.Sprintf("not set: %v", err)
+	case d == 0:
+		return fmt.Sprintf("%v, as started (%s=0)", was, timerSlackEnv)
+	case was != kernelTimerSlack:
+		return fmt.Sprintf("%v, as started (chosen by whoever started otelstep)", was)
+	}
+	switch err := setTimerSlack(d); {
+	case errors.Is(err, errors.ErrUnsupported):
+		return fmt.Sprintf("%v, as started: a build with cgo cannot set it on every thread, a static one (CGO_ENABLED=0) does", was)
+	case err != nil:
+		return fmt.Sprintf("%v, as started: %v", was, err)
+	}
+	return d.String()
 }
 
 // setProcs sets GOMAXPROCS to n (0: the runtime's own choice, one per CPU

@@ -156,7 +156,7 @@ func TestAttrSetsForgotten(t *testing.T) {
 			t.Fatal("no sets after a node page")
 		}
 	}()
-	deadline := time.Now().Add(10 * time.Second)
+	deadline := time.Now().Add(patience)
 	for (sets.size() > 0 || sets.famSize() > 0) && time.Now().Before(deadline) {
 		runtime.GC()
 		time.Sleep(10 * time.Millisecond)

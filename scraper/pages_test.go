@@ -31,7 +31,7 @@ func barrierServers(t *testing.T, n int, page []byte) []*httptest.Server {
 			mu.Unlock()
 			select {
 			case <-all:
-			case <-time.After(5 * time.Second):
+			case <-time.After(patience):
 			}
 			w.Header().Set("Content-Type", ctText)
 			w.Header().Set("Content-Length", strconv.Itoa(len(page)))
@@ -122,7 +122,7 @@ func TestSlowBodyDoesNotHoldUpTheJob(t *testing.T) {
 	}))}
 	for range n - 1 {
 		srvs = append(srvs, httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
-			for i := 0; len(m.pages.slots) == 0 && i < 5000; i++ {
+			for end := time.Now().Add(patience); len(m.pages.slots) == 0 && time.Now().Before(end); {
 				time.Sleep(time.Millisecond)
 			}
 			serve(w, false)
@@ -136,7 +136,7 @@ func TestSlowBodyDoesNotHoldUpTheJob(t *testing.T) {
 	m.pages = newPageGate(1, 20*time.Millisecond)
 	done := make(chan struct{})
 	go func() { m.ScrapeAll(context.Background()); close(done) }()
-	deadline := time.After(5 * time.Second)
+	deadline := time.After(patience)
 	for got := 0; got < n-1; got++ {
 		select {
 		case <-col.ch:

@@ -55,7 +55,7 @@ func TestBatcherTimeoutTrigger(t *testing.T) {
 	start := time.Now()
 	_ = b.Consume(context.Background(), metricsBatch("a", 1))
 	_ = b.Consume(context.Background(), metricsBatch("b", 1))
-	waitFor(t, 2*time.Second, func() bool { return len(rec.got()) == 1 }, "timeout flush")
+	waitFor(t, patience, func() bool { return len(rec.got()) == 1 }, "timeout flush")
 	if el := time.Since(start); el < 45*time.Millisecond {
 		t.Fatalf("flushed after %v, before the timeout", el)
 	}
@@ -66,7 +66,7 @@ func TestBatcherTimeoutTrigger(t *testing.T) {
 	_ = b.Consume(context.Background(), &pipeline.Batch{Signal: pipeline.Logs, Logs: []*logspb.ResourceLogs{{
 		ScopeLogs: []*logspb.ScopeLogs{{LogRecords: []*logspb.LogRecord{{Body: &commonpb.AnyValue{}}}}},
 	}}})
-	waitFor(t, 2*time.Second, func() bool { return len(rec.got()) == 2 }, "logs flush")
+	waitFor(t, patience, func() bool { return len(rec.got()) == 2 }, "logs flush")
 	if g := rec.got()[1]; g.Signal != pipeline.Logs || g.Items() != 1 {
 		t.Fatal("logs batch wrong")
 	}
@@ -152,7 +152,7 @@ func TestBatcherTimerFlushRetriesUntilAccepted(t *testing.T) {
 	_ = b.Start(context.Background())
 	defer b.Shutdown(ctxT(time.Second))
 	_ = b.Consume(context.Background(), metricsBatch("t", 1))
-	waitFor(t, 3*time.Second, func() bool { return len(rec.got()) == 1 }, "timer flush after refusals")
+	waitFor(t, patience, func() bool { return len(rec.got()) == 1 }, "timer flush after refusals")
 }
 
 // In a synctest bubble (here and below) the sleeps are the fake clock's:

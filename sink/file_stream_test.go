@@ -9,6 +9,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"testing/synctest"
 	"time"
 
 	"github.com/otelstep/otelstep/otlpjson"
@@ -216,11 +217,11 @@ func TestFileRetryEndsAtShutdownDeadline(t *testing.T) {
 	if err := f.Enqueue(context.Background(), bigBatches(t)[0]); err != nil {
 		t.Fatal(err)
 	}
-	waitFor(t, 2*time.Second, func() bool { return w.writes.Load() >= 2 }, "write retried")
+	waitFor(t, patience, func() bool { return w.writes.Load() >= 2 }, "write retried")
 	_ = f.Shutdown(ctxT(300 * time.Millisecond))
 	select {
 	case <-f.done:
-	case <-time.After(3 * time.Second):
+	case <-time.After(patience):
 		t.Fatal("the writer still retries 3 s after a 300 ms shutdown deadline")
 	}
 	if l := logs.String(); !strings.Contains(l, "lost_lines=1") {
@@ -241,10 +242,17 @@ func failingFile() (*File, *gateWriter, *syncBuf) {
 // A file sink holds its write buffer only once a batch comes: the
 // pipelines of a signal that never arrives cost no buffer.
 func TestFileBufferAtFirstBatch(t *testing.T) {
+	synctest.Test(t, testFileBufferAtFirstBatch)
+}
+
+func testFileBufferAtFirstBatch(t *testing.T) {
 	w := &sizeWriter{}
 	f := newFile(FileOptions{Path: "/lazy.jsonl", Signal: pipeline.Metrics}, w)
 	_ = f.Start(context.Background())
-	time.Sleep(20 * time.Millisecond) // the writer goroutine runs idle
+	synctest.Wait() // the writer goroutine is idle, waiting for a batch
+	if cap(f.buf) != 0 {
+		t.Fatalf("a buffer of %d bytes before any batch", cap(f.buf))
+	}
 	if err := f.Enqueue(context.Background(), metricsBatch("one", 2)); err != nil {
 		t.Fatal(err)
 	}
@@ -323,7 +331,7 @@ func TestFileHugeResourceCutAtShutdown(t *testing.T) {
 		_ = f.Shutdown(ctxT(time.Second))
 		select {
 		case <-f.done:
-		case <-time.After(5 * time.Second):
+		case <-time.After(patience):
 			t.Fatalf("started %v: the sink still runs 5 s after a 1 s shutdown deadline", started)
 		}
 		if el := time.Since(start); el > 5*time.Second {

@@ -132,7 +132,7 @@ func TestFileFlushesSoonWithoutShutdown(t *testing.T) {
 	_ = f.Start(context.Background())
 	defer f.Shutdown(ctxT(5 * time.Second))
 	_ = f.Enqueue(context.Background(), metricsBatch("x", 2))
-	waitFor(t, 2*time.Second, func() bool {
+	waitFor(t, patience, func() bool {
 		data, _ := os.ReadFile(path)
 		return bytes.Count(data, []byte("\n")) == 1
 	}, "line on disk")
@@ -193,7 +193,7 @@ func TestFileBlocksWhenQueueFullAndFanoutNoPartial(t *testing.T) {
 	if err := f.Enqueue(context.Background(), metricsBatch("0", 1)); err != nil {
 		t.Fatal(err)
 	}
-	waitFor(t, 2*time.Second, func() bool { return w.writes.Load() == 1 }, "writer stalled")
+	waitFor(t, patience, func() bool { return w.writes.Load() == 1 }, "writer stalled")
 	// Batch 1 fills the queue.
 	if err := f.Enqueue(ctxT(time.Second), metricsBatch("1", 1)); err != nil {
 		t.Fatal(err)
@@ -218,7 +218,7 @@ func TestFileBlocksWhenQueueFullAndFanoutNoPartial(t *testing.T) {
 
 	// A blocked Enqueue proceeds as soon as the writer resumes.
 	errc := make(chan error, 1)
-	go func() { errc <- fo.Consume(ctxT(5*time.Second), metricsBatch("4", 1)) }()
+	go func() { errc <- fo.Consume(ctxT(patience), metricsBatch("4", 1)) }()
 	select {
 	case err := <-errc:
 		t.Fatalf("Consume returned early: %v", err)

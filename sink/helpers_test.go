@@ -105,6 +105,10 @@ func (r *recorder) Enqueue(ctx context.Context, b *pipeline.Batch) error { retur
 func (r *recorder) Start(context.Context) error                          { return nil }
 func (r *recorder) Shutdown(context.Context) error                       { return nil }
 
+// patience bounds every wait on a condition: long enough for a busy CI
+// machine, never a measuring window.
+const patience = time.Minute
+
 func waitFor(t testing.TB, d time.Duration, cond func() bool, what string) {
 	t.Helper()
 	deadline := time.Now().Add(d)

@@ -124,7 +124,7 @@ func TestHTTPSendsGzipProtobuf(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	waitFor(t, 5*time.Second, func() bool { return h.Stats().SentBatches == 5 }, "5 sent")
+	waitFor(t, patience, func() bool { return h.Stats().SentBatches == 5 }, "5 sent")
 	if err := h.Shutdown(ctxT(5 * time.Second)); err != nil {
 		t.Fatal(err)
 	}
@@ -150,7 +150,7 @@ func TestHTTPRetryAfter503ThenSuccess(t *testing.T) {
 	_ = h.Start(context.Background())
 	start := time.Now()
 	_ = h.Enqueue(context.Background(), metricsBatch("r", 1))
-	waitFor(t, 5*time.Second, func() bool { return h.Stats().SentBatches == 1 }, "sent after retry")
+	waitFor(t, patience, func() bool { return h.Stats().SentBatches == 1 }, "sent after retry")
 	if el := time.Since(start); el < 900*time.Millisecond {
 		t.Fatalf("Retry-After not honoured: succeeded after %v", el)
 	}
@@ -175,9 +175,8 @@ func TestHTTP400NotRetried(t *testing.T) {
 	h, logs := newTestHTTP(t, u, HTTPOptions{})
 	_ = h.Start(context.Background())
 	_ = h.Enqueue(context.Background(), metricsBatch("bad", 1))
-	waitFor(t, 5*time.Second, func() bool { return h.Stats().Failed == 1 }, "failed")
-	_ = h.Shutdown(ctxT(5 * time.Second))
-	time.Sleep(20 * time.Millisecond)
+	waitFor(t, patience, func() bool { return h.Stats().Failed == 1 }, "failed")
+	_ = h.Shutdown(ctxT(5 * time.Second)) // its goroutines are done: no retry can come later
 	if be.hits.Load() != 1 || h.Stats().Retries != 0 {
 		t.Fatalf("400 retried: hits %d", be.hits.Load())
 	}

@@ -57,7 +57,7 @@ func TestHTTPTelemetry(t *testing.T) {
 	wantLines(t, telemetryPage(t, tm), `otelcol_exporter_queue_capacity{exporter="otlphttp/t"} 7`, `otelcol_exporter_queue_size{exporter="otlphttp/t"} 0`)
 	_ = h.Start(context.Background())
 	_ = h.Enqueue(context.Background(), metricsBatch("a", 5))
-	waitFor(t, 10*time.Second, func() bool { return h.Stats().SentBatches == 1 }, "sent after a retry")
+	waitFor(t, patience, func() bool { return h.Stats().SentBatches == 1 }, "sent after a retry")
 	if err := h.Shutdown(ctxT(5 * time.Second)); err != nil {
 		t.Fatal(err)
 	}

@@ -188,7 +188,7 @@ func (o *otelstepProcess) stop(t *testing.T) {
 		if err != nil {
 			t.Fatalf("exit: %v; stderr:\n%s", err, o.stderr.String())
 		}
-	case <-time.After(30 * time.Second):
+	case <-time.After(patience):
 		_ = o.cmd.Process.Kill()
 		<-o.done
 		t.Fatalf("did not exit within 30s of SIGTERM; stderr:\n%s", o.stderr.String())

@@ -2,7 +2,6 @@ package main
 
 import (
 	"bufio"
-	"bytes"
 	"compress/gzip"
 	"context"
 	"fmt"
@@ -10,16 +9,15 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"sort"
 	"strings"
 	"sync"
-	"syscall"
 	"testing"
 	"time"
 
 	"github.com/otelstep/otelstep/bench"
+	"github.com/otelstep/otelstep/internal/proctest"
 	"github.com/otelstep/otelstep/otlpjson"
 	"github.com/otelstep/otelstep/pipeline"
 	"github.com/prometheus/prometheus/model/labels"
@@ -39,74 +37,44 @@ import (
 
 const testToken = "e2e-Secret-Token-7f3a9c" // must appear nowhere on disk or in logs
 
-// build is one build of otelstep for a test run, made at its first use.
-type build struct {
-	once sync.Once
-	path string
-	err  error
-}
+// The binaries under test, each built at its first use (package proctest).
+var (
+	// tested is built as the tests are: -pgo=off (README.md), so the binary
+	// shares their compiled dependencies, and under go test -race with the
+	// race detector too, so a data race anywhere in the running pipeline
+	// fails the test (the binary then exits 66).
+	tested = &proctest.Build{Args: raceArgs()}
+	// static is built as otelstep is released, without cgo. tested may use
+	// cgo (always under -race), and a cgo build cannot set another thread's
+	// timer slack (tuning.go).
+	static = &proctest.Build{Env: []string{"CGO_ENABLED=0"}, Args: []string{"-pgo=off"}}
+)
 
-var tested, static build
+const raceBuild = proctest.Race
+
+func raceArgs() []string {
+	if raceBuild {
+		return []string{"-pgo=off", "-race"}
+	}
+	return []string{"-pgo=off"}
+}
 
 // buildBinary builds otelstep once per test run.
-func buildBinary(t *testing.T) string {
-	args := []string{"-pgo=off"}
-	if raceBuild {
-		args = append(args, "-race")
-	}
-	return tested.get(t, nil, args...)
-}
+func buildBinary(t *testing.T) string { return tested.Get(t) }
 
-// buildStatic builds otelstep as it is released, without cgo, once per
-// test run. buildBinary's may use cgo (always under -race), and a cgo
-// build cannot set another thread's timer slack (tuning.go).
-func buildStatic(t *testing.T) string {
-	return static.get(t, []string{"CGO_ENABLED=0"}, "-pgo=off")
-}
-
-// get builds the package with go build args in env the first time, and
-// returns the binary's path. -pgo=off as the tests are built (README.md):
-// the binary then shares their compiled dependencies.
-func (b *build) get(t *testing.T, env []string, args ...string) string {
-	t.Helper()
-	b.once.Do(func() {
-		dir, err := os.MkdirTemp("", "otelstep-bin")
-		if err != nil {
-			b.err = err
-			return
-		}
-		b.path = filepath.Join(dir, "otelstep")
-		cmd := exec.Command("go", append(append([]string{"build", "-o", b.path}, args...), ".")...)
-		cmd.Env = append(os.Environ(), env...)
-		if out, err := cmd.CombinedOutput(); err != nil {
-			b.err = fmt.Errorf("%s go build %s: %v\n%s", strings.Join(env, " "), strings.Join(args, " "), err, out)
-		}
-	})
-	if b.err != nil {
-		t.Fatal(b.err)
-	}
-	return b.path
-}
+// buildStatic builds otelstep as it is released, once per test run.
+func buildStatic(t *testing.T) string { return static.Get(t) }
 
 // patience is how long a test waits for what takes milliseconds on an
-// idle machine (a start, a scrape reaching the backend): long, so that a
-// busy machine makes a test slower, not failed. Waits end as soon as their
-// condition holds.
-const patience = time.Minute
+// idle machine (proctest.Patience).
+const patience = proctest.Patience
 
 // waitHealthy waits for the health endpoint at addr to answer 200,
 // failing the test with the process's output if it does not.
 func waitHealthy(t *testing.T, addr string, out fmt.Stringer) {
 	t.Helper()
 	deadline := time.Now().Add(patience)
-	for {
-		resp, err := http.Get("http://" + addr + "/")
-		if err == nil {
-			resp.Body.Close()
-			if resp.StatusCode == 200 {
-				return
-			}
-		}
+	for proctest.Health(addr) != 200 {
 		if time.Now().After(deadline) {
 			t.Fatalf("not healthy in %v:\n%s", patience, out.String())
 		}
@@ -115,103 +83,24 @@ func waitHealthy(t *testing.T, addr string, out fmt.Stringer) {
 }
 
 // otelstepProcess is the built binary running on a config.
-type otelstepProcess struct {
-	cmd    *exec.Cmd
-	stderr lockedOut // its stdout and stderr
-	done   chan error
-}
+type otelstepProcess = proctest.Process
 
-// lockedOut is the process's output, written by exec's copying goroutine.
-type lockedOut struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (l *lockedOut) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.Write(p)
-}
-
-func (l *lockedOut) String() string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.String()
-}
+// lockedOut is a process's output, written by exec's copying goroutine.
+type lockedOut = proctest.Output
 
 // startOtelstep runs bin --config cfgPath with env added to the test's,
 // waits until healthAddr answers 200, and kills the process at the test's
 // end if it still runs.
 func startOtelstep(t *testing.T, bin, cfgPath, healthAddr string, env ...string) *otelstepProcess {
 	t.Helper()
-	o := &otelstepProcess{cmd: exec.Command(bin, "--config", cfgPath), done: make(chan error, 1)}
-	o.cmd.Env = append(os.Environ(), env...)
-	o.cmd.Stdout, o.cmd.Stderr = &o.stderr, &o.stderr
-	if err := o.cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	go func() { o.done <- o.cmd.Wait() }()
-	t.Cleanup(func() { _ = o.cmd.Process.Kill() })
-	deadline := time.Now().Add(patience)
-	for {
-		resp, err := http.Get("http://" + healthAddr + "/")
-		if err == nil {
-			resp.Body.Close()
-			if resp.StatusCode == 200 {
-				return o
-			}
-		}
-		select {
-		case err := <-o.done:
-			t.Fatalf("exited before it was healthy: %v; stderr:\n%s", err, o.stderr.String())
-		default:
-		}
-		if time.Now().After(deadline) {
-			_ = o.cmd.Process.Kill()
-			<-o.done
-			t.Fatalf("not healthy in %v; stderr:\n%s", patience, o.stderr.String())
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
-}
-
-// stop sends SIGTERM and fails the test unless the process exits 0 within
-// the job script's 30 s.
-func (o *otelstepProcess) stop(t *testing.T) {
-	t.Helper()
-	sent := time.Now()
-	if err := o.cmd.Process.Signal(syscall.SIGTERM); err != nil {
-		t.Fatal(err)
-	}
-	select {
-	case err := <-o.done:
-		if err != nil {
-			t.Fatalf("exit: %v; stderr:\n%s", err, o.stderr.String())
-		}
-	case <-time.After(patience):
-		_ = o.cmd.Process.Kill()
-		<-o.done
-		t.Fatalf("did not exit within 30s of SIGTERM; stderr:\n%s", o.stderr.String())
-	}
-	t.Logf("exited 0, %v after SIGTERM", time.Since(sent).Round(time.Millisecond))
+	return proctest.Start(t, bin, cfgPath, healthAddr, env...)
 }
 
 // assertNoToken fails the test if the token is in any file under dir but
 // the config (which names only the variable) or in log.
 func assertNoToken(t *testing.T, dir, cfgPath, log string) {
 	t.Helper()
-	_ = filepath.Walk(dir, func(p string, info os.FileInfo, err error) error {
-		if err == nil && !info.IsDir() && p != cfgPath {
-			data, _ := os.ReadFile(p)
-			if bytes.Contains(data, []byte(testToken)) {
-				t.Errorf("token found in %s", p)
-			}
-		}
-		return nil
-	})
-	if strings.Contains(log, testToken) {
-		t.Error("token found in otelstep's log")
-	}
+	proctest.AssertNoToken(t, testToken, dir, cfgPath, log)
 }
 
 // freePort returns a loopback host:port nothing listens on, for the binary
@@ -428,7 +317,7 @@ func TestEndToEnd(t *testing.T) {
 	}
 
 	o := startOtelstep(t, bin, cfgPath, healthAddr, "OTEL_TOKEN="+testToken, "SLURM_JOB_ID=12345")
-	stderr := &o.stderr
+	stderr := &o.Out
 
 	ctx := context.Background()
 	res := sdkresource.NewSchemaless(attribute.String("service.name", "gym-driver"))
@@ -482,7 +371,7 @@ func TestEndToEnd(t *testing.T) {
 		}
 	}
 	stopAt := time.Now()
-	o.stop(t)
+	o.Stop(t)
 
 	// The JSONL files.
 	otel := filepath.Join(dir, "job", "otel")

@@ -247,7 +247,7 @@ func TestEndToEndV2(t *testing.T) {
 
 	// Everything is accepted: stop well before the 15 s flush interval, so
 	// every span metric comes from the flush at SIGTERM.
-	o.stop(t)
+	o.Stop(t)
 
 	golden := goldenSpanMetrics(t)
 	if len(golden) != 222 {
@@ -363,5 +363,5 @@ func TestEndToEndV2(t *testing.T) {
 	if be.dropped != 0 || be.badHeader != 0 {
 		t.Errorf("backend dropped %d resources without Authorization; %d requests with a bad header", be.dropped, be.badHeader)
 	}
-	assertNoToken(t, dir, cfgPath, o.stderr.String())
+	assertNoToken(t, dir, cfgPath, o.Out.String())
 }

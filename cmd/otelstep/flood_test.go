@@ -73,7 +73,7 @@ service:
 		t.Fatal(err)
 	}
 	p := startOtelstep(t, wrapper, cfgPath, health, "OTEL_TOKEN="+testToken)
-	fdDir := fmt.Sprintf("/proc/%d/fd", p.cmd.Process.Pid)
+	fdDir := fmt.Sprintf("/proc/%d/fd", p.Cmd.Process.Pid)
 	fds := func() int {
 		ents, err := os.ReadDir(fdDir)
 		if err != nil {
@@ -190,5 +190,5 @@ service:
 
 	// Still receiving, and a clean stop.
 	sendSpans(t, httpAddr, 3)
-	p.stop(t)
+	p.Stop(t)
 }

@@ -125,15 +125,15 @@ func TestBackendEchoesNeverLogged(t *testing.T) {
 	// Stopped without p.stop, which prints the log on a failure: its final
 	// export of otelstep's metrics fails (exit 1), and the log is checked
 	// below without being printed.
-	if err := p.cmd.Process.Signal(syscall.SIGTERM); err != nil {
+	if err := p.Cmd.Process.Signal(syscall.SIGTERM); err != nil {
 		t.Fatal(err)
 	}
 	select {
-	case <-p.done:
+	case <-p.Done:
 	case <-time.After(patience):
 		t.Fatal("did not exit after SIGTERM")
 	}
-	log := p.stderr.String()
+	log := p.Out.String()
 	if !strings.Contains(log, "invalid credentials") || !strings.Contains(log, "telemetry: exporting otelstep's metrics failed") {
 		t.Fatalf("the backend's messages were not logged: %s", redacttest.Describe(log))
 	}

@@ -221,7 +221,7 @@ func TestOwnMetricsToSecondBackend(t *testing.T) {
 		select {
 		case <-own.got:
 		case <-deadline:
-			t.Fatalf("no export with 3 accepted spans in %v (%d requests)\n%s", patience, own.count(), o.stderr.String())
+			t.Fatalf("no export with 3 accepted spans in %v (%d requests)\n%s", patience, own.count(), o.Out.String())
 		}
 	}
 	// and /metrics on the health endpoint says they go elsewhere
@@ -233,8 +233,8 @@ func TestOwnMetricsToSecondBackend(t *testing.T) {
 	if resp.StatusCode != http.StatusNotFound {
 		t.Errorf("/metrics with a reader: %d", resp.StatusCode)
 	}
-	o.stop(t)
-	assertNoToken(t, filepath.Dir(cfgPath), cfgPath, o.stderr.String())
+	o.Stop(t)
+	assertNoToken(t, filepath.Dir(cfgPath), cfgPath, o.Out.String())
 
 	// The final export at stop has the sinks' counts too.
 	for _, c := range []struct {
@@ -308,8 +308,8 @@ func TestOwnMetricsWithoutReaders(t *testing.T) {
 			t.Errorf("/metrics lacks %q:\n%s", w, page)
 		}
 	}
-	o.stop(t)
-	assertNoToken(t, filepath.Dir(cfgPath), cfgPath, o.stderr.String())
+	o.Stop(t)
+	assertNoToken(t, filepath.Dir(cfgPath), cfgPath, o.Out.String())
 	if n := own.count(); n != 0 {
 		t.Errorf("%d requests reached a metrics backend no reader names", n)
 	}

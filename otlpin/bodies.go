@@ -84,8 +84,14 @@ func (p *bodyPool) get(n int) *body {
 	return b
 }
 
-// put returns b to its class; the lease's last release calls it.
+// put returns b to its class; the lease's last release calls it. In a
+// poison build it poisons b's bytes and drops b instead (pipeline.Lease):
+// the strings a batch decoded from it then read as poison.
 func (b *body) put() {
+	if pipeline.PoisonReleased {
+		pipeline.PoisonBytes(b.b[:cap(b.b)])
+		return
+	}
 	b.b = b.b[:cap(b.b)]
 	b.pool.classes[b.class].Put(b)
 }

@@ -1,6 +1,9 @@
 package pipeline
 
-import "sync/atomic"
+import (
+	"errors"
+	"sync/atomic"
+)
 
 // Leases: memory a producer lends to the batches it sends and wants back.
 //
@@ -22,9 +25,20 @@ import "sync/atomic"
 //   - Never releasing is always safe: the memory then goes to the garbage
 //     collector, as it would without a lease. Releasing early is not, so a
 //     path that is unsure keeps its reference.
+//   - A stage that reads a batch's memory calls Batch.CheckLive before and
+//     after: a no-op, except in a poison build.
 //
 // A Batch's Leases slice is read-only once the batch is shared: Release
 // does not change it, so sinks may release one batch concurrently.
+//
+// The lifetime is checked in a build with the poison tag (PoisonReleased):
+// there a producer's free overwrites the memory with a poison pattern and
+// keeps it from reuse instead of pooling it, so a lease released for the
+// last time stays released, and Batch.CheckLive panics on a batch one of
+// whose leases is. A release that comes early, before some holder is done
+// reading, then fails that holder's test loudly (a panic, or poisoned
+// values in what it wrote) where a normal build would hand live memory to
+// the next scrape or request and go on. CI runs the stages' tests so.
 type Lease struct {
 	refs atomic.Int32
 	free func()
@@ -38,12 +52,24 @@ func (l *Lease) Reset(free func()) {
 	l.refs.Store(1)
 }
 
-// Retain adds n references.
+// Retain adds n references. The caller must hold one: retaining a lease
+// released for the last time would revive memory its producer has
+// already taken back, so it panics.
 func (l *Lease) Retain(n int) {
-	if n > 0 {
-		l.refs.Add(int32(n))
+	if n > 0 && l.refs.Add(int32(n)) == int32(n) {
+		panic(ErrUseAfterRelease)
 	}
 }
+
+// Released reports whether l's last reference was released. It is only
+// meaningful while the producer cannot reuse l: in a poison build, or in a
+// test that knows it does not.
+func (l *Lease) Released() bool { return l.refs.Load() <= 0 }
+
+// ErrUseAfterRelease is what a poison build panics with when a batch's
+// memory is touched after the last release of its lease (and what Retain
+// panics with in any build when it revives a released lease).
+var ErrUseAfterRelease = errors.New("pipeline: batch memory used after its lease was released (a holder released early)")
 
 // Release drops one reference; the last one calls free. Releasing more
 // often than the references held is a bug that would hand live memory back
@@ -64,11 +90,43 @@ func (b *Batch) Retain(n int) {
 	}
 }
 
+// CheckLive panics with ErrUseAfterRelease, in a poison build, when one
+// of b's leases was released for the last time: b's memory is then poison,
+// and whatever read it (or is about to) read garbage. Stages that read a
+// batch call it before and after. Without the poison tag it does nothing,
+// and costs nothing.
+func (b *Batch) CheckLive() {
+	if !PoisonReleased {
+		return
+	}
+	for _, l := range b.Leases {
+		if l.Released() {
+			panic(ErrUseAfterRelease)
+		}
+	}
+}
+
 // Release drops the holder's reference on each of the batch's leases. It
 // does not change b, so the holders of a shared batch may call it
 // concurrently (each once).
 func (b *Batch) Release() {
 	for _, l := range b.Leases {
 		l.Release()
+	}
+}
+
+// Poison patterns: what a poison build writes over released memory, chosen
+// to be seen (a byte no valid UTF-8 starts with, a time five centuries
+// ahead, a NaN whose payload spells them) rather than to look like data.
+const (
+	PoisonByte        byte   = 0xDB
+	PoisonUint64      uint64 = 0xDBDBDBDBDBDBDBDB
+	PoisonFloat64Bits uint64 = 0x7FF8DBDBDBDBDBDB
+)
+
+// PoisonBytes overwrites b with PoisonByte.
+func PoisonBytes(b []byte) {
+	for i := range b {
+		b[i] = PoisonByte
 	}
 }

@@ -1,6 +1,7 @@
 package scraper
 
 import (
+	"math"
 	"sync"
 	"sync/atomic"
 
@@ -50,8 +51,14 @@ func (p *chunkPool[T]) get() *chunk[T] {
 	return &chunk[T]{s: make([]T, 0, p.size)}
 }
 
-// put clears c (nothing it held stays reachable) and pools it.
+// put clears c (nothing it held stays reachable) and pools it. In a poison
+// build it poisons c's elements and drops c instead (see pipeline.Lease):
+// whoever still reads them reads the poison.
 func (p *chunkPool[T]) put(c *chunk[T]) {
+	if pipeline.PoisonReleased {
+		poison(c.s)
+		return
+	}
 	clear(c.s)
 	c.s = c.s[:0]
 	p.p.Put(c)
@@ -173,6 +180,9 @@ func (a *arena) recycle() {
 	a.gauges = putAll(&p.gauges, a.gauges)
 	a.hists = putAll(&p.hists, a.hists)
 	a.summaries = putAll(&p.summaries, a.summaries)
+	if pipeline.PoisonReleased {
+		return // its lease stays released, for Batch.CheckLive to see
+	}
 	p.arenas.Put(a)
 }
 
@@ -182,6 +192,62 @@ func putAll[T any](p *chunkPool[T], cs []*chunk[T]) []*chunk[T] {
 		cs[i] = nil
 	}
 	return cs[:0]
+}
+
+// poison overwrites what a released chunk held with pipeline's poison
+// patterns: numbers and times poisoned, names and units poisoned strings,
+// pointers nil (a poisoned pointer would crash the garbage collector, not
+// the reader). What a pointer pointed at is itself in a chunk, poisoned.
+func poison[T any](s []T) {
+	const name = "\xdb\xdbreleased"
+	nan := math.Float64frombits(pipeline.PoisonFloat64Bits)
+	switch v := any(s).(type) {
+	case []numPoint:
+		for i := range v {
+			v[i] = numPoint{}
+			v[i].p.TimeUnixNano, v[i].p.StartTimeUnixNano = pipeline.PoisonUint64, pipeline.PoisonUint64
+			v[i].d.AsDouble = nan
+			v[i].p.Value = &v[i].d
+		}
+	case []histPoint:
+		for i := range v {
+			v[i] = histPoint{sum: nan}
+			v[i].p.TimeUnixNano, v[i].p.StartTimeUnixNano = pipeline.PoisonUint64, pipeline.PoisonUint64
+			v[i].p.Count = pipeline.PoisonUint64
+			v[i].p.Sum = &v[i].sum
+		}
+	case []uint64:
+		for i := range v {
+			v[i] = pipeline.PoisonUint64
+		}
+	case []resMetrics:
+		for i := range v {
+			v[i] = resMetrics{}
+			v[i].rm.SchemaUrl = name
+		}
+	case []sumMetric:
+		for i := range v {
+			v[i] = sumMetric{}
+			v[i].m.Name, v[i].m.Unit = name, name
+		}
+	case []gaugeMetric:
+		for i := range v {
+			v[i] = gaugeMetric{}
+			v[i].m.Name, v[i].m.Unit = name, name
+		}
+	case []histMetric:
+		for i := range v {
+			v[i] = histMetric{}
+			v[i].m.Name, v[i].m.Unit = name, name
+		}
+	case []summaryMetric:
+		for i := range v {
+			v[i] = summaryMetric{}
+			v[i].m.Name, v[i].m.Unit = name, name
+		}
+	default: // pointers
+		clear(s)
+	}
 }
 
 // next returns the next element of *cur, taking a fresh chunk from p (and

@@ -226,7 +226,11 @@ type createdRef struct {
 // attributes in place (replace the slice instead). A Converter is safe for
 // use by one goroutine at a time (it locks internally).
 type Converter struct {
-	mu       sync.Mutex
+	mu sync.Mutex
+	// lent are the histogram builders this scrape took from the Manager's
+	// pool (slabPools.builder): ConvertLeased gives them back as it
+	// returns, whatever path the scrape took.
+	lent     []*histBuilder
 	t        Target
 	resource *resourcepb.Resource
 	base     []*commonpb.KeyValue // target labels as attributes, sorted
@@ -424,6 +428,7 @@ func (c *Converter) ConvertAll(page []byte, contentType string, ts time.Time, du
 func (c *Converter) ConvertLeased(page []byte, contentType string, ts time.Time, dur time.Duration) ([]*metricspb.ResourceMetrics, []*pipeline.Lease, error) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
+	defer c.returnBuilders() // taken and returned in this call
 	om := strings.HasPrefix(strings.TrimSpace(contentType), "application/openmetrics-text")
 	c.om = om
 	c.created = c.created[:0]
@@ -624,6 +629,7 @@ func (c *Converter) sample(p textparse.Parser, se *seriesEntry, v float64, ptTs 
 			// converts one page at a time). The point is new every
 			// scrape.
 			h = c.pools.builder()
+			c.lent = append(c.lent, h)
 			x := next(&sl.hcur, &sl.ar.pools.hpts, &sl.ar.hpts)
 			x.p.Attributes, x.p.TimeUnixNano = ps.attrs(), ptTs
 			*h = histBuilder{pt: &x.p, sumSlot: &x.sum, buckets: h.buckets[:0]}
@@ -740,7 +746,6 @@ func (c *Converter) startsFromCreatedGauges(gen uint64) {
 // abort forgets the per-scrape state of a scrape that failed half-way, so
 // nothing of it leaks into the next scrape or the staleness markers.
 func (c *Converter) abort() {
-	c.putBuilders()
 	for _, ps := range c.touched {
 		ps.resetScrape()
 		ps.gen = 0
@@ -773,18 +778,21 @@ func (c *Converter) finish(now uint64, sl *slab) {
 			continue // only a _created sample: no point, nothing to commit
 		}
 		ps.start, ps.last, ps.seen = ps.curStart, ps.curLast, true
-	}
-	c.putBuilders()
-}
-
-// putBuilders gives this scrape's histogram builders back to the pool.
-func (c *Converter) putBuilders() {
-	for _, ps := range c.touched {
-		if sh := ps.shape; sh != nil && sh.hist != nil {
-			c.pools.putBuilder(sh.hist)
-			sh.hist = nil
+		if ps.shape != nil {
+			ps.shape.hist = nil // back to the pool as ConvertLeased returns
 		}
 	}
+}
+
+// returnBuilders gives the histogram builders this scrape took back to
+// the pool; no series points at them any more (finish and abort forgot
+// them).
+func (c *Converter) returnBuilders() {
+	for i, h := range c.lent {
+		c.pools.putBuilder(h)
+		c.lent[i] = nil
+	}
+	c.lent = c.lent[:0]
 }
 
 // startFor picks the start time of a cumulative point whose time is at

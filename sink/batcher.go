@@ -120,6 +120,7 @@ func (b *Batcher) Consume(ctx context.Context, in *pipeline.Batch) error {
 	if in == nil || in.Signal > pipeline.Logs {
 		return nil
 	}
+	in.CheckLive() // what it is about to read was not given back (pipeline.Lease)
 	if in.Len() == 0 {
 		in.Release()
 		return nil

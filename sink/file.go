@@ -355,6 +355,8 @@ func (s *File) write(ctx context.Context, b *pipeline.Batch) { s.writeCounted(ct
 // writeCounted is write of a batch of items items (-1: not counted), for
 // the sink's count of what it wrote.
 func (s *File) writeCounted(ctx context.Context, b *pipeline.Batch, items int) {
+	b.CheckLive()       // what it is about to read was not given back (pipeline.Lease)
+	defer b.CheckLive() // nor while it read
 	n := b.Len()
 	start := otlpjson.RequestStart(b.Signal)
 	if n == 0 || start == "" {

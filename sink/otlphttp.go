@@ -69,6 +69,8 @@ const maxKeptOut = 16 << 20
 // encode writes b's export request into out (which it resets), gzipped
 // (at gzipLevel) when gz is set.
 func (re *requestEncoder) encode(b *pipeline.Batch, gz bool, out *bytes.Buffer) error {
+	b.CheckLive()       // what it is about to read was not given back (pipeline.Lease)
+	defer b.CheckLive() // nor while it read
 	// Every signal through the reflection-free encoder: proto.Marshal was
 	// half of the scrape path's CPU and a quarter of the traces path's.
 	enc := &re.enc

@@ -356,9 +356,11 @@ func (c *Connector) Enqueue(_ context.Context, b *pipeline.Batch) error {
 		c.mu.Unlock()
 		return pipeline.ErrStopped
 	}
+	b.CheckLive() // what it is about to read was not given back (pipeline.Lease)
 	for _, rs := range b.Traces {
 		c.aggregate(rs, now)
 	}
+	b.CheckLive() // nor while it read
 	c.mu.Unlock()
 	// Nothing counted points into b: names, values and resources were
 	// copied where kept.

@@ -11,7 +11,7 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/otelstep/otelstep/ratelimit"
+	"golang.org/x/time/rate"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/credentials/insecure"
@@ -213,7 +213,10 @@ func otlpOne(ctx context.Context, o OTLPOptions, im Impl, reqs []request) (*OTLP
 	var stopping atomic.Bool
 	loadCtx, stopLoad := context.WithCancel(ctx)
 	var wg sync.WaitGroup
-	lim := ratelimit.New(o.Rate)
+	lim := rate.NewLimiter(rate.Inf, 1) // one request at a time: a burst of one
+	if o.Rate > 0 {
+		lim.SetLimit(rate.Limit(o.Rate))
+	}
 	for w := range o.Workers {
 		wg.Add(1)
 		go func() {
@@ -237,14 +240,14 @@ func otlpOne(ctx context.Context, o OTLPOptions, im Impl, reqs []request) (*OTLP
 	}
 	stop := func() { stopping.Store(true); stopLoad(); wg.Wait(); closeSender() }
 	defer stop()
-	if err := ratelimit.Sleep(ctx, o.Warmup); err != nil {
+	if err := sleep(ctx, o.Warmup); err != nil {
 		return nil, err
 	}
 	t0, cpu0, n0 := time.Now(), mustCPU(p), accepted.Load()
 	if o.Count > 0 {
 		err = waitCount(ctx, p, func() int64 { return accepted.Load() - n0 }, o.Count)
 	} else {
-		err = ratelimit.Sleep(ctx, o.Duration)
+		err = sleep(ctx, o.Duration)
 	}
 	if err != nil {
 		return nil, err

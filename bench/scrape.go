@@ -13,7 +13,6 @@ import (
 
 	"github.com/otelstep/otelstep/otlpjson"
 	"github.com/otelstep/otelstep/pipeline"
-	"github.com/otelstep/otelstep/ratelimit"
 	"github.com/prometheus/prometheus/model/labels"
 	"github.com/prometheus/prometheus/model/textparse"
 )
@@ -153,6 +152,18 @@ func window(d time.Duration, count int64, items string) string {
 	return d.String()
 }
 
+// sleep waits d, or until ctx ends (then returning its error).
+func sleep(ctx context.Context, d time.Duration) error {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-t.C:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}
+
 // waitCount waits until done() reaches n, looking every 10 ms, or ctx
 // ends, or p exits.
 func waitCount(ctx context.Context, p *Proc, done func() int64, n int64) error {
@@ -185,7 +196,7 @@ func scrapeOne(ctx context.Context, o ScrapeOptions, im Impl, tg *Targets) (*Scr
 	}
 	defer u.close()
 	be, dir, sc, p := u.be, u.dir, u.sc, u.p
-	if err := ratelimit.Sleep(ctx, o.Warmup); err != nil {
+	if err := sleep(ctx, o.Warmup); err != nil {
 		return nil, err
 	}
 	metricsURL := "http://" + sc.Health + "/metrics"
@@ -220,7 +231,7 @@ func scrapeOne(ctx context.Context, o ScrapeOptions, im Impl, tg *Targets) (*Scr
 	if o.Count > 0 {
 		err = waitCount(ctx, p, func() int64 { _, n := tg.Served(); return n - m0.samples }, o.Count)
 	} else {
-		err = ratelimit.Sleep(ctx, o.Duration)
+		err = sleep(ctx, o.Duration)
 	}
 	if err != nil {
 		return nil, err

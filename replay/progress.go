@@ -3,7 +3,6 @@ package replay
 import (
 	"fmt"
 	"io"
-	"math/rand/v2"
 	"os"
 	"strings"
 	"sync"
@@ -144,15 +143,6 @@ func bytesHuman(n int64) string {
 		return fmt.Sprintf("%.1f KiB", float64(n)/(1<<10))
 	}
 	return fmt.Sprintf("%d B", n)
-}
-
-// jitter returns d randomised by ±50%, so that workers retrying together
-// spread out.
-func jitter(d time.Duration) time.Duration {
-	if d <= 0 {
-		return 0
-	}
-	return d/2 + rand.N(d+1)
 }
 
 func ensureDir(dir string) error {

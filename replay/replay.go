@@ -26,10 +26,11 @@ import (
 	"sync/atomic"
 	"time"
 
+	"golang.org/x/time/rate"
+
 	"github.com/otelstep/otelstep/config"
 	"github.com/otelstep/otelstep/otlpjson"
 	"github.com/otelstep/otelstep/pipeline"
-	"github.com/otelstep/otelstep/ratelimit"
 	"github.com/otelstep/otelstep/redact"
 	"github.com/otelstep/otelstep/resource"
 	"github.com/otelstep/otelstep/sink"
@@ -121,7 +122,7 @@ type run struct {
 	urls    [3]string
 	headers map[string]string
 	files   []*fileRun
-	lim     *ratelimit.Limiter
+	lim     *rate.Limiter
 
 	ctx    context.Context // cancelled on a stop or a fatal error
 	cancel context.CancelCauseFunc
@@ -191,7 +192,13 @@ func prepare(o Options) (*run, error) {
 	if o.Client == nil {
 		o.Client = &http.Client{Transport: http.DefaultTransport.(*http.Transport).Clone()}
 	}
-	r := &run{o: o, lim: ratelimit.New(o.Rate), out: &output{w: o.Progress, terminal: o.Terminal}, big: make(chan struct{}, 1)}
+	// One request at a time at o.Rate (a burst of one: a sender that was
+	// idle gets no backlog of them); rate.Inf when no cap.
+	lim := rate.NewLimiter(rate.Inf, 1)
+	if o.Rate > 0 {
+		lim.SetLimit(rate.Limit(o.Rate))
+	}
+	r := &run{o: o, lim: lim, out: &output{w: o.Progress, terminal: o.Terminal}, big: make(chan struct{}, 1)}
 	secrets := []string{o.Token}
 	for _, v := range o.Headers {
 		secrets = append(secrets, v)
@@ -551,8 +558,7 @@ func (r *run) deliver(ctx context.Context, c *chunk, b *pipeline.Batch, ranges [
 // may have reached the backend, and only its answer says whether its lines
 // are done.
 func (r *run) post(ctx context.Context, sig pipeline.Signal, body []byte) (sink.Result, bool) {
-	start := time.Now()
-	interval := r.o.Retry.InitialInterval
+	bo := r.o.Retry.Backoff()
 	for {
 		if err := r.lim.Wait(ctx); err != nil {
 			return sink.Result{}, false
@@ -565,12 +571,9 @@ func (r *run) post(ctx context.Context, sig pipeline.Signal, body []byte) (sink.
 		if res.OK() || !res.Retryable {
 			return res, true
 		}
-		delay := jitter(interval)
-		if res.RetryAfter > 0 {
-			delay = res.RetryAfter
-		}
-		if time.Since(start)+delay > r.o.Retry.MaxElapsedTime {
-			r.fail(fmt.Errorf("the backend did not take a %s request for %s: %w", sig, time.Since(start).Round(time.Second), res.Err))
+		delay, ok := bo.Next(res.RetryAfter)
+		if !ok {
+			r.fail(fmt.Errorf("the backend did not take a %s request for %s: %w", sig, bo.Elapsed().Round(time.Second), res.Err))
 			return res, false
 		}
 		r.sum.retry(sig)
@@ -582,7 +585,6 @@ func (r *run) post(ctx context.Context, sig pipeline.Signal, body []byte) (sink.
 			t.Stop()
 			return res, false
 		}
-		interval = min(interval*2, r.o.Retry.MaxInterval)
 	}
 }
 

@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"log/slog"
 	"maps"
-	"math/rand/v2"
 	"net/http"
 	"net/url"
 	"slices"
@@ -503,8 +502,7 @@ func (h *HTTP) export(bd *body) {
 	defer h.putBody(bd)
 	sig, items := bd.sig, bd.items
 	body := bd.buf.Bytes()
-	start := time.Now()
-	interval := h.o.Retry.InitialInterval
+	bo := h.o.Retry.Backoff()
 	for {
 		res := h.post(sig, body)
 		if res.OK() {
@@ -520,15 +518,12 @@ func (h *HTTP) export(bd *body) {
 				"url", h.safeURL[sig], "items", items, "error", res.Err)
 			return
 		}
-		delay := jitter(interval)
-		if res.RetryAfter > 0 {
-			delay = res.RetryAfter
-		}
-		if time.Since(start)+delay > h.o.Retry.MaxElapsedTime {
+		delay, ok := bo.Next(res.RetryAfter)
+		if !ok {
 			h.failed.Add(1)
 			h.tel.Failed(sig, items)
 			h.log.Error("otlp/http exporter: retries exhausted, batch dropped", "signal", sig.String(),
-				"url", h.safeURL[sig], "items", items, "elapsed", time.Since(start).Round(time.Millisecond), "error", res.Err)
+				"url", h.safeURL[sig], "items", items, "elapsed", bo.Elapsed().Round(time.Millisecond), "error", res.Err)
 			return
 		}
 		h.log.Debug("otlp/http exporter: retrying", "signal", sig.String(), "error", res.Err, "delay", delay)
@@ -544,16 +539,7 @@ func (h *HTTP) export(bd *body) {
 		}
 		h.retries.Add(1)
 		h.tel.Retried()
-		interval = min(interval*2, h.o.Retry.MaxInterval)
 	}
-}
-
-// jitter returns d randomised by ±50%.
-func jitter(d time.Duration) time.Duration {
-	if d <= 0 {
-		return 0
-	}
-	return d/2 + rand.N(d+1)
 }
 
 func (h *HTTP) post(sig pipeline.Signal, body []byte) Result {

@@ -52,12 +52,82 @@ type HealthCheck struct {
 
 // Prometheus is receivers.prometheus.
 type Prometheus struct {
-	ScrapeInterval     time.Duration // global.scrape_interval, default 1m
-	ScrapeTimeout      time.Duration // global.scrape_timeout, default 10s
-	ExternalLabels     map[string]string
-	ScrapeConfigs      []ScrapeConfig
-	BodySizeLimit      int64
+	ScrapeInterval time.Duration // global.scrape_interval, default 1m
+	ScrapeTimeout  time.Duration // global.scrape_timeout, default 10s
+	ExternalLabels map[string]string
+	ScrapeConfigs  []ScrapeConfig
+	BodySizeLimit  int64
+	// Limits are global's sample_limit, label_limit,
+	// label_name_length_limit and label_value_length_limit: a scrape
+	// config's own (when not 0) replace them one by one.
+	Limits             ScrapeLimits
 	TrimMetricSuffixes bool
+}
+
+// ScrapeLimits are what one scrape may hold, as Prometheus's scrape
+// config has them: a scrape whose page breaks one fails (up = 0). 0 is no
+// limit of the config's own; a label name or value longer than
+// MaxLabelLength fails the scrape whatever the config says.
+type ScrapeLimits struct {
+	// Samples (sample_limit) is the most samples a page may have once
+	// metric_relabel_configs have dropped theirs.
+	Samples int
+	// Labels (label_limit) is the most labels a series may have after
+	// metric relabeling, __name__ and the target's labels included.
+	Labels int
+	// LabelNameLength (label_name_length_limit) and LabelValueLength
+	// (label_value_length_limit) are the longest, in bytes, a label name
+	// and a label value (the metric name included) may be after metric
+	// relabeling.
+	LabelNameLength  int
+	LabelValueLength int
+}
+
+// MaxLabelLength is the longest label name or value, in bytes, a scrape
+// may hold (16 MiB): the most the Prometheus labels library encodes (a
+// longer one panics in it). label_name_length_limit and
+// label_value_length_limit may be no more.
+const MaxLabelLength = 1 << 24
+
+// or is l with the limits it leaves at 0 taken from def, as Prometheus
+// fills a scrape config's from global.
+func (l ScrapeLimits) or(def ScrapeLimits) ScrapeLimits {
+	pick := func(v, d int) int {
+		if v == 0 {
+			return d
+		}
+		return v
+	}
+	return ScrapeLimits{Samples: pick(l.Samples, def.Samples), Labels: pick(l.Labels, def.Labels),
+		LabelNameLength: pick(l.LabelNameLength, def.LabelNameLength), LabelValueLength: pick(l.LabelValueLength, def.LabelValueLength)}
+}
+
+// limitKeys are the keys of ScrapeLimits, in global and in a scrape config.
+var limitKeys = []string{"sample_limit", "label_limit", "label_name_length_limit", "label_value_length_limit"}
+
+// scrapeLimit reads key (one of limitKeys) into l: a count of 0 or more,
+// a length no more than MaxLabelLength.
+func (d *dec) scrapeLimit(key string, n *yaml.Node, path string, l *ScrapeLimits) error {
+	v, err := d.integer(n, path)
+	if err != nil {
+		return err
+	}
+	switch key {
+	case "sample_limit":
+		l.Samples = v
+	case "label_limit":
+		l.Labels = v
+	case "label_name_length_limit", "label_value_length_limit":
+		if v > MaxLabelLength {
+			return d.errf(n, path, "%s %d is more than %d bytes, the longest label otelstep can hold", key, v, MaxLabelLength)
+		}
+		if key == "label_name_length_limit" {
+			l.LabelNameLength = v
+		} else {
+			l.LabelValueLength = v
+		}
+	}
+	return nil
 }
 
 // ScrapeConfig is one scrape_configs entry.
@@ -71,6 +141,8 @@ type ScrapeConfig struct {
 	HonorLabels     bool
 	HonorTimestamps bool
 	BodySizeLimit   int64
+	// Limits are the scrape config's limits, global's where it sets none.
+	Limits ScrapeLimits
 	// ProxyFromEnvironment (proxy_from_environment) scrapes through the
 	// proxy HTTP_PROXY, HTTPS_PROXY and NO_PROXY name; false, as in
 	// Prometheus, scrapes directly.
@@ -416,7 +488,8 @@ func (d *dec) prometheus(v *yaml.Node, path string) (*Prometheus, error) {
 			return nil
 		}
 		gp := join(path, key)
-		return d.mapping(vn, gp, []string{"scrape_interval", "scrape_timeout", "external_labels", "body_size_limit"}, func(key string, kn, vn *yaml.Node) error {
+		known := append([]string{"scrape_interval", "scrape_timeout", "external_labels", "body_size_limit"}, limitKeys...)
+		return d.mapping(vn, gp, known, func(key string, kn, vn *yaml.Node) error {
 			var err error
 			switch key {
 			case "scrape_interval":
@@ -427,6 +500,8 @@ func (d *dec) prometheus(v *yaml.Node, path string) (*Prometheus, error) {
 				p.ExternalLabels, err = d.strMap(vn, join(gp, key))
 			case "body_size_limit":
 				p.BodySizeLimit, err = d.byteSize(vn, join(gp, key))
+			default:
+				err = d.scrapeLimit(key, vn, join(gp, key), &p.Limits)
 			}
 			return err
 		})
@@ -442,7 +517,8 @@ func (d *dec) prometheus(v *yaml.Node, path string) (*Prometheus, error) {
 		sp := fmt.Sprintf("%s.scrape_configs[%d]", path, i)
 		sc := ScrapeConfig{MetricsPath: "/metrics", Scheme: "http", HonorTimestamps: true, Line: vn.Line, BodySizeLimit: p.BodySizeLimit}
 		interval, timeout := time.Duration(0), time.Duration(0)
-		err := d.mapping(vn, sp, []string{"job_name", "scrape_interval", "scrape_timeout", "metrics_path", "scheme", "params", "honor_labels", "honor_timestamps", "static_configs", "body_size_limit", "relabel_configs", "metric_relabel_configs", "proxy_from_environment"}, func(key string, kn, vn *yaml.Node) error {
+		known := append([]string{"job_name", "scrape_interval", "scrape_timeout", "metrics_path", "scheme", "params", "honor_labels", "honor_timestamps", "static_configs", "body_size_limit", "relabel_configs", "metric_relabel_configs", "proxy_from_environment"}, limitKeys...)
+		err := d.mapping(vn, sp, known, func(key string, kn, vn *yaml.Node) error {
 			kp := join(sp, key)
 			var err error
 			switch key {
@@ -478,6 +554,8 @@ func (d *dec) prometheus(v *yaml.Node, path string) (*Prometheus, error) {
 				sc.RelabelConfigs, err = d.relabelConfigs(vn, kp)
 			case "metric_relabel_configs":
 				sc.MetricRelabelConfigs, err = d.relabelConfigs(vn, kp)
+			case "sample_limit", "label_limit", "label_name_length_limit", "label_value_length_limit":
+				err = d.scrapeLimit(key, vn, kp, &sc.Limits)
 			case "static_configs":
 				err = d.sequence(vn, kp, func(j int, vn *yaml.Node) error {
 					stp := fmt.Sprintf("%s[%d]", kp, j)
@@ -525,6 +603,7 @@ func (d *dec) prometheus(v *yaml.Node, path string) (*Prometheus, error) {
 			return d.errf(vn, sp, "scrape_timeout %s is greater than scrape_interval %s", timeout, interval)
 		}
 		sc.Interval, sc.Timeout = interval, timeout
+		sc.Limits = sc.Limits.or(p.Limits)
 		p.ScrapeConfigs = append(p.ScrapeConfigs, sc)
 		return nil
 	})

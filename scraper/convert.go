@@ -8,6 +8,7 @@ import (
 	"io"
 	"math"
 	"net"
+	"runtime/debug"
 	"slices"
 	"sort"
 	"strconv"
@@ -447,16 +448,21 @@ func (c *Converter) ConvertLeased(page []byte, contentType string, ts time.Time,
 	// The lines that are byte for byte those of the previous page are
 	// taken from the line cache; textparse parses the rest (linecache.go).
 	pos, from, done := c.replay(page, contentType, &st)
+	var err error
 	if !done {
 		// what the last scrape left declared, before recording replaces
 		// the previous page's lines
 		c.meta.build(c.lc.previous())
-		if err := c.parse(page, pos, from, contentType, &st); err != nil {
-			c.abort()
-			c.ms = metricSlab{}
-			a.lease.Release() // abort dropped every pointer into it
-			return nil, nil, err
-		}
+		err = c.parseSafe(page, pos, from, contentType, &st)
+	}
+	if err == nil && st.overLimit {
+		err = fmt.Errorf("%w (limit: %d)", errSampleLimit, c.t.Limits.Samples)
+	}
+	if err != nil {
+		c.abort()
+		c.ms = metricSlab{}
+		a.lease.Release() // abort dropped every pointer into it
+		return nil, nil, &pageError{err: err, n: st.n}
 	}
 	c.lc.finish()
 	c.keys.judge(&c.keyed)
@@ -479,13 +485,41 @@ func (c *Converter) lastCounts() scrapeCounts {
 	return c.last
 }
 
+// pageError is why a page failed to convert, with the samples counted up
+// to there: a failed scrape reports them as Prometheus does (DownLeased).
+type pageError struct {
+	err error
+	n   scrapeCounts
+}
+
+func (e *pageError) Error() string { return e.err.Error() }
+func (e *pageError) Unwrap() error { return e.err }
+
 // scrapeState is what one ConvertAll call carries between its lines.
 type scrapeState struct {
 	gen, tsNs uint64
 	om        bool
 	n         scrapeCounts
+	// appended counts the samples sample_limit counts: those metric
+	// relabeling kept, a repeat of a series on the page not again;
+	// overLimit is set past the limit (the page is read on, to count).
+	appended  int
+	overLimit bool
 	sl        slab
 	last      []byte // bytes of the last entry read: a parse error is on a later line
+}
+
+// parseSafe is parse with a panic in it (the Prometheus parser's or
+// labels library's on a page nothing else refused) as its error: one
+// page must not take the process down. The converter's state is then
+// that of a page that failed half-way, which abort undoes.
+func (c *Converter) parseSafe(page []byte, pos, from int, contentType string, st *scrapeState) (err error) {
+	defer func() {
+		if r := recover(); r != nil {
+			err = recovered(r, debug.Stack())
+		}
+	}()
+	return c.parse(page, pos, from, contentType, st)
 }
 
 // parse reads page[pos:] with textparse, recording its lines in the line
@@ -534,6 +568,14 @@ func (c *Converter) parse(page []byte, pos, from int, contentType string, st *sc
 		case textparse.EntrySeries:
 			b, tsp, v := p.Series()
 			st.last = b
+			if len(page) > maxLabelLength {
+				// a line that long may hold a string too long for the
+				// labels the parser builds of it
+				off, _ := offsetIn(page, b)
+				if err := checkLineTokens(page, off); err != nil {
+					return fmt.Errorf("line %d: %w", bytes.Count(page[:off], []byte{'\n'})+1, err)
+				}
+			}
 			se := c.series(p, b, nil, tsp, v, st)
 			if se == nil {
 				off, _ := offsetIn(page, b)
@@ -558,13 +600,12 @@ func (c *Converter) series(p textparse.Parser, b []byte, se *seriesEntry, tsp *i
 	if se == nil {
 		se = c.index.lookup(b)
 	}
+	isNew := false
 	if se == nil {
 		if se = c.newEntry(p, b); se == nil {
 			return nil
 		}
-		if se.role != roleDrop {
-			st.n.added++
-		}
+		isNew = true
 	} else if se.gen == st.gen {
 		// The same raw series twice on one page: Prometheus rejects
 		// the repeat as a duplicate sample, so the first one wins.
@@ -585,6 +626,17 @@ func (c *Converter) series(p textparse.Parser, b []byte, se *seriesEntry, tsp *i
 		return se
 	}
 	st.n.kept++
+	if lim := c.t.Limits.Samples; lim > 0 {
+		// Prometheus's limitAppender: past the limit no sample is added
+		// and no series counts as new, and the scrape fails at the end.
+		if st.appended++; st.appended > lim {
+			st.overLimit = true
+			return se
+		}
+	}
+	if isNew {
+		st.n.added++
+	}
 	ptTs := st.tsNs
 	se.track = true
 	if tsp != nil && c.t.HonorTimestamps {
@@ -1191,7 +1243,7 @@ func (c *Converter) newEntry(p textparse.Parser, b []byte) *seriesEntry {
 	rawKey := c.keys.str(b, &c.strs, &c.keyed)
 	se := &seriesEntry{key: rawKey}
 	if err := c.resolve(p, se); err != nil {
-		c.failed = fmt.Errorf("series %s: %w", b, err)
+		c.failed = fmt.Errorf("series %s: %w", clip(b, 120), err)
 		return nil // not kept: the next scrape fails on it again, as Prometheus's does
 	}
 	c.index.add(se)
@@ -1223,6 +1275,9 @@ func (c *Converter) resolve(p textparse.Parser, se *seriesEntry) error {
 	if name == "" {
 		// Prometheus fails the scrape (errNameLabelMandatory)
 		return fmt.Errorf("metric_relabel_configs left it no %s label", model.MetricNameLabel)
+	}
+	if err := c.t.Limits.verify(lset); err != nil {
+		return err // Prometheus fails the scrape on it
 	}
 	_, outName, typ, role, drop, decl := c.famFor(name)
 	se.role = role
@@ -1499,6 +1554,15 @@ func parseFloat(s string) float64 {
 	return v
 }
 
+// clip is b, cut to n bytes with an ellipsis when longer: a series or
+// line named in an error (a page's can be megabytes long).
+func clip(b []byte, n int) string {
+	if len(b) <= n {
+		return string(b)
+	}
+	return string(b[:n]) + "…"
+}
+
 // lineOf estimates the line of the parser's failure: the line after the last
 // complete entry the parser returned. It counts newlines up to the last
 // series/comment returned; good enough to name the line in an error.
@@ -1690,6 +1754,12 @@ func (c *Converter) DownAll(ts time.Time, dur time.Duration) []*metricspb.Resour
 // DownLeased is DownAll with the leases of the resources' memory, as
 // ConvertLeased.
 func (c *Converter) DownLeased(ts time.Time, dur time.Duration) ([]*metricspb.ResourceMetrics, []*pipeline.Lease) {
+	return c.downLeased(ts, dur, scrapeCounts{})
+}
+
+// downLeased is DownLeased with the scrape_samples_* counts of a page that
+// failed (pageError), as Prometheus reports them.
+func (c *Converter) downLeased(ts time.Time, dur time.Duration, n scrapeCounts) ([]*metricspb.ResourceMetrics, []*pipeline.Lease) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	c.gen++
@@ -1701,7 +1771,7 @@ func (c *Converter) DownLeased(ts time.Time, dur time.Duration) ([]*metricspb.Re
 		c.markStale(se, gen, now)
 	}
 	sl := slab{ar: a}
-	rms := c.collect(gen, now, 0, dur, scrapeCounts{}, &sl)
+	rms := c.collect(gen, now, 0, dur, n, &sl)
 	c.ms = metricSlab{}
 	c.index.reset()
 	clear(c.starts)

@@ -48,6 +48,26 @@
 //     the verdict and the resulting attributes are cached per raw series.
 //     A series they leave without __name__ fails the scrape, as in
 //     Prometheus.
+//   - Target.Limits are the scrape config's sample_limit, label_limit,
+//     label_name_length_limit and label_value_length_limit, applied where
+//     Prometheus's scrape loop applies them (limits.go): the label limits
+//     to each new series' labels after metric relabeling (the target's,
+//     and __name__ with the metric name as its value, included), the
+//     sample limit to the samples metric relabeling kept, a series
+//     repeated on the page counted once. A page over one fails the scrape
+//     with Prometheus's message; scrape_samples_scraped,
+//     scrape_samples_post_metric_relabeling and scrape_series_added report
+//     what was counted up to the series that failed it (past sample_limit
+//     the page is counted to its end, and no series more as added).
+//     0 is no limit.
+//   - Whatever the limits, a name, label value or exemplar label of more
+//     than 16 MiB (config.MaxLabelLength, the most the Prometheus labels
+//     library encodes: longer panics in it) fails the scrape, naming the
+//     line. And a panic in a scrape (a relabel rule that joins labels past
+//     that, say) fails that scrape only, logged once with the job, target
+//     and where it panicked: up = 0, the previous page's series marked
+//     stale and forgotten as on any failed scrape, the other targets'
+//     scrapes untouched.
 //
 // # Differences from the collector
 //

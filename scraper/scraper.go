@@ -11,6 +11,7 @@ import (
 	"net/http"
 	"net/url"
 	"runtime"
+	"runtime/debug"
 	"strconv"
 	"sync"
 	"sync/atomic"
@@ -36,6 +37,9 @@ type Target struct {
 	HonorLabels     bool
 	HonorTimestamps bool  // default true in config
 	BodySizeLimit   int64 // 0 = 64 MiB default
+	// Limits are the scrape config's sample_limit, label_limit,
+	// label_name_length_limit and label_value_length_limit (limits.go).
+	Limits Limits
 	// ProxyFromEnvironment (proxy_from_environment) sends the scrapes
 	// through the proxy HTTP_PROXY, HTTPS_PROXY and NO_PROXY name; unset,
 	// as in Prometheus, they go straight to the target.
@@ -436,31 +440,55 @@ func (r *round) delivered() bool {
 // scrape does one scrape and returns its resources (DownAll on failure) and
 // the leases of their memory. A scrape that ctx ended (Abort, or the end of
 // ScrapeAll's time) is no failed scrape of the target: it returns nothing.
+// A panic in the scrape fails it like any error: it is the page's, and
+// one page must not take the process, or the other targets, down.
 func (l *loop) scrape(ctx context.Context) ([]*metricspb.ResourceMetrics, []*pipeline.Lease) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	pg := pageBuf{l: l}
-	defer pg.done()
 	start := time.Now()
-	ct, err := l.fetch(ctx, &pg)
+	rms, leases, err := l.fetchAndConvert(ctx, start)
 	if err == nil {
-		var rms []*metricspb.ResourceMetrics
-		var leases []*pipeline.Lease
-		rms, leases, err = l.conv.ConvertLeased(pg.bytes(), ct, start, time.Since(start))
-		pg.done() // the page is converted: its buffer and slot are free
-		if err == nil {
-			if l.tel.Enabled() {
-				n := l.conv.lastCounts()
-				l.tel.Scraped(true, time.Since(start), n.samples, n.kept, n.added)
-			}
-			return rms, leases
+		if l.tel.Enabled() {
+			n := l.conv.lastCounts()
+			l.tel.Scraped(true, time.Since(start), n.samples, n.kept, n.added)
 		}
+		return rms, leases
 	}
 	if ctx.Err() != nil {
 		l.m.opts.Logger.Info("scrape cut short by the stop: nothing recorded", "job", l.t.JobName, "target", l.url, "error", err)
 		return nil, nil
 	}
-	l.m.opts.Logger.Warn("scrape failed", "job", l.t.JobName, "target", l.url, "error", err)
-	l.tel.Scraped(false, time.Since(start), 0, 0, 0)
-	return l.conv.DownLeased(start, time.Since(start))
+	attrs := []any{"job", l.t.JobName, "target", l.url, "error", err}
+	var pe *panicError
+	if errors.As(err, &pe) && l.m.opts.Logger.Enabled(ctx, slog.LevelDebug) {
+		attrs = append(attrs, "stack", string(pe.stack))
+	}
+	l.m.opts.Logger.Warn("scrape failed", attrs...)
+	var n scrapeCounts // what the page counted before it failed, as Prometheus reports it
+	var pgErr *pageError
+	if errors.As(err, &pgErr) {
+		n = pgErr.n
+	}
+	l.tel.Scraped(false, time.Since(start), n.samples, n.kept, n.added)
+	return l.conv.downLeased(start, time.Since(start), n)
+}
+
+// fetchAndConvert reads the target's page and converts it. A panic in
+// either is its error (a pageError's when the conversion's own recovery
+// caught it, see Converter.parseSafe).
+func (l *loop) fetchAndConvert(ctx context.Context, start time.Time) (rms []*metricspb.ResourceMetrics, leases []*pipeline.Lease, err error) {
+	pg := pageBuf{l: l}
+	defer pg.done()
+	defer func() {
+		if r := recover(); r != nil {
+			rms, leases, err = nil, nil, recovered(r, debug.Stack())
+		}
+	}()
+	ct, err := l.fetch(ctx, &pg)
+	if err != nil {
+		return nil, nil, err
+	}
+	rms, leases, err = l.conv.ConvertLeased(pg.bytes(), ct, start, time.Since(start))
+	pg.done() // the page is converted: its buffer and slot are free
+	return rms, leases, err
 }

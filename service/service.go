@@ -202,7 +202,7 @@ func New(cfg *config.Config, log *slog.Logger) (*Service, error) {
 					targets = append(targets, scraper.Target{
 						JobName: sc.JobName, Address: addr, Scheme: sc.Scheme, MetricsPath: sc.MetricsPath,
 						Params: sc.Params, Labels: st.Labels, Interval: sc.Interval, Timeout: sc.Timeout,
-						HonorLabels: sc.HonorLabels, HonorTimestamps: sc.HonorTimestamps, BodySizeLimit: sc.BodySizeLimit,
+						HonorLabels: sc.HonorLabels, HonorTimestamps: sc.HonorTimestamps, BodySizeLimit: sc.BodySizeLimit, Limits: scraper.Limits(sc.Limits),
 						RelabelConfigs: sc.RelabelConfigs, MetricRelabelConfigs: sc.MetricRelabelConfigs,
 						ProxyFromEnvironment: sc.ProxyFromEnvironment,
 					})

@@ -1,0 +1,92 @@
+package config
+
+import (
+	"errors"
+	"strings"
+	"testing"
+)
+
+// limitsConfig is a config of two scrape configs under global (its lines
+// indented for global), the first with own (its lines indented for a
+// scrape config), the second with none.
+func limitsConfig(global, own string) string {
+	return `receivers:
+  prometheus:
+    config:
+      global:
+        scrape_interval: 15s
+` + global + `      scrape_configs:
+        - job_name: a
+          static_configs:
+            - targets: [127.0.0.1:9100]
+` + own + `        - job_name: b
+          static_configs:
+            - targets: [127.0.0.1:9101]
+exporters:
+  file:
+    path: /tmp/m.jsonl
+service:
+  pipelines:
+    metrics:
+      receivers: [prometheus]
+      exporters: [file]
+`
+}
+
+// The limits are read from global and from each scrape config, a scrape
+// config's 0 or absence taking global's, as Prometheus fills them.
+func TestScrapeLimits(t *testing.T) {
+	for _, tc := range []struct {
+		name, global, own string
+		a, b              ScrapeLimits
+	}{
+		{"none", "", "", ScrapeLimits{}, ScrapeLimits{}},
+		{"global only",
+			"        sample_limit: 1000\n        label_limit: 30\n        label_name_length_limit: 200\n        label_value_length_limit: 2048\n", "",
+			ScrapeLimits{1000, 30, 200, 2048}, ScrapeLimits{1000, 30, 200, 2048}},
+		{"own over global",
+			"        sample_limit: 1000\n        label_value_length_limit: 2048\n",
+			"          sample_limit: 50\n          label_limit: 0\n          label_name_length_limit: 64\n",
+			ScrapeLimits{50, 0, 64, 2048}, ScrapeLimits{1000, 0, 0, 2048}},
+		{"own 0 takes global", "        sample_limit: 1000\n", "          sample_limit: 0\n",
+			ScrapeLimits{Samples: 1000}, ScrapeLimits{Samples: 1000}},
+		{"the most a label holds", "", "          label_value_length_limit: 16777216\n",
+			ScrapeLimits{LabelValueLength: MaxLabelLength}, ScrapeLimits{}},
+	} {
+		c, err := Parse("t.yaml", []byte(limitsConfig(tc.global, tc.own)), env(nil))
+		if err != nil {
+			t.Fatalf("%s: %v", tc.name, err)
+		}
+		scs := c.Prometheus["prometheus"].ScrapeConfigs
+		if scs[0].Limits != tc.a || scs[1].Limits != tc.b {
+			t.Errorf("%s: limits %+v and %+v, want %+v and %+v", tc.name, scs[0].Limits, scs[1].Limits, tc.a, tc.b)
+		}
+	}
+}
+
+// A limit that is no count, or a length more than a label can hold, is
+// refused naming the key, where it is and its line.
+func TestScrapeLimitsRefused(t *testing.T) {
+	for _, tc := range []struct {
+		global, own string
+		path        string
+		line        int
+		msg         string
+	}{
+		{"        sample_limit: -1\n", "", "receivers.prometheus.config.global.sample_limit", 6, "must not be negative"},
+		{"        label_limit: many\n", "", "receivers.prometheus.config.global.label_limit", 6, "expected an integer"},
+		{"", "          label_name_length_limit: 16777217\n", "receivers.prometheus.config.scrape_configs[0].label_name_length_limit", 10, "label_name_length_limit 16777217 is more than 16777216 bytes"},
+		{"", "          label_value_length_limit: 1e9\n", "receivers.prometheus.config.scrape_configs[0].label_value_length_limit", 10, "expected an integer"},
+		{"", "          label_value_length_limit: 99999999\n", "receivers.prometheus.config.scrape_configs[0].label_value_length_limit", 10, "more than 16777216 bytes"},
+		{"", "          sample_limit: [1]\n", "receivers.prometheus.config.scrape_configs[0].sample_limit", 10, "expected an integer"},
+	} {
+		_, err := Parse("t.yaml", []byte(limitsConfig(tc.global, tc.own)), env(nil))
+		var ce *Error
+		if !errors.As(err, &ce) {
+			t.Fatalf("%q%q: not a config error: %v", tc.global, tc.own, err)
+		}
+		if ce.Path != tc.path || ce.Line != tc.line || !strings.Contains(ce.Msg, tc.msg) {
+			t.Errorf("%q%q: %s (path %s, line %d), want %s at line %d: %s", tc.global, tc.own, err, ce.Path, ce.Line, tc.path, tc.line, tc.msg)
+		}
+	}
+}

@@ -35,6 +35,9 @@ type Setup struct {
 	// ScrapeInterval and ScrapeTimeout of that job; 0: 1s and the
 	// interval.
 	ScrapeInterval, ScrapeTimeout time.Duration
+	// ScrapeConfig is YAML added to that job's scrape config (indented by
+	// eight spaces), e.g. sample_limit.
+	ScrapeConfig string
 	// OTLPHTTP is YAML added under receivers.otlp.protocols.http, GRPC
 	// under grpc (indented by eight spaces).
 	OTLPHTTP, OTLPGRPC string
@@ -75,8 +78,8 @@ func configure(t testing.TB, s Setup) *Node {
 		if timeout == 0 {
 			timeout = interval
 		}
-		fmt.Fprintf(&b, "  prometheus:\n    config:\n      scrape_configs:\n      - job_name: target\n        scrape_interval: %s\n        scrape_timeout: %s\n        static_configs:\n        - targets: [%s]\n",
-			interval, timeout, strings.Join(s.Targets, ", "))
+		fmt.Fprintf(&b, "  prometheus:\n    config:\n      scrape_configs:\n      - job_name: target\n        scrape_interval: %s\n        scrape_timeout: %s\n%s        static_configs:\n        - targets: [%s]\n",
+			interval, timeout, s.ScrapeConfig, strings.Join(s.Targets, ", "))
 	}
 	b.WriteString("processors:\n  batch: {}\n  resource:\n    attributes:\n    - {key: Authorization, value: \"${env:OTEL_TOKEN}\", action: upsert}\nexporters:\n")
 	exporters := "[file/SIGNAL]"

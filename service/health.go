@@ -1,6 +1,8 @@
 package service
 
 import (
+	"encoding/json"
+	"errors"
 	"fmt"
 	"net/http"
 	"time"
@@ -22,17 +24,39 @@ func (s state) String() string {
 }
 
 // healthHandler answers 200 while running and 503 while starting or
-// stopping, with a small JSON body, like the collector's health_check.
+// stopping, with a small JSON body, like the collector's health_check. While
+// a JSONL file cannot be written it answers 503 too, the body saying why
+// ("reason"): otelstep runs but takes no data.
 func (s *Service) healthHandler(w http.ResponseWriter, r *http.Request) {
 	st := state(s.state.Load())
 	w.Header().Set("Content-Type", "application/json")
 	code := http.StatusServiceUnavailable
 	msg := "Server not available"
+	reason := ""
 	if st == running {
 		code, msg = http.StatusOK, "Server available"
+		if err := s.failing(); err != nil {
+			code, msg, reason = http.StatusServiceUnavailable, "Server degraded", err.Error()
+		}
 	}
 	w.WriteHeader(code)
-	fmt.Fprintf(w, `{"status":%q,"state":%q,"upSince":%q,"uptime":%q}`+"\n", msg, st, s.started.Format(time.RFC3339Nano), time.Since(s.started).Round(time.Millisecond))
+	fmt.Fprintf(w, `{"status":%q,"state":%q,"upSince":%q,"uptime":%q`, msg, st, s.started.Format(time.RFC3339Nano), time.Since(s.started).Round(time.Millisecond))
+	if reason != "" {
+		js, _ := json.Marshal(reason) // any bytes a path or an error holds
+		fmt.Fprintf(w, `,"reason":%s`, js)
+	}
+	fmt.Fprintln(w, "}")
+}
+
+// failing is why a JSONL file cannot be written, nil while every one can.
+func (s *Service) failing() error {
+	var errs []error
+	for _, f := range s.files {
+		if err := f.Failing(); err != nil {
+			errs = append(errs, fmt.Errorf("%s: %w", f.Name(), err))
+		}
+	}
+	return errors.Join(errs...)
 }
 
 // metricsHandler serves otelstep's own metrics beside the health endpoint,

@@ -121,6 +121,7 @@ func New(cfg *config.Config, log *slog.Logger) (*Service, error) {
 		p := drain[i]
 		sig, _ := pipeline.ParseSignal(p.Signal)
 		var exp []sink.Sink
+		var files []*sink.File // the pipeline's JSONL files
 		for _, e := range p.Exporters {
 			if cn, ok := cfg.Connectors[e]; ok {
 				c, err := s.connector(cn, heads[e], log)
@@ -133,6 +134,9 @@ func New(cfg *config.Config, log *slog.Logger) (*Service, error) {
 			sk, err := sinkFor(e)
 			if err != nil {
 				return nil, err
+			}
+			if f, ok := sk.(*sink.File); ok {
+				files = append(files, f)
 			}
 			exp = append(exp, sk)
 		}
@@ -164,7 +168,13 @@ func New(cfg *config.Config, log *slog.Logger) (*Service, error) {
 			if heads[r] == nil {
 				heads[r] = map[pipeline.Signal][]pipeline.Consumer{}
 			}
-			heads[r][sig] = append(heads[r][sig], next)
+			head := next
+			if _, ok := cfg.OTLP[r]; ok && len(files) > 0 {
+				// A sender can retry: told at once while a file
+				// cannot be written, rather than after waiting.
+				head = refuseWhileFailing{files, next}
+			}
+			heads[r][sig] = append(heads[r][sig], head)
 		}
 	}
 	// Stop drains the pipelines upstream first: a pipeline's batch
@@ -320,6 +330,35 @@ func (k counting) ConsumeCounted(ctx context.Context, b *pipeline.Batch, items i
 
 // Flush passes the hint on (pipeline.Flusher).
 func (k counting) Flush(ctx context.Context) { pipeline.Flush(ctx, k.next) }
+
+// refuseWhileFailing refuses every batch at once (pipeline.ErrFull, a
+// sender's "retry later", with the reason) while one of files cannot be
+// written, so that an OTLP sender is told at once rather than after its
+// request waited for queue room that will not come. Scrapes are not
+// refused: they wait in the file sink's Enqueue until writing works again,
+// keeping their place.
+type refuseWhileFailing struct {
+	files []*sink.File
+	next  pipeline.Consumer
+}
+
+func (r refuseWhileFailing) Consume(ctx context.Context, b *pipeline.Batch) error {
+	return r.ConsumeCounted(ctx, b, -1)
+}
+
+// ConsumeCounted is Consume of a batch of items items (-1: not counted)
+// (telemetry.CountedConsumer).
+func (r refuseWhileFailing) ConsumeCounted(ctx context.Context, b *pipeline.Batch, items int) error {
+	for _, f := range r.files {
+		if err := f.Failing(); err != nil {
+			return fmt.Errorf("%w: %s: %w", pipeline.ErrFull, f.Name(), err)
+		}
+	}
+	return telemetry.Consume(ctx, r.next, b, items)
+}
+
+// Flush passes the hint on (pipeline.Flusher).
+func (r refuseWhileFailing) Flush(ctx context.Context) { pipeline.Flush(ctx, r.next) }
 
 // multi feeds every pipeline a receiver is in. Each pipeline but the last
 // gets a deep copy, since processors change batches in place.

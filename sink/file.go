@@ -53,9 +53,17 @@ const (
 // those in the middle of a line longer than the buffer (see write) ends
 // with a whole line, so the file holds whole lines except after a crash in
 // the middle of a long one (NewFile then ends that line, and replay skips
-// it). A write error is logged with the path and retried until it succeeds
-// (or the shutdown deadline passes), so the queue fills and backpressure
-// reaches the senders.
+// it).
+//
+// A write that fails (a full file system, a quota, the file size limit, an
+// I/O error) keeps the bytes not written, and the sink is failing until a
+// write succeeds (Failing says why): the bytes a failed write call appended
+// are cut off again (so the file holds whole lines, not the first part of
+// one), the write is retried with a backoff of up to 5 s until it succeeds
+// or the shutdown deadline passes, and meanwhile the queue takes no more
+// batches: Enqueue waits until writing works again, so what waits is
+// bounded by the queue as it was when writing began to fail. Writing, and
+// taking batches, resume by themselves when a write succeeds.
 type File struct {
 	o      FileOptions
 	log    *slog.Logger
@@ -91,6 +99,16 @@ type File struct {
 
 	tel       *telemetry.Sink
 	unobserve func() // stops the queue's observation
+
+	// size is the file's size as this sink's writes left it, to cut off
+	// what a failed write call appended (undo).
+	size int64
+
+	// failMu guards failing and writable: failing is why writes fail
+	// (nil while they work); writable is closed while they work.
+	failMu   sync.Mutex
+	failing  error
+	writable chan struct{}
 }
 
 // fileFlushRoom is the room a metrics resource's encoding leaves in the
@@ -116,6 +134,9 @@ func NewFile(o FileOptions) (*File, error) {
 	if err := s.endLine(); err != nil {
 		f.Close()
 		return nil, fmt.Errorf("file sink %s: %w", o.Path, err)
+	}
+	if fi, err := f.Stat(); err == nil {
+		s.size = fi.Size()
 	}
 	return s, nil
 }
@@ -177,6 +198,8 @@ func newFile(o FileOptions, w io.Writer) *File {
 		stopCh: make(chan struct{}),
 		done:   make(chan struct{}),
 	}
+	s.writable = make(chan struct{})
+	close(s.writable)
 	s.metricsEnc.Flush = s.flushMidResource
 	s.tel = o.Telemetry
 	s.unobserve = s.tel.ObserveQueue(func() int { return len(s.q) }, o.QueueSize)
@@ -227,6 +250,20 @@ func (s *File) reserve(ctx context.Context) error {
 		return pipeline.ErrStopped
 	default:
 	}
+	// While writes fail the queue takes nothing: wait until they work.
+	for {
+		w, failing := s.writableCh()
+		if failing == nil {
+			break
+		}
+		select {
+		case <-w:
+		case <-ctx.Done():
+			return fmt.Errorf("%w: %w", pipeline.ErrFull, failing)
+		case <-s.stopCh:
+			return pipeline.ErrStopped
+		}
+	}
 	select {
 	case s.sem <- struct{}{}:
 		return nil
@@ -240,6 +277,38 @@ func (s *File) reserve(ctx context.Context) error {
 	case <-s.stopCh:
 		return pipeline.ErrStopped
 	}
+}
+
+// Failing is nil while the sink's writes succeed; after a write failed and
+// until one succeeds, it is the error, naming the file.
+func (s *File) Failing() error {
+	s.failMu.Lock()
+	defer s.failMu.Unlock()
+	return s.failing
+}
+
+// writableCh is the channel closed once writes work again, and why they
+// fail (nil: they work).
+func (s *File) writableCh() (<-chan struct{}, error) {
+	s.failMu.Lock()
+	defer s.failMu.Unlock()
+	return s.writable, s.failing
+}
+
+// setFailing records that writes fail with err (nil: they work again).
+func (s *File) setFailing(err error) {
+	s.failMu.Lock()
+	defer s.failMu.Unlock()
+	switch {
+	case err != nil && s.failing == nil:
+		s.writable = make(chan struct{})
+	case err == nil && s.failing != nil:
+		close(s.writable)
+	}
+	if err != nil {
+		err = fmt.Errorf("writing %s: %w", s.o.Path, err)
+	}
+	s.failing = err
 }
 
 func (s *File) release() { <-s.sem }
@@ -481,23 +550,39 @@ func (s *File) writeOut(ctx context.Context) bool {
 	return true
 }
 
-// writeAll writes p with one Write call, retrying the rest after an error
-// until it is written or ctx is done, and once Shutdown has begun no longer
-// than its deadline. It reports success.
+// writeAll writes p with one Write call, retrying after an error until it
+// is written or ctx is done, and once Shutdown has begun no longer than its
+// deadline. What a failed call appended is cut off again (undo), so the
+// retry writes p whole; where it cannot be, the retry writes the rest. It
+// reports success. The sink is failing from the first error until a write
+// succeeds.
 func (s *File) writeAll(ctx context.Context, p []byte) bool {
 	delay := fileRetryMin
 	stop := s.stopCh
 	for {
 		n, err := s.w.Write(p)
-		s.tel.Wrote(n)
 		if err == nil && n == len(p) {
+			s.size += int64(n)
+			s.tel.Wrote(n)
+			if s.Failing() != nil {
+				s.setFailing(nil)
+				s.log.Info("file sink: writing again")
+			}
 			return true
 		}
 		if err == nil {
 			err = io.ErrShortWrite
 		}
-		p = p[n:]
-		s.log.Error("file sink: write failed, retrying", "error", err, "retry_in", delay)
+		if !s.undo(n) {
+			s.tel.Wrote(n)
+			p = p[n:]
+		}
+		if s.Failing() == nil {
+			s.log.Error("file sink: write failed: taking no more data until a write succeeds; retrying", "error", err, "retry_in", delay)
+		} else {
+			s.log.Warn("file sink: write failed again, retrying", "error", err, "retry_in", delay)
+		}
+		s.setFailing(err)
 		select {
 		case <-time.After(delay):
 		case <-ctx.Done():
@@ -510,4 +595,32 @@ func (s *File) writeAll(ctx context.Context, p []byte) bool {
 		}
 		delay = min(delay*2, fileRetryMax)
 	}
+}
+
+// undo cuts off the n bytes a failed write call appended, so that the file
+// ends where the sink's last whole write left it. It does so only when the
+// file is as the sink left it plus those n bytes (no other process appended
+// meanwhile), and reports whether the bytes are gone.
+func (s *File) undo(n int) bool {
+	if n == 0 {
+		return true
+	}
+	if s.f == nil || s.w != io.Writer(s.f) {
+		s.size += int64(n)
+		return false
+	}
+	fi, err := s.f.Stat()
+	if err == nil && fi.Size() == s.size+int64(n) {
+		if err = s.f.Truncate(s.size); err == nil {
+			return true
+		}
+	}
+	if err != nil {
+		s.log.Warn("file sink: cannot cut off a failed write's part of a line; it will be completed", "error", err)
+	}
+	s.size += int64(n)
+	if err == nil {
+		s.size = fi.Size()
+	}
+	return false
 }

@@ -1,0 +1,6 @@
+//go:build !unix
+
+package main
+
+// ignoreFileSizeSignal: there is no SIGXFSZ.
+func ignoreFileSizeSignal() {}

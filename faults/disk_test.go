@@ -1,0 +1,165 @@
+package faults
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"net/http"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/otelstep/otelstep/internal/proctest"
+	coltracepb "go.opentelemetry.io/proto/otlp/collector/trace/v1"
+	"golang.org/x/sys/unix"
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/credentials/insecure"
+	"google.golang.org/grpc/status"
+	"google.golang.org/protobuf/proto"
+)
+
+// limitFileSize sets the running process's file size limit (the soft one;
+// RLIM_INFINITY for none): its writes past it fail with EFBIG, as they
+// would with ENOSPC on a full file system.
+func limitFileSize(t testing.TB, p *proctest.Process, limit uint64) {
+	t.Helper()
+	var old unix.Rlimit
+	if err := unix.Prlimit(p.Cmd.Process.Pid, unix.RLIMIT_FSIZE, nil, &old); err != nil {
+		t.Fatal(err)
+	}
+	if err := unix.Prlimit(p.Cmd.Process.Pid, unix.RLIMIT_FSIZE, &unix.Rlimit{Cur: min(limit, old.Max), Max: old.Max}, nil); err != nil {
+		t.Fatalf("prlimit --fsize: %v", err)
+	}
+}
+
+// largestFile is the size of the largest file in dir.
+func largestFile(t testing.TB, dir string) int64 {
+	t.Helper()
+	ents, err := os.ReadDir(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var m int64
+	for _, e := range ents {
+		if fi, err := e.Info(); err == nil {
+			m = max(m, fi.Size())
+		}
+	}
+	return m
+}
+
+// healthBody is the health endpoint's status and body.
+func healthBody(addr string) (int, string) {
+	resp, err := http.Get("http://" + addr + "/")
+	if err != nil {
+		return 0, err.Error()
+	}
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(resp.Body)
+	return resp.StatusCode, string(b)
+}
+
+// The JSONL files cannot grow (the file size limit, so writes fail with
+// EFBIG as with a full disk) while spans come over OTLP/HTTP and OTLP/gRPC
+// and a target is scraped: health answers 503 with the reason, every
+// request is answered "retry later" (503 with Retry-After, UNAVAILABLE),
+// memory stays bounded; once the files can grow, writing resumes by itself
+// and health answers 200. What was answered 200 is in the JSONL, whole
+// lines only, and at the backend; exit 0.
+func TestDiskFull(t *testing.T) {
+	be := NewBackend(t)
+	tg := NewTarget(t, 200)
+	n := configure(t, Setup{Backend: be.URL(), Exporter: fastRetry, Targets: []string{tg.Addr()}})
+	p := n.start(t)
+	l := newLedger()
+	exp := httpExporter(t, n.HTTP)
+	for i := range 5 {
+		if err := l.export(exp, fmt.Sprintf("before%d", i), 20); err != nil {
+			t.Fatal(err)
+		}
+	}
+	before := l.Answered()
+	waitFor(t, "the first spans in the JSONL", func() bool { it, err := readJSONL(n.Otel); return err == nil && it.Missing(before) == 0 })
+
+	// The files may grow a little more, then no more.
+	limit := uint64(largestFile(t, n.Otel) + 4096)
+	limitFileSize(t, p, limit)
+	cc, err := grpc.NewClient(n.GRPC, grpc.WithTransportCredentials(insecure.NewCredentials()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cc.Close()
+	reason := ""
+	for i := 0; ; i++ {
+		// Spans are taken until a write fails.
+		if code, _ := l.post(n.HTTP, fmt.Sprintf("filling%d", i), 20); code != 200 && code != 503 {
+			t.Fatalf("while the file fills: answered %d", code)
+		}
+		if code, body := healthBody(n.Health); code == 503 {
+			reason = body
+			break
+		}
+		if i > 100_000 {
+			t.Fatalf("health never said the JSONL cannot be written (%d bytes allowed):\n%s", limit, p.Out.String())
+		}
+	}
+	if !strings.Contains(reason, "file too large") || !strings.Contains(reason, filepath.Join(n.Otel)) {
+		t.Errorf("health's reason does not say which file and why: %s", reason)
+	}
+	answeredBefore := l.Answered().Total()
+	// While it cannot write: every request is answered retry-later, and
+	// memory does not grow with them.
+	refusedHTTP, refusedGRPC := 0, 0
+	var rssMax int64
+	for i := range size(200, 5000) {
+		code, retryAfter := l.post(n.HTTP, fmt.Sprintf("full%d", i), 20)
+		if code == 503 && retryAfter != "" {
+			refusedHTTP++
+		} else {
+			t.Errorf("OTLP/HTTP while the file cannot be written: %d (Retry-After %q), want 503 with Retry-After", code, retryAfter)
+		}
+		names := spanNames(fmt.Sprintf("fullgrpc%d", i), 20)
+		var req coltracepb.ExportTraceServiceRequest
+		if err := proto.Unmarshal(spansRequest(names), &req); err != nil {
+			t.Fatal(err)
+		}
+		err := cc.Invoke(context.Background(), "/opentelemetry.proto.collector.trace.v1.TraceService/Export", &req, &coltracepb.ExportTraceServiceResponse{})
+		l.record(names, err == nil)
+		if status.Code(err) == codes.Unavailable {
+			refusedGRPC++
+		} else {
+			t.Errorf("OTLP/gRPC while the file cannot be written: %v, want UNAVAILABLE", err)
+		}
+		if rss, err := p.RSS(); err == nil {
+			rssMax = max(rssMax, rss)
+		}
+	}
+	if rssMax >= rssBound {
+		t.Errorf("RSS reached %d MiB while the file could not be written", rssMax>>20)
+	}
+
+	// Room again: writing resumes by itself.
+	limitFileSize(t, p, unix.RLIM_INFINITY)
+	waitFor(t, "health 200 once the files can grow", func() bool { return proctest.Health(n.Health) == 200 })
+	for i := range 5 {
+		if err := l.export(exp, fmt.Sprintf("after%d", i), 20); err != nil {
+			t.Errorf("after the file can grow again: %v", err)
+		}
+	}
+	scrapesAtRecovery, _ := tg.Scrapes()
+	waitFor(t, "a scrape after the files can grow", func() bool { s, _ := tg.Scrapes(); return s > scrapesAtRecovery })
+	answered := l.Answered()
+	waitFor(t, "everything answered 200 at the backend", func() bool { return be.Got().Missing(answered) == 0 })
+	e := p.Stop(t)
+	figure := checkExit(t, p, e)
+	in := n.jsonl(t) // every line whole and decoded
+	if in.Points["fault_target_value"] == 0 {
+		t.Error("no scraped point in metrics.jsonl")
+	}
+	lost := in.Missing(answered) + be.Got().Missing(answered)
+	n.checkNoToken(t, p)
+	report(t, fmt.Sprintf("files limited to %d KiB: %d spans answered 200 before health said 503; then %d HTTP 503 + %d gRPC UNAVAILABLE, RSS ≤ %d MiB; after: %d spans answered 200 in all, all in the JSONL and at the backend; %s",
+		limit>>10, answeredBefore, refusedHTTP, refusedGRPC, rssMax>>20, answered.Total(), figure), lost)
+}

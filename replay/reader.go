@@ -152,7 +152,8 @@ func sniff(data []byte) (pipeline.Signal, bool) {
 
 func isSpace(c byte) bool { return c == ' ' || c == '\t' || c == '\r' || c == '\n' }
 
-// readFile cuts one file into chunks from its checkpoint on and hands them
+// readFile cuts one file into chunks from its checkpoint on (to fr.end if
+// set, a line's start) and hands them
 // to emit, which blocks while the senders are busy and returns false to stop
 // (a stop or a fatal error). Chunks hold copies of their lines.
 func (r *run) readFile(fr *fileRun, emit func(*chunk) bool) error {
@@ -195,6 +196,9 @@ func (r *run) readFile(fr *fileRun, emit func(*chunk) bool) error {
 			lr.off = s.End
 			lineNo = s.FirstLine + s.Lines - 1
 			continue
+		}
+		if fr.end > 0 && lr.off >= fr.end {
+			break // a backfill's range ends here
 		}
 		data, start, newline, tooLong, err := lr.next()
 		if errors.Is(err, io.EOF) {

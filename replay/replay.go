@@ -109,11 +109,23 @@ var ErrNoToken = errors.New("no ingest token")
 // (a line feed, say): every request would fail.
 var ErrBadToken = errors.New("the ingest token is not a valid header value")
 
-// fileRun is one file's replay: where it starts and its tracker.
+// fileRun is one file's replay: where it starts, where it ends (0: at
+// the end of the file) and what records its progress.
 type fileRun struct {
 	in    input
 	start checkpoint
-	tr    *tracker
+	end   int64
+	tr    marker
+}
+
+// marker records the chunks of a file that are done: a replay's tracker,
+// or otelstep's delivery record when it backfills (Record).
+type marker interface {
+	// done records that s is done (sent, or reported and skipped), of
+	// which skipped lines were skipped.
+	done(s span, skipped int)
+	// flush saves what is recorded, and reports the first error saving.
+	flush() error
 }
 
 // run is the state of one Run.
@@ -140,6 +152,15 @@ type run struct {
 	// pending counts the last lines of files that have no newline yet
 	// (readFile), left for the next run; only the reader writes it.
 	pending int
+	// send posts one request once: sink.Post to r.urls with r.headers
+	// unless a backfill sends through the live exporter.
+	send func(ctx context.Context, sig pipeline.Signal, body []byte) sink.Result
+	// gzip: the requests are gzipped (always, but for a backfill through
+	// an exporter configured without compression).
+	gzip bool
+	// quiet: no progress display and no retry notes (a backfill logs
+	// what it did instead).
+	quiet bool
 }
 
 // Run replays o.Paths. The error is for what stops a replay before it
@@ -198,7 +219,8 @@ func prepare(o Options) (*run, error) {
 	if o.Rate > 0 {
 		lim.SetLimit(rate.Limit(o.Rate))
 	}
-	r := &run{o: o, lim: lim, out: &output{w: o.Progress, terminal: o.Terminal}, big: make(chan struct{}, 1)}
+	r := &run{o: o, lim: lim, out: &output{w: o.Progress, terminal: o.Terminal}, big: make(chan struct{}, 1), gzip: true}
+	r.send = r.postExport
 	secrets := []string{o.Token}
 	for _, v := range o.Headers {
 		secrets = append(secrets, v)
@@ -316,7 +338,9 @@ func (r *run) run(parent context.Context) *Summary {
 	progressDone, progressExited := make(chan struct{}), make(chan struct{})
 	go func() {
 		defer close(progressExited)
-		r.progress(progressDone)
+		if !r.quiet {
+			r.progress(progressDone)
+		}
 	}()
 
 	emit := func(c *chunk) bool {
@@ -379,7 +403,9 @@ func (r *run) process(c *chunk) {
 	b, ranges, bad := r.decode(c)
 	skipped += bad
 	if len(ranges) > 0 {
-		resource.Stamp(b, "Authorization", r.o.Token)
+		if r.o.Token != "" { // always, but for a backfill with no token to stamp
+			resource.Stamp(b, "Authorization", r.o.Token)
+		}
 		delivered := false
 		if !r.o.DryRun && len(c.lines) == 1 && len(c.lines[0].data) > r.o.BatchBytes && b.Items() > 1 {
 			delivered = r.deliverPieces(c, b, ranges[0].no, len(c.lines[0].data), &skipped)
@@ -410,7 +436,7 @@ func (r *run) deliverPieces(c *chunk, b *pipeline.Batch, no, lineBytes int, skip
 	for i, rest := 1, b; rest != nil; i++ {
 		var p *pipeline.Batch
 		p, rest = sink.SplitBatch(rest, per)
-		if err := sink.EncodeRequest(p, true, buf); err != nil {
+		if err := sink.EncodeRequest(p, r.gzip, buf); err != nil {
 			r.fail(fmt.Errorf("%s:%d: encoding: %w", c.file.in.path, no, err))
 			return false
 		}
@@ -515,7 +541,7 @@ func (r *run) deliver(ctx context.Context, c *chunk, b *pipeline.Batch, ranges [
 	}
 	buf := bufPool.Get().(*bytes.Buffer)
 	defer bufPool.Put(buf)
-	if err := sink.EncodeRequest(b, true, buf); err != nil {
+	if err := sink.EncodeRequest(b, r.gzip, buf); err != nil {
 		// Cannot happen for a decoded request; do not hide it if it does.
 		r.fail(fmt.Errorf("%s:%d: encoding: %w", c.file.in.path, ranges[0].no, err))
 		return false
@@ -564,7 +590,7 @@ func (r *run) post(ctx context.Context, sig pipeline.Signal, body []byte) (sink.
 			return sink.Result{}, false
 		}
 		reqCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), r.o.Timeout)
-		res := sink.Post(reqCtx, r.o.Client, sink.Export{Signal: sig, URL: r.urls[sig], Headers: r.headers, Gzip: true, Body: body, Redact: r.out.redact})
+		res := r.send(reqCtx, sig, body)
 		cancel()
 		r.stats.requests.Add(1)
 		r.sum.request(sig)
@@ -577,7 +603,9 @@ func (r *run) post(ctx context.Context, sig pipeline.Signal, body []byte) (sink.
 			return res, false
 		}
 		r.sum.retry(sig)
-		r.out.note(fmt.Sprintf("retrying a %s request in %s: %v", sig, delay.Round(time.Millisecond), res.Err))
+		if !r.quiet {
+			r.out.note(fmt.Sprintf("retrying a %s request in %s: %v", sig, delay.Round(time.Millisecond), res.Err))
+		}
 		t := time.NewTimer(delay)
 		select {
 		case <-t.C:
@@ -586,6 +614,11 @@ func (r *run) post(ctx context.Context, sig pipeline.Signal, body []byte) (sink.
 			return res, false
 		}
 	}
+}
+
+// postExport posts body to the signal's URL with the replay's headers.
+func (r *run) postExport(ctx context.Context, sig pipeline.Signal, body []byte) sink.Result {
+	return sink.Post(ctx, r.o.Client, sink.Export{Signal: sig, URL: r.urls[sig], Headers: r.headers, Gzip: r.gzip, Body: body, Redact: r.out.redact})
 }
 
 // progressStats are the progress display's counters.

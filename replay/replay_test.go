@@ -46,6 +46,7 @@ type fakeBackend struct {
 	canon     map[string]int
 	times     []time.Time
 	headers   []http.Header
+	order     []string // span names in the order they arrived
 	answer    func(n int, names []string, w http.ResponseWriter) int
 }
 
@@ -145,6 +146,7 @@ func (b *fakeBackend) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	for _, nm := range names {
 		b.spans[nm]++
 	}
+	b.order = append(b.order, names...)
 	switch sig {
 	case pipeline.Logs:
 		b.logs += items

@@ -41,6 +41,24 @@ type checkpoint struct {
 	Done       []span    `json:"done,omitempty"`
 	Skipped    int       `json:"skipped"` // lines reported and skipped, over all runs
 	Updated    time.Time `json:"updated"`
+	// Live is set when otelstep keeps this checkpoint as its delivery
+	// record (Record); a replay keeps it as it is.
+	Live *liveState `json:"live,omitempty"`
+}
+
+// liveState is what otelstep's delivery record knows beyond a
+// checkpoint: where its record of the file begins and how far the file
+// was written.
+type liveState struct {
+	// From and FromLine: the file's first From bytes, FromLine lines,
+	// were there when the record was begun, and their fate is unknown:
+	// a backfill leaves them to replay.
+	From     int64 `json:"from"`
+	FromLine int   `json:"from_line"`
+	// Size and Lines: the file's first Size bytes hold Lines lines, as
+	// otelstep wrote them.
+	Size  int64 `json:"size"`
+	Lines int   `json:"lines"`
 }
 
 // span is a done byte range [Start, End) holding lines [FirstLine, FirstLine+Lines).
@@ -204,12 +222,15 @@ func (t *tracker) writeLocked() {
 	}
 	sort.Slice(cp.Done, func(i, j int) bool { return cp.Done[i].Start < cp.Done[j].Start })
 	cp.Updated = time.Now().UTC()
-	if err := writeAtomic(t.path, &cp); err != nil && t.err == nil {
+	if err := writeAtomic(t.path, &cp, false); err != nil && t.err == nil {
 		t.err = err
 	}
 }
 
-func writeAtomic(path string, cp *checkpoint) error {
+// writeAtomic writes cp to path through a temporary file renamed over it,
+// so that a reader (or a crash) sees the old checkpoint or the new one;
+// with sync, the new one is on disk when it returns.
+func writeAtomic(path string, cp *checkpoint, sync bool) error {
 	data, err := json.MarshalIndent(cp, "", "  ")
 	if err != nil {
 		return err
@@ -219,6 +240,9 @@ func writeAtomic(path string, cp *checkpoint) error {
 		return fmt.Errorf("checkpoint %s: %w", path, unwrapPathError(err))
 	}
 	_, werr := tmp.Write(append(data, '\n'))
+	if werr == nil && sync {
+		werr = tmp.Sync()
+	}
 	cerr := tmp.Close()
 	if werr == nil {
 		werr = cerr

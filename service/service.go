@@ -56,6 +56,7 @@ type Service struct {
 	drain     []drainer
 	files     []*sink.File
 	https     []*sink.HTTP
+	backfills map[string]*backfill // by file and exporter (backfill.go)
 	telemetry *telemetry.Telemetry // otelstep's own metrics
 
 	health    []*http.Server
@@ -140,7 +141,9 @@ func New(cfg *config.Config, log *slog.Logger) (*Service, error) {
 			}
 			exp = append(exp, sk)
 		}
-		var next pipeline.Consumer = sink.NewFanout(exp...)
+		fan := sink.NewFanout(exp...)
+		s.track(fan, exp, log)
+		var next pipeline.Consumer = fan
 		for i := len(p.Processors) - 1; i >= 0; i-- {
 			id := p.Processors[i]
 			typ, _, _ := strings.Cut(id, "/")
@@ -471,6 +474,7 @@ func (s *Service) start(ctx context.Context) error {
 			return err
 		}
 	}
+	s.startBackfills(ctx)
 	for _, b := range s.batchers {
 		if err := b.Start(ctx); err != nil {
 			return err
@@ -504,6 +508,9 @@ func (s *Service) start(ctx context.Context) error {
 // then the JSONL files, then the backend with what time is left.
 func (s *Service) stop(ctx context.Context) error {
 	s.state.Store(int32(stopping))
+	// Backfills first: what they have not sent stays in their records,
+	// for the next run.
+	s.stopBackfills()
 	var errs []error
 	for _, r := range s.receivers {
 		if err := r.Shutdown(ctx); err != nil {
@@ -554,6 +561,7 @@ func (s *Service) stop(ctx context.Context) error {
 			errs = append(errs, fmt.Errorf("flush %s: %w", h.Name(), err))
 		}
 	}
+	s.closeRecords()
 	for _, h := range s.health {
 		_ = h.Close()
 	}

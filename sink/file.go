@@ -109,6 +109,13 @@ type File struct {
 	failMu   sync.Mutex
 	failing  error
 	writable chan struct{}
+
+	// For the delivery records (delivery.go): the lines written since the
+	// file was opened, the tickets of the batch being written and the
+	// lines in the buffer whose batches have tickets.
+	lines     int
+	cur       []*ticket
+	unwritten []writtenLine
 }
 
 // fileFlushRoom is the room a metrics resource's encoding leaves in the
@@ -236,8 +243,9 @@ func (s *File) Enqueue(ctx context.Context, b *pipeline.Batch) error {
 // queued is a batch in the queue, with its count of items when its sender
 // knew it (-1 otherwise).
 type queued struct {
-	b     *pipeline.Batch
-	items int
+	b       *pipeline.Batch
+	items   int
+	tickets []*ticket
 }
 
 // wantsItems says whether the sink counts what it writes: the Fanout then
@@ -314,13 +322,19 @@ func (s *File) setFailing(err error) {
 func (s *File) release() { <-s.sem }
 
 func (s *File) enqueueReserved(b *pipeline.Batch, items int) error {
+	return s.enqueueTracked(b, items, nil)
+}
+
+// enqueueTracked is enqueueReserved of a batch whose line's place in the
+// file the tickets are told once it is written.
+func (s *File) enqueueTracked(b *pipeline.Batch, items int, tickets []*ticket) error {
 	s.mu.RLock()
 	defer s.mu.RUnlock()
 	if s.closed {
 		<-s.sem
 		return pipeline.ErrStopped
 	}
-	s.q <- queued{b, items} // never blocks: a slot is reserved
+	s.q <- queued{b, items, tickets} // never blocks: a slot is reserved
 	return nil
 }
 
@@ -369,6 +383,7 @@ func (s *File) run() {
 		select {
 		case q := <-s.q:
 			<-s.sem
+			s.cur = q.tickets
 			s.writeCounted(runCtx, q.b, q.items)
 			q.b.Release() // the line is in the buffer: nothing points into it
 			if len(s.q) == 0 {
@@ -390,6 +405,7 @@ func (s *File) drain() {
 	for ctx.Err() == nil && len(s.q) > 0 {
 		q := <-s.q
 		<-s.sem
+		s.cur = q.tickets
 		s.writeCounted(ctx, q.b, q.items)
 		q.b.Release()
 	}
@@ -431,6 +447,7 @@ func (s *File) writeCounted(ctx context.Context, b *pipeline.Batch, items int) {
 	if n == 0 || start == "" {
 		return
 	}
+	lineStart := s.offset()
 	if s.buf == nil {
 		// At the first batch: a job's pipelines often have a signal that
 		// never comes (traces and logs beside a scrape), whose file then
@@ -465,6 +482,7 @@ func (s *File) writeCounted(ctx context.Context, b *pipeline.Batch, items int) {
 	}
 	s.buf = append(s.buf, otlpjson.RequestEnd...)
 	s.buf = append(s.buf, '\n')
+	s.lineBuilt(lineStart)
 	if s.tel.Enabled() { // a whole line
 		if items < 0 {
 			items = b.Items()
@@ -491,7 +509,9 @@ func (s *File) writeOutMidLine(ctx context.Context) bool {
 // loseLine drops the pending bytes, the line being built and the whole
 // lines before it, after a write-out failed at shutdown.
 func (s *File) loseLine() {
-	s.lostLines += 1 + bytes.Count(s.buf, []byte{'\n'})
+	whole := bytes.Count(s.buf, []byte{'\n'})
+	s.lostLines += 1 + whole
+	s.linesLost(whole)
 	s.buf = s.buf[:0]
 }
 
@@ -547,6 +567,7 @@ func (s *File) writeOut(ctx context.Context) bool {
 		return false
 	}
 	s.buf = s.buf[:0]
+	s.wroteOut()
 	return true
 }
 

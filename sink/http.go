@@ -124,6 +124,8 @@ type HTTP struct {
 	sentBatches, sentItems, failed, dropped, retries atomic.Uint64
 	tel                                              *telemetry.Sink
 	unobserve                                        func() // stops the queue's observation
+
+	okState // Answered (delivery.go)
 }
 
 // NewHTTP validates o and returns the sink. Call Start to begin sending.
@@ -270,7 +272,13 @@ func (h *HTTP) Enqueue(ctx context.Context, b *pipeline.Batch) error {
 func (h *HTTP) wantsItems() bool { return true }
 
 // enqueueCounted is Enqueue of a batch of items items (-1: not counted).
-func (h *HTTP) enqueueCounted(_ context.Context, b *pipeline.Batch, items int) error {
+func (h *HTTP) enqueueCounted(ctx context.Context, b *pipeline.Batch, items int) error {
+	return h.enqueueTracked(ctx, b, items, nil)
+}
+
+// enqueueTracked is enqueueCounted of a batch whose ticket (if not nil) is
+// told whether it was delivered.
+func (h *HTTP) enqueueTracked(_ context.Context, b *pipeline.Batch, items int, t *ticket) error {
 	h.mu.Lock()
 	if h.stopping {
 		h.mu.Unlock()
@@ -282,8 +290,12 @@ func (h *HTTP) enqueueCounted(_ context.Context, b *pipeline.Batch, items int) e
 	defer func() { h.enqueuingN.Add(-1); h.enqueuing.Done() }()
 	bd := h.encode(b, items)
 	if bd == nil {
+		if t != nil {
+			t.settle(false)
+		}
 		return nil // counted and logged: the batch is taken, and failed
 	}
+	bd.t = t
 	h.mu.Lock()
 	var dropped *body
 	if h.n == len(h.ring) {
@@ -429,6 +441,7 @@ func (h *HTTP) Shutdown(ctx context.Context) error {
 	h.mu.Lock()
 	left := h.n
 	for h.n > 0 {
+		h.putBody(h.ring[h.head]) // its ticket: undelivered
 		h.ring[h.head] = nil
 		h.head = (h.head + 1) % len(h.ring)
 		h.n--
@@ -449,6 +462,9 @@ type body struct {
 	sig   pipeline.Signal
 	items int
 	buf   bytes.Buffer
+	// t is told, when the body is given back, whether it was delivered.
+	t         *ticket
+	delivered bool
 }
 
 // keptBodies bounds the bodies kept for reuse: about what the workers
@@ -490,6 +506,7 @@ func (l *freeList[T]) put(x *T) {
 // putBody keeps bd for reuse, emptied, unless one huge batch grew its
 // buffer.
 func (h *HTTP) putBody(bd *body) {
+	bd.settle()
 	if bd.buf.Cap() > maxKeptOut {
 		return
 	}
@@ -506,6 +523,8 @@ func (h *HTTP) export(bd *body) {
 	for {
 		res := h.post(sig, body)
 		if res.OK() {
+			bd.delivered = true
+			h.answered()
 			h.sentBatches.Add(1)
 			h.sentItems.Add(uint64(items))
 			h.tel.Sent(sig, items)

@@ -63,6 +63,7 @@ type Fanout struct {
 	nonBlocking []Sink
 	blockingS   []Sink
 	wantItems   bool // a sink counts items (counted)
+	tracks      []track
 }
 
 // NewFanout returns a Fanout over sinks.
@@ -112,9 +113,16 @@ func (f *Fanout) ConsumeCounted(ctx context.Context, b *pipeline.Batch, items in
 	}
 	var firstErr error
 	unused := 0 // references of sinks that did not take the batch
+	ts := f.tickets()
 	for _, r := range f.blocking {
 		// Cannot block; fails only if the sink stopped in between.
-		if err := r.enqueueReserved(b, items); err != nil {
+		var err error
+		if fs, ok := r.(*File); ok && ts != nil {
+			err = fs.enqueueTracked(b, items, f.fileTickets(fs, ts))
+		} else {
+			err = r.enqueueReserved(b, items)
+		}
+		if err != nil {
 			unused++
 			if firstErr == nil {
 				firstErr = err
@@ -125,13 +133,23 @@ func (f *Fanout) ConsumeCounted(ctx context.Context, b *pipeline.Batch, items in
 		// Errors (stopped) of a dropping sink do not fail the batch: the
 		// no-drop copies have it.
 		var err error
-		if ce, ok := s.(countedEnqueuer); ok {
+		h, _ := s.(*HTTP)
+		var t *ticket
+		if h != nil && ts != nil {
+			t = f.httpTicket(h, ts)
+		}
+		if t != nil {
+			err = h.enqueueTracked(ctx, b, items, t)
+		} else if ce, ok := s.(countedEnqueuer); ok {
 			err = ce.enqueueCounted(ctx, b, items)
 		} else {
 			err = s.Enqueue(ctx, b)
 		}
 		if err != nil {
 			unused++
+			if t != nil {
+				t.settle(false) // the sink stopped: never sent
+			}
 		}
 	}
 	if firstErr != nil {

@@ -1,0 +1,388 @@
+package replay
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"log/slog"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/otelstep/otelstep/pipeline"
+	"github.com/otelstep/otelstep/sink"
+	commonpb "go.opentelemetry.io/proto/otlp/common/v1"
+	resourcepb "go.opentelemetry.io/proto/otlp/resource/v1"
+	tracepb "go.opentelemetry.io/proto/otlp/trace/v1"
+)
+
+// liveTraceBatch is what the live pipeline hands the sinks: one span named
+// name, its resource stamped with the token (the resource processor's
+// Authorization attribute, which the JSONL file does not keep).
+func liveTraceBatch(name string) *pipeline.Batch {
+	return &pipeline.Batch{Signal: pipeline.Traces, Traces: []*tracepb.ResourceSpans{{
+		Resource: &resourcepb.Resource{Attributes: []*commonpb.KeyValue{str("service.name", "svc"), str("Authorization", token)}},
+		ScopeSpans: []*tracepb.ScopeSpans{{Spans: []*tracepb.Span{{
+			Name: name, TraceId: bytes.Repeat([]byte{1}, 16), SpanId: []byte{1, 2, 3, 4, 5, 6, 7, 8},
+			StartTimeUnixNano: 1, EndTimeUnixNano: 2,
+		}}}},
+	}}}
+}
+
+// switchable is a backend that answers 503 while down.
+type switchable struct {
+	*fakeBackend
+	down atomic.Bool
+}
+
+func newSwitchable(down bool) (*switchable, *httptest.Server) {
+	b := &switchable{fakeBackend: newBackend()}
+	b.down.Store(down)
+	b.answer = func(int, []string, http.ResponseWriter) int {
+		if b.down.Load() {
+			return http.StatusServiceUnavailable
+		}
+		return http.StatusOK
+	}
+	srv := httptest.NewServer(b)
+	return b, srv
+}
+
+// live is one run's JSONL file sink and OTLP/HTTP sink, fed through a
+// Fanout that records what the HTTP sink delivered, and the backfill.
+type live struct {
+	file *sink.File
+	http *sink.HTTP
+	fan  *sink.Fanout
+	rec  *Record
+	stop context.CancelFunc
+	done chan struct{}
+}
+
+// startLive starts a run; queue is the exporter's queue size.
+func startLive(t *testing.T, path, endpoint string, queue int, every time.Duration, backfill bool, log *slog.Logger) *live {
+	t.Helper()
+	f, err := sink.NewFile(sink.FileOptions{Path: path, Signal: pipeline.Traces, Logger: log})
+	if err != nil {
+		t.Fatal(err)
+	}
+	h, err := sink.NewHTTP(sink.HTTPOptions{Endpoint: endpoint, Headers: map[string]string{"Authorization": "Bearer " + token},
+		QueueSize: queue, Logger: log,
+		Retry: sink.RetryOptions{Enabled: true, InitialInterval: time.Millisecond, MaxInterval: 5 * time.Millisecond, MaxElapsedTime: 20 * time.Millisecond}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	rec, err := OpenRecord(RecordOptions{File: path, Endpoint: endpoint, Logger: log, Every: every})
+	if err != nil {
+		t.Fatal(err)
+	}
+	l := &live{file: f, http: h, fan: sink.NewFanout(f, h), rec: rec, done: make(chan struct{})}
+	l.fan.Track(f, h, rec)
+	for _, s := range []sink.Sink{f, h} {
+		if err := s.Start(context.Background()); err != nil {
+			t.Fatal(err)
+		}
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	l.stop = cancel
+	go func() {
+		defer close(l.done)
+		if backfill {
+			Backfill(ctx, BackfillOptions{Record: rec, Exporter: h, Token: sink.BearerToken(map[string]string{"authorization": "bearer " + token}),
+				Retry: sink.RetryOptions{InitialInterval: time.Millisecond, MaxInterval: 10 * time.Millisecond, MaxElapsedTime: 50 * time.Millisecond},
+				Pause: 10 * time.Millisecond, Logger: log})
+		}
+	}()
+	return l
+}
+
+func (l *live) send(t *testing.T, prefix string, from, to int) {
+	t.Helper()
+	for i := from; i < to; i++ {
+		if err := l.fan.Consume(context.Background(), liveTraceBatch(fmt.Sprintf("%s-%d", prefix, i))); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
+// shutdown stops the run as the service does: the backfill, the sinks,
+// then the record (unless crash: a kill -9 writes nothing more).
+func (l *live) shutdown(t *testing.T, crash bool) {
+	t.Helper()
+	l.stop()
+	<-l.done
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	if err := l.file.Shutdown(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if err := l.http.Shutdown(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if !crash {
+		if err := l.rec.Close(); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
+// waitSpans waits (a minute at most) until every span prefix-0..n-1 has
+// arrived.
+func waitSpans(t *testing.T, b *switchable, prefix string, n int) {
+	t.Helper()
+	deadline := time.Now().Add(time.Minute)
+	for {
+		_, spans := b.snapshot()
+		missing := 0
+		for i := range n {
+			if spans[fmt.Sprintf("%s-%d", prefix, i)] == 0 {
+				missing++
+			}
+		}
+		if missing == 0 {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("%d of %d spans never arrived", missing, n)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+}
+
+// waitBackfilled waits (a minute at most) until the backfill has marked
+// everything it sent done: a stop before its answer came would leave the
+// lines to the next run.
+func waitBackfilled(t *testing.T, rec *Record) {
+	t.Helper()
+	deadline := time.Now().Add(time.Minute)
+	for len(rec.pending()) > 0 {
+		if time.Now().After(deadline) {
+			t.Fatalf("%d ranges still to backfill", len(rec.pending()))
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+}
+
+// replayAfter replays the folder to the backend as a user would afterwards.
+func replayAfter(t *testing.T, srv *httptest.Server, dir string) *Summary {
+	t.Helper()
+	s := mustRun(t, context.Background(), opts(srv, dir))
+	if !s.OK() {
+		t.Fatalf("replay afterwards: %s", s.Reason())
+	}
+	return s
+}
+
+func noToken(t *testing.T, what, s string) {
+	t.Helper()
+	if strings.Contains(s, token) {
+		t.Errorf("%s holds the token", what)
+	}
+}
+
+// TestBackfillWhileRunning: the backend is down while batches flow, far
+// more than the exporter's queue holds; once it is up, everything reaches
+// it exactly once (what the queue held live, the rest backfilled from the
+// file, stamped as replay stamps it), and a replay afterwards sends nothing.
+func TestBackfillWhileRunning(t *testing.T) {
+	b, srv := newSwitchable(true)
+	defer srv.Close()
+	dir := t.TempDir()
+	path := filepath.Join(dir, "traces.jsonl")
+	log, logs := testLog()
+	l := startLive(t, path, srv.URL, 3, 20*time.Millisecond, true, log)
+	const n = 40
+	l.send(t, "down", 0, n)
+	b.down.Store(false)
+	l.send(t, "up", 0, 5)
+	waitSpans(t, b, "down", n)
+	waitSpans(t, b, "up", 5)
+	waitBackfilled(t, l.rec)
+	l.shutdown(t, false)
+
+	if st := l.http.Stats(); st.Dropped+st.Failed < n-3-2 {
+		t.Fatalf("the exporter gave up on %d batches, want at least %d: the test did not outlast its queue", st.Dropped+st.Failed, n-5)
+	}
+	_, spans := b.snapshot()
+	wantEach(t, spans, "down", n)
+	wantEach(t, spans, "up", 5)
+	if b.badHeader > 0 || b.badAttr > 0 {
+		t.Errorf("%d requests without the Authorization header, %d resources without the token stamped", b.badHeader, b.badAttr)
+	}
+	rec, _ := os.ReadFile(l.rec.Path())
+	noToken(t, "the record", string(rec))
+	noToken(t, "the log", logs.String())
+	noToken(t, "the file", readFile(t, path))
+
+	before, _ := b.snapshot()
+	s := replayAfter(t, srv, dir)
+	if after, _ := b.snapshot(); after != before || s.AlreadySent != n+5 {
+		t.Errorf("replay afterwards sent %d requests and found %d lines sent, want 0 and %d", after-before, s.AlreadySent, n+5)
+	}
+}
+
+// TestBackfillAfterRestart: otelstep is stopped while the backend is down;
+// restarted on the same file with the backend up, it sends what the first
+// run never delivered, oldest first, beside its own live lines, each once;
+// a replay afterwards sends nothing.
+func TestBackfillAfterRestart(t *testing.T) {
+	b, srv := newSwitchable(true)
+	defer srv.Close()
+	dir := t.TempDir()
+	path := filepath.Join(dir, "traces.jsonl")
+	log, logs := testLog()
+	l := startLive(t, path, srv.URL, 3, time.Hour, true, log)
+	l.send(t, "first", 0, 30)
+	l.shutdown(t, false)
+	if _, spans := b.snapshot(); len(spans) > 0 {
+		t.Fatalf("the backend is down, yet %d spans arrived", len(spans))
+	}
+
+	b.down.Store(false)
+	l = startLive(t, path, srv.URL, 3, time.Hour, true, log)
+	if got := l.rec.failed.lines(); got != 30 {
+		t.Errorf("the record resumed with %d lines to backfill, want 30", got)
+	}
+	l.send(t, "second", 0, 10)
+	waitSpans(t, b, "first", 30)
+	waitSpans(t, b, "second", 10)
+	waitBackfilled(t, l.rec)
+	l.shutdown(t, false)
+	_, spans := b.snapshot()
+	wantEach(t, spans, "first", 30)
+	wantEach(t, spans, "second", 10)
+	// Oldest first: the backfill sent first-0 before first-29.
+	b.mu.Lock()
+	order := b.order
+	b.mu.Unlock()
+	if i, j := indexOf(order, "first-0"), indexOf(order, "first-29"); i < 0 || j < 0 || i > j {
+		t.Errorf("first-0 arrived at %d, first-29 at %d: not oldest first", i, j)
+	}
+	if b.badHeader > 0 || b.badAttr > 0 {
+		t.Errorf("%d requests without the Authorization header, %d resources without the token stamped", b.badHeader, b.badAttr)
+	}
+	noToken(t, "the log", logs.String())
+
+	before, _ := b.snapshot()
+	s := replayAfter(t, srv, dir)
+	if after, _ := b.snapshot(); after != before || s.AlreadySent != 40 {
+		t.Errorf("replay afterwards sent %d requests and found %d lines sent, want 0 and 40", after-before, s.AlreadySent)
+	}
+}
+
+// TestReplayAfterAStopWithoutBackfill: stopped while the backend is down
+// and not restarted, the record says what never arrived, and a replay
+// afterwards sends exactly that: not the lines delivered live.
+func TestReplayAfterAStopWithoutBackfill(t *testing.T) {
+	b, srv := newSwitchable(false)
+	defer srv.Close()
+	dir := t.TempDir()
+	path := filepath.Join(dir, "traces.jsonl")
+	log, _ := testLog()
+	l := startLive(t, path, srv.URL, 100, time.Hour, false, log)
+	l.send(t, "up", 0, 10)
+	waitSpans(t, b, "up", 10)
+	b.down.Store(true)
+	l.send(t, "down", 0, 20)
+	l.shutdown(t, false)
+	b.down.Store(false)
+
+	before, _ := b.snapshot()
+	s := replayAfter(t, srv, dir)
+	_, spans := b.snapshot()
+	wantEach(t, spans, "up", 10)
+	wantEach(t, spans, "down", 20)
+	if s.AlreadySent != 10 || s.Signals[pipeline.Traces].Lines != 20 {
+		t.Errorf("replay found %d lines sent and sent %d, want 10 and 20", s.AlreadySent, s.Signals[pipeline.Traces].Lines)
+	}
+	_ = before
+}
+
+// TestBackfillAfterAKill: a run killed (the record not written since it
+// began) leaves its lines' fate unknown: the next run sends them again.
+// Delivery is at least once: lines delivered in the last seconds before a
+// kill -9 arrive twice.
+func TestBackfillAfterAKill(t *testing.T) {
+	b, srv := newSwitchable(false)
+	defer srv.Close()
+	dir := t.TempDir()
+	path := filepath.Join(dir, "traces.jsonl")
+	log, _ := testLog()
+	l := startLive(t, path, srv.URL, 100, time.Hour, false, log)
+	l.send(t, "first", 0, 10)
+	waitSpans(t, b, "first", 10)
+	l.shutdown(t, true)
+
+	l = startLive(t, path, srv.URL, 3, time.Hour, true, log)
+	deadline := time.Now().Add(time.Minute)
+	for {
+		_, spans := b.snapshot()
+		twice := 0
+		for i := range 10 {
+			if spans[fmt.Sprintf("first-%d", i)] == 2 {
+				twice++
+			}
+		}
+		if twice == 10 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("after the kill, %d of 10 lines were sent again, want 10", twice)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	waitBackfilled(t, l.rec)
+	l.shutdown(t, false)
+	before, _ := b.snapshot()
+	s := replayAfter(t, srv, dir)
+	if after, _ := b.snapshot(); after != before || s.AlreadySent != 10 {
+		t.Errorf("replay afterwards sent %d requests and found %d lines sent, want 0 and 10", after-before, s.AlreadySent)
+	}
+}
+
+func indexOf(xs []string, x string) int {
+	for i, v := range xs {
+		if v == x {
+			return i
+		}
+	}
+	return -1
+}
+
+func readFile(t *testing.T, path string) string {
+	t.Helper()
+	data, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return string(data)
+}
+
+func testLog() (*slog.Logger, *syncWriter) {
+	w := &syncWriter{}
+	return slog.New(slog.NewTextHandler(w, &slog.HandlerOptions{Level: slog.LevelDebug})), w
+}
+
+// syncWriter is a goroutine-safe log buffer.
+type syncWriter struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (w *syncWriter) Write(p []byte) (int, error) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return w.b.Write(p)
+}
+
+func (w *syncWriter) String() string {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return w.b.String()
+}

@@ -11,6 +11,12 @@
 // FILE:LINE. Progress is checkpointed per file (see checkpoint), so a
 // replay that is stopped continues where it was and never sends a line
 // twice; one that crashed resends at most the last moments' requests.
+//
+// The running otelstep keeps the same checkpoint as its delivery record
+// (Record): which lines of a JSONL file its OTLP/HTTP exporter delivered.
+// Backfill sends, from the file and as a replay would, what the exporter
+// did not deliver; a replay to the exporter's endpoint afterwards sends
+// exactly what is not in the record.
 package replay
 
 import (

@@ -7,6 +7,11 @@
 //
 // Shutdown order: stop the receivers, then the Batcher (it flushes into the
 // Fanout), then the sinks.
+//
+// A Fanout may track a File and an HTTP sink it feeds (Fanout.Track): a
+// DeliveryRecord is then told, for each batch, where its line lies in the
+// file and whether the HTTP sink delivered it, so that what was not
+// delivered can be sent again from the file (package replay's Backfill).
 package sink
 
 import (

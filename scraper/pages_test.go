@@ -182,7 +182,7 @@ func TestPageGate(t *testing.T) {
 		t.Fatal("a slot taken past the context's end")
 	}
 	// with a deadline, a quarter of the time left: given up long before it
-	dctx, dcancel := context.WithTimeout(ctx, 2*time.Second)
+	dctx, dcancel := context.WithTimeout(ctx, 8*time.Second)
 	defer dcancel()
 	if g.enter(dctx) {
 		t.Fatal("a third slot taken before the deadline")

@@ -33,7 +33,7 @@ func TestBatcherSizeTrigger(t *testing.T) {
 	rec := &recorder{}
 	b := NewBatcher(BatchOptions{SendBatchSize: 10, Timeout: time.Hour}, rec)
 	_ = b.Start(context.Background())
-	defer b.Shutdown(ctxT(time.Second))
+	defer b.Shutdown(ctxT(patience))
 	for i := range 3 {
 		_ = b.Consume(context.Background(), metricsBatch(fmt.Sprint(i), 3))
 	}
@@ -51,7 +51,7 @@ func TestBatcherTimeoutTrigger(t *testing.T) {
 	rec := &recorder{}
 	b := NewBatcher(BatchOptions{SendBatchSize: 1000, Timeout: 50 * time.Millisecond}, rec)
 	_ = b.Start(context.Background())
-	defer b.Shutdown(ctxT(time.Second))
+	defer b.Shutdown(ctxT(patience))
 	start := time.Now()
 	_ = b.Consume(context.Background(), metricsBatch("a", 1))
 	_ = b.Consume(context.Background(), metricsBatch("b", 1))
@@ -85,7 +85,7 @@ func TestBatcherMaxSizeSplit(t *testing.T) {
 	if len(got) != 3 {
 		t.Fatalf("sent %d batches, want 3 full ones", len(got))
 	}
-	if err := b.Shutdown(ctxT(time.Second)); err != nil {
+	if err := b.Shutdown(ctxT(patience)); err != nil {
 		t.Fatal(err)
 	}
 	got = rec.got()
@@ -118,7 +118,7 @@ func TestBatcherBackpressureNoLossNoDup(t *testing.T) {
 	b := NewBatcher(BatchOptions{SendBatchSize: 2, Timeout: time.Hour}, rec)
 	_ = b.Start(context.Background())
 	// b1 fills the batch: taken, the flush is refused, stays pending.
-	if err := b.Consume(ctxT(time.Second), metricsBatch("b1", 2)); err != nil {
+	if err := b.Consume(ctxT(patience), metricsBatch("b1", 2)); err != nil {
 		t.Fatalf("b1: %v", err)
 	}
 	// b2: the pending batch is full and next still refuses: not taken.
@@ -129,10 +129,10 @@ func TestBatcherBackpressureNoLossNoDup(t *testing.T) {
 	rec.refuse = 0
 	rec.mu.Unlock()
 	// Retry b2: b1 is flushed first, then b2 is taken.
-	if err := b.Consume(ctxT(time.Second), metricsBatch("b2", 1)); err != nil {
+	if err := b.Consume(ctxT(patience), metricsBatch("b2", 1)); err != nil {
 		t.Fatalf("b2 retry: %v", err)
 	}
-	if err := b.Shutdown(ctxT(time.Second)); err != nil {
+	if err := b.Shutdown(ctxT(patience)); err != nil {
 		t.Fatal(err)
 	}
 	var ids []string
@@ -150,7 +150,7 @@ func TestBatcherTimerFlushRetriesUntilAccepted(t *testing.T) {
 	rec := &recorder{refuse: 5}
 	b := NewBatcher(BatchOptions{SendBatchSize: 100, Timeout: 10 * time.Millisecond}, rec)
 	_ = b.Start(context.Background())
-	defer b.Shutdown(ctxT(time.Second))
+	defer b.Shutdown(ctxT(patience))
 	_ = b.Consume(context.Background(), metricsBatch("t", 1))
 	waitFor(t, patience, func() bool { return len(rec.got()) == 1 }, "timer flush after refusals")
 }
@@ -180,7 +180,7 @@ func TestBatcherConsumeHonoursCtxWhileFlushBlocks(t *testing.T) {
 			t.Fatalf("Consume returned after %v, want its context's 50ms", el)
 		}
 		close(block)
-		if err := b.Shutdown(ctxT(time.Second)); err != nil {
+		if err := b.Shutdown(ctxT(patience)); err != nil {
 			t.Fatal(err)
 		}
 	})
@@ -210,7 +210,7 @@ func TestBatcherFlushHint(t *testing.T) {
 		t.Fatalf("points %v", v)
 	}
 	_ = b.Consume(context.Background(), metricsBatch("c", 1))
-	if err := b.Shutdown(ctxT(time.Second)); err != nil {
+	if err := b.Shutdown(ctxT(patience)); err != nil {
 		t.Fatal(err)
 	}
 	pipeline.Flush(context.Background(), b) // stopped
@@ -227,7 +227,7 @@ func TestBatcherNoTimerLeftAfterFlush(t *testing.T) {
 		rec := &recorder{}
 		b := NewBatcher(BatchOptions{SendBatchSize: 4, Timeout: 40 * time.Millisecond}, rec)
 		_ = b.Start(context.Background())
-		defer b.Shutdown(ctxT(time.Second))
+		defer b.Shutdown(ctxT(patience))
 		_ = b.Consume(context.Background(), metricsBatch("a", 1))
 		time.Sleep(5 * time.Millisecond) // the timer is set for a
 		pipeline.Flush(context.Background(), b)

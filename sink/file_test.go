@@ -60,7 +60,7 @@ func TestFileConcurrentWholeLinesRedacted(t *testing.T) {
 		}()
 	}
 	wg.Wait()
-	if err := f.Shutdown(ctxT(5 * time.Second)); err != nil {
+	if err := f.Shutdown(ctxT(patience)); err != nil {
 		t.Fatal(err)
 	}
 	if err := f.Enqueue(context.Background(), metricsBatch("late", 1)); !errors.Is(err, pipeline.ErrStopped) {
@@ -113,7 +113,7 @@ func TestFileAppendsToExisting(t *testing.T) {
 		if err := f.Enqueue(context.Background(), metricsBatch(fmt.Sprint("run", i), 3)); err != nil {
 			t.Fatal(err)
 		}
-		if err := f.Shutdown(ctxT(5 * time.Second)); err != nil {
+		if err := f.Shutdown(ctxT(patience)); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -130,7 +130,7 @@ func TestFileFlushesSoonWithoutShutdown(t *testing.T) {
 		t.Fatal(err)
 	}
 	_ = f.Start(context.Background())
-	defer f.Shutdown(ctxT(5 * time.Second))
+	defer f.Shutdown(ctxT(patience))
 	_ = f.Enqueue(context.Background(), metricsBatch("x", 2))
 	waitFor(t, patience, func() bool {
 		data, _ := os.ReadFile(path)
@@ -151,7 +151,7 @@ func TestFileShutdownFlushesEverything(t *testing.T) {
 		}
 	}
 	_ = f.Start(context.Background())
-	if err := f.Shutdown(ctxT(10 * time.Second)); err != nil {
+	if err := f.Shutdown(ctxT(patience)); err != nil {
 		t.Fatal(err)
 	}
 	if n := len(readLines(t, path)); n != 1000 {
@@ -195,7 +195,7 @@ func TestFileBlocksWhenQueueFullAndFanoutNoPartial(t *testing.T) {
 	}
 	waitFor(t, patience, func() bool { return w.writes.Load() == 1 }, "writer stalled")
 	// Batch 1 fills the queue.
-	if err := f.Enqueue(ctxT(time.Second), metricsBatch("1", 1)); err != nil {
+	if err := f.Enqueue(ctxT(patience), metricsBatch("1", 1)); err != nil {
 		t.Fatal(err)
 	}
 	start := time.Now()
@@ -231,7 +231,7 @@ func TestFileBlocksWhenQueueFullAndFanoutNoPartial(t *testing.T) {
 	if n := len(rec.got()); n != 1 {
 		t.Fatalf("non-blocking sink got %d batches, want 1", n)
 	}
-	if err := f.Shutdown(ctxT(5 * time.Second)); err != nil {
+	if err := f.Shutdown(ctxT(patience)); err != nil {
 		t.Fatal(err)
 	}
 	out := w.String()
@@ -255,7 +255,7 @@ func TestFileWriteErrorLoggedAndRetried(t *testing.T) {
 	f := newFile(FileOptions{Path: "/var/log/x.jsonl", Signal: pipeline.Metrics, Logger: lg}, w)
 	_ = f.Start(context.Background())
 	_ = f.Enqueue(context.Background(), metricsBatch("retried", 1))
-	if err := f.Shutdown(ctxT(5 * time.Second)); err != nil {
+	if err := f.Shutdown(ctxT(patience)); err != nil {
 		t.Fatal(err)
 	}
 	if !strings.Contains(w.String(), "retried") || strings.Count(w.String(), "\n") != 1 {

@@ -125,7 +125,7 @@ func TestHTTPSendsGzipProtobuf(t *testing.T) {
 		}
 	}
 	waitFor(t, patience, func() bool { return h.Stats().SentBatches == 5 }, "5 sent")
-	if err := h.Shutdown(ctxT(5 * time.Second)); err != nil {
+	if err := h.Shutdown(ctxT(patience)); err != nil {
 		t.Fatal(err)
 	}
 	st := h.Stats()
@@ -154,7 +154,7 @@ func TestHTTPRetryAfter503ThenSuccess(t *testing.T) {
 	if el := time.Since(start); el < 900*time.Millisecond {
 		t.Fatalf("Retry-After not honoured: succeeded after %v", el)
 	}
-	_ = h.Shutdown(ctxT(5 * time.Second))
+	_ = h.Shutdown(ctxT(patience))
 	if st := h.Stats(); st.Retries != 1 || st.Failed != 0 || be.hits.Load() != 2 {
 		t.Fatalf("stats %+v hits %d", st, be.hits.Load())
 	}
@@ -176,7 +176,7 @@ func TestHTTP400NotRetried(t *testing.T) {
 	_ = h.Start(context.Background())
 	_ = h.Enqueue(context.Background(), metricsBatch("bad", 1))
 	waitFor(t, patience, func() bool { return h.Stats().Failed == 1 }, "failed")
-	_ = h.Shutdown(ctxT(5 * time.Second)) // its goroutines are done: no retry can come later
+	_ = h.Shutdown(ctxT(patience)) // its goroutines are done: no retry can come later
 	if be.hits.Load() != 1 || h.Stats().Retries != 0 {
 		t.Fatalf("400 retried: hits %d", be.hits.Load())
 	}
@@ -208,7 +208,7 @@ func TestHTTPQueueFullDropsOldest(t *testing.T) {
 		t.Fatalf("dropped %d, want 3", d)
 	}
 	_ = h.Start(context.Background())
-	if err := h.Shutdown(ctxT(5 * time.Second)); err != nil {
+	if err := h.Shutdown(ctxT(patience)); err != nil {
 		t.Fatal(err)
 	}
 	got := be.got()
@@ -227,7 +227,7 @@ func TestHTTPShutdownDeliversQueued(t *testing.T) {
 	for i := range 50 {
 		_ = h.Enqueue(context.Background(), metricsBatch(fmt.Sprint(i), 3))
 	}
-	if err := h.Shutdown(ctxT(10 * time.Second)); err != nil {
+	if err := h.Shutdown(ctxT(patience)); err != nil {
 		t.Fatal(err)
 	}
 	if st := h.Stats(); st.SentBatches != 50 || st.SentItems != 150 || st.Dropped != 0 {
@@ -257,7 +257,7 @@ func TestDeadBackendNeverBlocksFanout(t *testing.T) {
 	const N = 300
 	start := time.Now()
 	for i := range N {
-		if err := fo.Consume(ctxT(2*time.Second), metricsBatch(fmt.Sprint(i), 2)); err != nil {
+		if err := fo.Consume(ctxT(patience), metricsBatch(fmt.Sprint(i), 2)); err != nil {
 			t.Fatalf("Consume %d: %v", i, err)
 		}
 	}
@@ -271,7 +271,7 @@ func TestDeadBackendNeverBlocksFanout(t *testing.T) {
 	if el := time.Since(start); el > 2*time.Second {
 		t.Fatalf("HTTP Shutdown ignored its ctx (%v)", el)
 	}
-	if err := f.Shutdown(ctxT(5 * time.Second)); err != nil {
+	if err := f.Shutdown(ctxT(patience)); err != nil {
 		t.Fatal(err)
 	}
 	if n := len(readLines(t, path)); n != N {
@@ -317,7 +317,7 @@ func TestHTTPShutdownDuringEnqueues(t *testing.T) {
 		time.Sleep(time.Millisecond)
 	}
 	shut := make(chan error, 1)
-	go func() { shut <- h.Shutdown(ctxT(10 * time.Second)) }()
+	go func() { shut <- h.Shutdown(ctxT(patience)) }()
 	for begun := false; !begun; time.Sleep(time.Millisecond) { // Shutdown has begun
 		h.mu.Lock()
 		begun = h.stopping

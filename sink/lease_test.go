@@ -85,11 +85,11 @@ func testLeasesReleased(t *testing.T, which string) {
 			t.Fatal(err)
 		}
 	}
-	if err := bt.Shutdown(ctxT(5 * time.Second)); err != nil {
+	if err := bt.Shutdown(ctxT(patience)); err != nil {
 		t.Fatal(err)
 	}
 	for _, s := range sinks {
-		if err := s.Shutdown(ctxT(5 * time.Second)); err != nil {
+		if err := s.Shutdown(ctxT(patience)); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -146,7 +146,7 @@ func TestLeasesOfDroppedBatches(t *testing.T) {
 		}
 	}
 	_ = h.Start(context.Background())
-	if err := h.Shutdown(ctxT(5 * time.Second)); err != nil {
+	if err := h.Shutdown(ctxT(patience)); err != nil {
 		t.Fatal(err)
 	}
 	for i := range 5 {
@@ -165,7 +165,7 @@ func TestLeasesOfDroppedBatches(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := f.Shutdown(ctxT(5 * time.Second)); err != nil {
+	if err := f.Shutdown(ctxT(patience)); err != nil {
 		t.Fatal(err)
 	}
 	var free atomic.Int32

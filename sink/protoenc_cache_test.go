@@ -13,7 +13,6 @@ import (
 	"path/filepath"
 	"sync"
 	"testing"
-	"time"
 
 	"github.com/klauspost/compress/gzip"
 	"github.com/otelstep/otelstep/otlpjson"
@@ -284,10 +283,10 @@ func TestSinksSharedBatches(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	if err := file.Shutdown(ctxT(10 * time.Second)); err != nil {
+	if err := file.Shutdown(ctxT(patience)); err != nil {
 		t.Fatal(err)
 	}
-	if err := web.Shutdown(ctxT(10 * time.Second)); err != nil {
+	if err := web.Shutdown(ctxT(patience)); err != nil {
 		t.Fatal(err)
 	}
 	byID := map[string]*colmetricspb.ExportMetricsServiceRequest{}

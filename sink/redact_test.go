@@ -139,7 +139,7 @@ func TestHTTPLogsNoEcho(t *testing.T) {
 		_ = h.Enqueue(context.Background(), metricsBatch(fmt.Sprint(i), 1))
 	}
 	waitFor(t, time.Minute, func() bool { st := h.Stats(); return st.SentBatches+st.Failed == uint64(len(bodies)) }, "every batch answered")
-	_ = h.Shutdown(ctxT(5 * time.Second))
+	_ = h.Shutdown(ctxT(patience))
 	l := logs.String()
 	if !strings.Contains(l, "invalid credentials") {
 		t.Fatalf("the backend's messages are not logged: %s", redacttest.Describe(l))

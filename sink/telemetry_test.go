@@ -9,7 +9,6 @@ import (
 	"strconv"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/otelstep/otelstep/config"
 	"github.com/otelstep/otelstep/pipeline"
@@ -58,7 +57,7 @@ func TestHTTPTelemetry(t *testing.T) {
 	_ = h.Start(context.Background())
 	_ = h.Enqueue(context.Background(), metricsBatch("a", 5))
 	waitFor(t, patience, func() bool { return h.Stats().SentBatches == 1 }, "sent after a retry")
-	if err := h.Shutdown(ctxT(5 * time.Second)); err != nil {
+	if err := h.Shutdown(ctxT(patience)); err != nil {
 		t.Fatal(err)
 	}
 	wantLines(t, telemetryPage(t, tm),
@@ -78,7 +77,7 @@ func TestHTTPTelemetryDrops(t *testing.T) {
 	}
 	wantLines(t, telemetryPage(t, tm), `otelstep_exporter_dropped_batches_total{exporter="x"} 2`, `otelcol_exporter_queue_size{exporter="x"} 1`)
 	h.runCancel() // the one left is not sent: shut down at once
-	_ = h.Shutdown(ctxT(5 * time.Second))
+	_ = h.Shutdown(ctxT(patience))
 	wantLines(t, telemetryPage(t, tm), `otelstep_exporter_dropped_batches_total{exporter="x"} 3`)
 }
 
@@ -99,7 +98,7 @@ func TestFileTelemetry(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	if err := f.Shutdown(ctxT(10 * time.Second)); err != nil {
+	if err := f.Shutdown(ctxT(patience)); err != nil {
 		t.Fatal(err)
 	}
 	fi, err := os.Stat(path)
@@ -129,7 +128,7 @@ func TestFanoutPassesCount(t *testing.T) {
 	if err := fo.Consume(context.Background(), metricsBatch("b", 3)); err != nil {
 		t.Fatal(err)
 	}
-	if err := f.Shutdown(ctxT(10 * time.Second)); err != nil {
+	if err := f.Shutdown(ctxT(patience)); err != nil {
 		t.Fatal(err)
 	}
 	wantLines(t, telemetryPage(t, tm), `otelcol_exporter_sent_metric_points_total{exporter="file/m"} 45`)

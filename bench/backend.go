@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/klauspost/compress/gzip"
+	"github.com/otelstep/otelstep/otlpwire"
 	"github.com/otelstep/otelstep/pipeline"
 )
 
@@ -85,7 +86,7 @@ func (b *Backend) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		http.NotFound(w, r)
 		return
 	}
-	batch, err := pipeline.UnmarshalRequest(sig, data)
+	batch, err := otlpwire.UnmarshalRequest(sig, data)
 	if err != nil {
 		b.Bad.Add(1)
 		http.Error(w, err.Error(), 400)

@@ -11,7 +11,7 @@ import (
 	"runtime"
 	"time"
 
-	"github.com/otelstep/otelstep/otlpjson"
+	"github.com/otelstep/otelstep/otlpwire"
 	"github.com/otelstep/otelstep/pipeline"
 	"github.com/prometheus/prometheus/model/labels"
 	"github.com/prometheus/prometheus/model/textparse"
@@ -349,7 +349,7 @@ func jsonlPoints(path string) (int64, error) {
 	for lineNo := 1; ; lineNo++ {
 		line, err := r.ReadBytes('\n')
 		if len(line) > 1 {
-			req, derr := otlpjson.DecodeMetrics(line)
+			req, derr := otlpwire.DecodeMetrics(line)
 			if derr != nil {
 				return n, fmt.Errorf("%s:%d: %w", path, lineNo, derr)
 			}

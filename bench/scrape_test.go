@@ -15,10 +15,9 @@ import (
 	"time"
 
 	"github.com/klauspost/compress/gzip"
-	"github.com/otelstep/otelstep/otlpjson"
+	"github.com/otelstep/otelstep/otlpwire"
 	"github.com/otelstep/otelstep/pipeline"
 	"github.com/otelstep/otelstep/scraper"
-	"github.com/otelstep/otelstep/sink"
 	"github.com/prometheus/prometheus/model/labels"
 	"github.com/prometheus/prometheus/model/textparse"
 	metricspb "go.opentelemetry.io/proto/otlp/metrics/v1"
@@ -70,8 +69,8 @@ func benchScrapePath(b *testing.B, file string, shift bool) {
 	var pb, js []byte
 	var zbuf bytes.Buffer
 	zw, _ := gzip.NewWriterLevel(&zbuf, gzip.BestSpeed)
-	var enc sink.MetricsProtoEncoder // long-lived, as each sink's: its buffers are reused
-	var jenc otlpjson.MetricsEncoder
+	var enc otlpwire.MetricsProtoEncoder // long-lived, as each sink's: its buffers are reused
+	var jenc otlpwire.MetricsEncoder
 	ts := time.Now()
 	b.ReportAllocs()
 	b.SetBytes(int64(len(page)))
@@ -139,8 +138,8 @@ func TestScrapePathOutputs(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	js := otlpjson.AppendMetrics(nil, []*metricspb.ResourceMetrics{rm})
-	req, err := otlpjson.DecodeMetrics(js)
+	js := otlpwire.AppendMetrics(nil, []*metricspb.ResourceMetrics{rm})
+	req, err := otlpwire.DecodeMetrics(js)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -9,7 +9,7 @@ import (
 	"os"
 	"path/filepath"
 
-	"github.com/otelstep/otelstep/otlpjson"
+	"github.com/otelstep/otelstep/otlpwire"
 	logspb "go.opentelemetry.io/proto/otlp/logs/v1"
 	metricspb "go.opentelemetry.io/proto/otlp/metrics/v1"
 	tracepb "go.opentelemetry.io/proto/otlp/trace/v1"
@@ -126,17 +126,17 @@ func readJSONL(dir string) (Items, error) {
 			var err error
 			switch name {
 			case "metrics.jsonl":
-				req, e := otlpjson.DecodeMetrics(line)
+				req, e := otlpwire.DecodeMetrics(line)
 				if err = e; err == nil {
 					it.addMetrics(req.ResourceMetrics)
 				}
 			case "traces.jsonl":
-				req, e := otlpjson.DecodeTraces(line)
+				req, e := otlpwire.DecodeTraces(line)
 				if err = e; err == nil {
 					it.addTraces(req.ResourceSpans)
 				}
 			case "logs.jsonl":
-				req, e := otlpjson.DecodeLogs(line)
+				req, e := otlpwire.DecodeLogs(line)
 				if err = e; err == nil {
 					it.addLogs(req.ResourceLogs)
 				}

@@ -14,7 +14,7 @@ import (
 	metricspb "go.opentelemetry.io/proto/otlp/metrics/v1"
 
 	"github.com/otelstep/otelstep/internal/proctest"
-	"github.com/otelstep/otelstep/otlpjson"
+	"github.com/otelstep/otelstep/otlpwire"
 )
 
 // pageTarget is a scrape target on loopback that serves one page, as
@@ -67,7 +67,7 @@ func upByInstance(dir string, strict bool) (map[string][]float64, error) {
 	}
 	up := map[string][]float64{}
 	err = readLines(bytes.NewReader(b), func(n int, line []byte) error {
-		req, err := otlpjson.DecodeMetrics(line)
+		req, err := otlpwire.DecodeMetrics(line)
 		if err != nil {
 			return fmt.Errorf("metrics.jsonl line %d: %w", n, err)
 		}

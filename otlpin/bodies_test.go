@@ -18,7 +18,7 @@ import (
 	tracepb "go.opentelemetry.io/proto/otlp/trace/v1"
 	"google.golang.org/protobuf/proto"
 
-	"github.com/otelstep/otelstep/otlpjson"
+	"github.com/otelstep/otelstep/otlpwire"
 	"github.com/otelstep/otelstep/pipeline"
 )
 
@@ -35,9 +35,9 @@ type leaseRec struct {
 
 func batchJSON(b *pipeline.Batch) []byte {
 	if b.Signal == pipeline.Logs {
-		return otlpjson.AppendLogs(nil, b.Logs)
+		return otlpwire.AppendLogs(nil, b.Logs)
 	}
-	return otlpjson.AppendTraces(nil, b.Traces)
+	return otlpwire.AppendTraces(nil, b.Traces)
 }
 
 func (c *leaseRec) Consume(_ context.Context, b *pipeline.Batch) error {

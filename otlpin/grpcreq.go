@@ -13,6 +13,7 @@ import (
 	colmetricspb "go.opentelemetry.io/proto/otlp/collector/metrics/v1"
 	coltracepb "go.opentelemetry.io/proto/otlp/collector/trace/v1"
 
+	"github.com/otelstep/otelstep/otlpwire"
 	"github.com/otelstep/otelstep/pipeline"
 )
 
@@ -52,11 +53,11 @@ func (p *bodyPool) decodeExport(data mem.BufferSlice, req *exportRequest) error 
 	var err error
 	switch b.Signal {
 	case pipeline.Traces:
-		b.Traces, err = pipeline.DecodeTracesOwned(buf)
+		b.Traces, err = otlpwire.DecodeTracesOwned(buf)
 	case pipeline.Metrics:
-		b.Metrics, err = pipeline.DecodeMetricsOwned(buf)
+		b.Metrics, err = otlpwire.DecodeMetricsOwned(buf)
 	case pipeline.Logs:
-		b.Logs, err = pipeline.DecodeLogsOwned(buf)
+		b.Logs, err = otlpwire.DecodeLogsOwned(buf)
 	default:
 		err = fmt.Errorf("unknown signal %d", b.Signal)
 	}

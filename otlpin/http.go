@@ -23,6 +23,7 @@ import (
 	colmetricspb "go.opentelemetry.io/proto/otlp/collector/metrics/v1"
 	coltracepb "go.opentelemetry.io/proto/otlp/collector/trace/v1"
 
+	"github.com/otelstep/otelstep/otlpwire"
 	"github.com/otelstep/otelstep/pipeline"
 )
 
@@ -225,7 +226,7 @@ func decodeHTTP(sig pipeline.Signal, ct string, body []byte) (*pipeline.Batch, p
 		resp = &collogspb.ExportLogsServiceResponse{}
 	}
 	if ct != ctJSON {
-		b, err := pipeline.UnmarshalOwnedRequest(sig, body) // body is this request's own buffer
+		b, err := otlpwire.UnmarshalOwnedRequest(sig, body) // body is this request's own buffer
 		return b, resp, err
 	}
 	b := &pipeline.Batch{Signal: sig}

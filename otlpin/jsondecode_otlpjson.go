@@ -1,10 +1,10 @@
 package otlpin
 
-import "github.com/otelstep/otelstep/otlpjson"
+import "github.com/otelstep/otelstep/otlpwire"
 
 // OTLP/JSON request decoders: hex trace and span ids, as the spec says.
 var (
-	decodeMetricsJSON = otlpjson.DecodeMetrics
-	decodeTracesJSON  = otlpjson.DecodeTraces
-	decodeLogsJSON    = otlpjson.DecodeLogs
+	decodeMetricsJSON = otlpwire.DecodeMetrics
+	decodeTracesJSON  = otlpwire.DecodeTraces
+	decodeLogsJSON    = otlpwire.DecodeLogs
 )

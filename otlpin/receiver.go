@@ -14,7 +14,7 @@
 //     HTTP 503 with "Retry-After: 1".
 //   - any other Consume error: non-retryable, gRPC INTERNAL, HTTP 500.
 //   - undecodable request, a trace or span id of the wrong length among
-//     them (pipeline.ValidID): gRPC INVALID_ARGUMENT, HTTP 400 with a
+//     them (otlpwire.ValidID): gRPC INVALID_ARGUMENT, HTTP 400 with a
 //     google.rpc.Status body, both naming the problem and where it is;
 //     nothing of the request is passed on.
 //   - a signal with no pipeline (nil Consumer): gRPC UNIMPLEMENTED and HTTP

@@ -22,7 +22,7 @@ import (
 	"google.golang.org/protobuf/encoding/protojson"
 	"google.golang.org/protobuf/proto"
 
-	"github.com/otelstep/otelstep/otlpjson"
+	"github.com/otelstep/otelstep/otlpwire"
 	"github.com/otelstep/otelstep/pipeline"
 )
 
@@ -101,11 +101,11 @@ func badRequests() []badRequest {
 func jsonOf(m proto.Message) []byte {
 	switch m := m.(type) {
 	case *coltracepb.ExportTraceServiceRequest:
-		return otlpjson.AppendTraces(nil, m.ResourceSpans)
+		return otlpwire.AppendTraces(nil, m.ResourceSpans)
 	case *collogspb.ExportLogsServiceRequest:
-		return otlpjson.AppendLogs(nil, m.ResourceLogs)
+		return otlpwire.AppendLogs(nil, m.ResourceLogs)
 	case *colmetricspb.ExportMetricsServiceRequest:
-		return otlpjson.AppendMetrics(nil, m.ResourceMetrics)
+		return otlpwire.AppendMetrics(nil, m.ResourceMetrics)
 	}
 	panic("not an export request")
 }

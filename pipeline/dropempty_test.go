@@ -3,6 +3,8 @@ package pipeline_test
 import (
 	"testing"
 
+	"github.com/otelstep/otelstep/otlpwire"
+	"github.com/otelstep/otelstep/pipeline"
 	collogspb "go.opentelemetry.io/proto/otlp/collector/logs/v1"
 	colmetricspb "go.opentelemetry.io/proto/otlp/collector/metrics/v1"
 	coltracepb "go.opentelemetry.io/proto/otlp/collector/trace/v1"
@@ -12,8 +14,6 @@ import (
 	resourcepb "go.opentelemetry.io/proto/otlp/resource/v1"
 	tracepb "go.opentelemetry.io/proto/otlp/trace/v1"
 	"google.golang.org/protobuf/proto"
-
-	"github.com/otelstep/otelstep/pipeline"
 )
 
 func named(name string) *resourcepb.Resource {
@@ -71,7 +71,7 @@ func TestDropEmpty(t *testing.T) {
 		{pipeline.Metrics, metrics, wantMetrics, 2},
 	} {
 		// Decoded (spans and log records kept as records) and as built.
-		decoded, err := pipeline.UnmarshalRequest(c.sig, marshal(c.in))
+		decoded, err := otlpwire.UnmarshalRequest(c.sig, marshal(c.in))
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -116,4 +116,32 @@ func TestDropEmptyAllOrNothing(t *testing.T) {
 	if len(b.Logs) != 1 || &b.Logs[0] != &full[0] || &b.Logs[0].ScopeLogs[0] != &scopes[0] {
 		t.Errorf("a batch with nothing empty changed: %v", b.Logs)
 	}
+}
+
+// requestOf is the export request holding b's data.
+func requestOf(b *pipeline.Batch) proto.Message {
+	switch b.Signal {
+	case pipeline.Traces:
+		// Received spans are kept as records: as messages to compare.
+		rss, err := pipeline.ExpandSpans(b.Traces)
+		if err != nil {
+			panic(err) // the decoder checked every record
+		}
+		return &coltracepb.ExportTraceServiceRequest{ResourceSpans: rss}
+	case pipeline.Logs:
+		rls, err := pipeline.ExpandLogs(b.Logs)
+		if err != nil {
+			panic(err)
+		}
+		return &collogspb.ExportLogsServiceRequest{ResourceLogs: rls}
+	}
+	return &colmetricspb.ExportMetricsServiceRequest{ResourceMetrics: b.Metrics}
+}
+
+func marshal(m proto.Message) []byte {
+	b, err := proto.MarshalOptions{Deterministic: true}.Marshal(m)
+	if err != nil {
+		panic(err)
+	}
+	return b
 }

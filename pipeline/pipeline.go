@@ -56,6 +56,20 @@ func ParseSignal(s string) (Signal, bool) {
 	return 0, false
 }
 
+// SignalOfPath is the signal of an OTLP/HTTP path (/v1/metrics, /v1/traces,
+// /v1/logs).
+func SignalOfPath(path string) (Signal, bool) {
+	switch path {
+	case "/v1/metrics":
+		return Metrics, true
+	case "/v1/traces":
+		return Traces, true
+	case "/v1/logs":
+		return Logs, true
+	}
+	return 0, false
+}
+
 // Batch is a unit of telemetry of one signal. Exactly one of the slices is
 // used, the one matching Signal.
 type Batch struct {

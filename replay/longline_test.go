@@ -11,7 +11,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/otelstep/otelstep/otlpjson"
+	"github.com/otelstep/otelstep/otlpwire"
 	commonpb "go.opentelemetry.io/proto/otlp/common/v1"
 	metricspb "go.opentelemetry.io/proto/otlp/metrics/v1"
 	resourcepb "go.opentelemetry.io/proto/otlp/resource/v1"
@@ -26,7 +26,7 @@ func bigTraceLine(prefix string, n int) []byte {
 		spans[i] = &tracepb.Span{Name: fmt.Sprintf("%s-%d", prefix, i), TraceId: bytes.Repeat([]byte{1}, 16),
 			SpanId: []byte{1, 2, 3, 4, 5, 6, byte(i >> 8), byte(i)}, StartTimeUnixNano: 1, EndTimeUnixNano: 2}
 	}
-	return otlpjson.AppendTraces(nil, []*tracepb.ResourceSpans{{
+	return otlpwire.AppendTraces(nil, []*tracepb.ResourceSpans{{
 		Resource:   &resourcepb.Resource{Attributes: []*commonpb.KeyValue{str("service.name", "svc")}},
 		ScopeSpans: []*tracepb.ScopeSpans{{Spans: spans}},
 	}})
@@ -40,7 +40,7 @@ func bigMetricLine(n int) []byte {
 		pts[i] = &metricspb.NumberDataPoint{TimeUnixNano: 1, Value: &metricspb.NumberDataPoint_AsDouble{AsDouble: float64(i)},
 			Attributes: []*commonpb.KeyValue{str("series", fmt.Sprint(i))}}
 	}
-	return otlpjson.AppendMetrics(nil, []*metricspb.ResourceMetrics{{
+	return otlpwire.AppendMetrics(nil, []*metricspb.ResourceMetrics{{
 		Resource: &resourcepb.Resource{Attributes: []*commonpb.KeyValue{str("service.name", "svc")}},
 		ScopeMetrics: []*metricspb.ScopeMetrics{{Metrics: []*metricspb.Metric{{Name: "up",
 			Data: &metricspb.Metric_Gauge{Gauge: &metricspb.Gauge{DataPoints: pts}}}}}},

@@ -35,7 +35,7 @@ import (
 	"golang.org/x/time/rate"
 
 	"github.com/otelstep/otelstep/config"
-	"github.com/otelstep/otelstep/otlpjson"
+	"github.com/otelstep/otelstep/otlpwire"
 	"github.com/otelstep/otelstep/pipeline"
 	"github.com/otelstep/otelstep/redact"
 	"github.com/otelstep/otelstep/resource"
@@ -492,17 +492,17 @@ func (r *run) decode(c *chunk) (*pipeline.Batch, []lineRange, int) {
 		var err error
 		switch c.sig {
 		case pipeline.Metrics:
-			req, derr := otlpjson.DecodeMetrics(l.data)
+			req, derr := otlpwire.DecodeMetrics(l.data)
 			if err = derr; err == nil {
 				b.Metrics = append(b.Metrics, req.ResourceMetrics...)
 			}
 		case pipeline.Traces:
-			req, derr := otlpjson.DecodeTraces(l.data)
+			req, derr := otlpwire.DecodeTraces(l.data)
 			if err = derr; err == nil {
 				b.Traces = append(b.Traces, req.ResourceSpans...)
 			}
 		case pipeline.Logs:
-			req, derr := otlpjson.DecodeLogs(l.data)
+			req, derr := otlpwire.DecodeLogs(l.data)
 			if err = derr; err == nil {
 				b.Logs = append(b.Logs, req.ResourceLogs...)
 			}

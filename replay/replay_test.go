@@ -17,7 +17,7 @@ import (
 	"time"
 
 	"github.com/klauspost/compress/gzip"
-	"github.com/otelstep/otelstep/otlpjson"
+	"github.com/otelstep/otelstep/otlpwire"
 	"github.com/otelstep/otelstep/pipeline"
 	"github.com/otelstep/otelstep/resource"
 	"github.com/otelstep/otelstep/sink"
@@ -74,7 +74,7 @@ func (b *fakeBackend) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		http.NotFound(w, r)
 		return
 	}
-	batch, err := pipeline.UnmarshalRequest(sig, data)
+	batch, err := otlpwire.UnmarshalRequest(sig, data)
 	if err == nil {
 		// Spans and log records as messages: the decoder keeps them as records.
 		batch.Traces, err = pipeline.ExpandSpans(batch.Traces)
@@ -194,7 +194,7 @@ func traceLine(name string) []byte {
 			StartTimeUnixNano: 1, EndTimeUnixNano: 2,
 		}}}},
 	}}
-	return otlpjson.AppendTraces(nil, rs)
+	return otlpwire.AppendTraces(nil, rs)
 }
 
 // writeTraces writes n lines of spans prefix-0 .. prefix-(n-1).
@@ -267,19 +267,19 @@ func TestFixturesReplay(t *testing.T) {
 			b := &pipeline.Batch{Signal: sig}
 			switch sig {
 			case pipeline.Metrics:
-				req, err := otlpjson.DecodeMetrics(l)
+				req, err := otlpwire.DecodeMetrics(l)
 				if err != nil {
 					t.Fatal(err)
 				}
 				b.Metrics = req.ResourceMetrics
 			case pipeline.Traces:
-				req, err := otlpjson.DecodeTraces(l)
+				req, err := otlpwire.DecodeTraces(l)
 				if err != nil {
 					t.Fatal(err)
 				}
 				b.Traces = req.ResourceSpans
 			case pipeline.Logs:
-				req, err := otlpjson.DecodeLogs(l)
+				req, err := otlpwire.DecodeLogs(l)
 				if err != nil {
 					t.Fatal(err)
 				}

@@ -12,7 +12,7 @@ import (
 	metricspb "go.opentelemetry.io/proto/otlp/metrics/v1"
 	"google.golang.org/protobuf/proto"
 
-	"github.com/otelstep/otelstep/otlpjson"
+	"github.com/otelstep/otelstep/otlpwire"
 	"github.com/otelstep/otelstep/pipeline"
 )
 
@@ -234,7 +234,7 @@ func TestAttrSetsConcurrentTargets(t *testing.T) {
 		go func() {
 			defer wg.Done()
 			c := newConverter(fixtureTarget("vllm"), sets, newSlabPools(), newMetaLines())
-			var enc otlpjson.MetricsEncoder
+			var enc otlpwire.MetricsEncoder
 			var b []byte
 			for i := 0; i < 20; i++ {
 				rms, err := c.ConvertAll(page, ctText, time.Unix(1_800_000_000, 0), time.Millisecond)
@@ -254,7 +254,7 @@ func TestAttrSetsConcurrentTargets(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		want = string(otlpjson.AppendMetrics(nil, rms))
+		want = string(otlpwire.AppendMetrics(nil, rms))
 	}
 	for g, o := range out {
 		if o != want {

@@ -35,7 +35,7 @@ import (
 	"google.golang.org/protobuf/proto"
 
 	"github.com/otelstep/otelstep/config"
-	"github.com/otelstep/otelstep/otlpjson"
+	"github.com/otelstep/otelstep/otlpwire"
 )
 
 // sdkBackend is a fake OTLP/HTTP backend that keeps every metrics
@@ -291,7 +291,7 @@ func sdkJSONLMetrics(t *testing.T, path string) (rms []*metricspb.ResourceMetric
 	sc.Buffer(nil, 64<<20)
 	for sc.Scan() {
 		lines++
-		req, err := otlpjson.DecodeMetrics(sc.Bytes())
+		req, err := otlpwire.DecodeMetrics(sc.Bytes())
 		if err != nil {
 			t.Fatalf("%s:%d: %v", path, lines, err)
 		}
@@ -370,7 +370,7 @@ func TestSDKMetricsReachFileAndBackend(t *testing.T) {
 	if code := postMetrics("application/x-protobuf", badPB); code != http.StatusBadRequest {
 		t.Errorf("bad id, HTTP protobuf: %d", code)
 	}
-	if code := postMetrics("application/json", otlpjson.AppendMetrics(nil, bad.ResourceMetrics)); code != http.StatusBadRequest {
+	if code := postMetrics("application/json", otlpwire.AppendMetrics(nil, bad.ResourceMetrics)); code != http.StatusBadRequest {
 		t.Errorf("bad id, HTTP JSON: %d", code)
 	}
 	emptyPB, _ := proto.Marshal(empty)

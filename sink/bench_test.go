@@ -13,7 +13,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/otelstep/otelstep/otlpjson"
+	"github.com/otelstep/otelstep/otlpwire"
 	"github.com/otelstep/otelstep/pipeline"
 	collogspb "go.opentelemetry.io/proto/otlp/collector/logs/v1"
 	colmetricspb "go.opentelemetry.io/proto/otlp/collector/metrics/v1"
@@ -212,15 +212,31 @@ func benchReceived(b *testing.B, sig pipeline.Signal, body []byte, items int) {
 	var js []byte
 	b.ReportAllocs()
 	for b.Loop() {
-		batch, err := pipeline.UnmarshalRequest(sig, body)
+		batch, err := otlpwire.UnmarshalRequest(sig, body)
 		if err != nil {
 			b.Fatal(err)
 		}
-		js = otlpjson.AppendTraces(js[:0], batch.Traces)
-		js = otlpjson.AppendLogs(js, batch.Logs)
+		js = otlpwire.AppendTraces(js[:0], batch.Traces)
+		js = otlpwire.AppendLogs(js, batch.Logs)
 		if err := re.encode(batch, true, &out); err != nil {
 			b.Fatal(err)
 		}
 	}
 	b.ReportMetric(float64(items)*float64(b.N)/b.Elapsed().Seconds(), "items/s")
+}
+
+// sharedBench1000 is bench1000 with every point's attributes marked shared,
+// as the scraper will send them.
+func sharedBench1000() *pipeline.Batch {
+	batch := bench1000()
+	for _, rm := range batch.Metrics {
+		for _, sm := range rm.ScopeMetrics {
+			for _, m := range sm.Metrics {
+				for _, p := range m.GetGauge().GetDataPoints() {
+					p.Attributes = pipeline.MarkShared(p.Attributes)
+				}
+			}
+		}
+	}
+	return batch
 }

@@ -12,7 +12,7 @@ import (
 	"sync"
 	"time"
 
-	"github.com/otelstep/otelstep/otlpjson"
+	"github.com/otelstep/otelstep/otlpwire"
 	"github.com/otelstep/otelstep/pipeline"
 	"github.com/otelstep/otelstep/telemetry"
 )
@@ -89,7 +89,7 @@ type File struct {
 	// metricsEnc reuses the JSON of shared point attributes, and writes
 	// out a metrics resource bigger than the buffer while encoding it
 	// (flushMidResource).
-	metricsEnc otlpjson.MetricsEncoder
+	metricsEnc otlpwire.MetricsEncoder
 	// While write encodes a resource: its ctx, where in the buffer the
 	// resource's bytes not yet written out start, and whether a write-out
 	// in the middle of it failed.
@@ -443,7 +443,7 @@ func (s *File) writeCounted(ctx context.Context, b *pipeline.Batch, items int) {
 	b.CheckLive()       // what it is about to read was not given back (pipeline.Lease)
 	defer b.CheckLive() // nor while it read
 	n := b.Len()
-	start := otlpjson.RequestStart(b.Signal)
+	start := otlpwire.RequestStart(b.Signal)
 	if n == 0 || start == "" {
 		return
 	}
@@ -480,7 +480,7 @@ func (s *File) writeCounted(ctx context.Context, b *pipeline.Batch, items int) {
 			return
 		}
 	}
-	s.buf = append(s.buf, otlpjson.RequestEnd...)
+	s.buf = append(s.buf, otlpwire.RequestEnd...)
 	s.buf = append(s.buf, '\n')
 	s.lineBuilt(lineStart)
 	if s.tel.Enabled() { // a whole line
@@ -540,9 +540,9 @@ func (s *File) appendResource(dst []byte, b *pipeline.Batch, i int) []byte {
 	case pipeline.Metrics:
 		return s.metricsEnc.AppendResourceMetrics(dst, b.Metrics[i], keys...)
 	case pipeline.Traces:
-		return otlpjson.AppendResourceSpans(dst, b.Traces[i], keys...)
+		return otlpwire.AppendResourceSpans(dst, b.Traces[i], keys...)
 	case pipeline.Logs:
-		return otlpjson.AppendResourceLogs(dst, b.Logs[i], keys...)
+		return otlpwire.AppendResourceLogs(dst, b.Logs[i], keys...)
 	}
 	return dst
 }

@@ -12,7 +12,7 @@ import (
 	"testing/synctest"
 	"time"
 
-	"github.com/otelstep/otelstep/otlpjson"
+	"github.com/otelstep/otelstep/otlpwire"
 	"github.com/otelstep/otelstep/pipeline"
 	logspb "go.opentelemetry.io/proto/otlp/logs/v1"
 	metricspb "go.opentelemetry.io/proto/otlp/metrics/v1"
@@ -63,11 +63,11 @@ func wholeLine(b *pipeline.Batch) []byte {
 	var out []byte
 	switch b.Signal {
 	case pipeline.Metrics:
-		out = otlpjson.AppendMetrics(nil, b.Metrics, "Authorization")
+		out = otlpwire.AppendMetrics(nil, b.Metrics, "Authorization")
 	case pipeline.Traces:
-		out = otlpjson.AppendTraces(nil, b.Traces, "Authorization")
+		out = otlpwire.AppendTraces(nil, b.Traces, "Authorization")
 	case pipeline.Logs:
-		out = otlpjson.AppendLogs(nil, b.Logs, "Authorization")
+		out = otlpwire.AppendLogs(nil, b.Logs, "Authorization")
 	}
 	return append(out, '\n')
 }

@@ -8,7 +8,7 @@ import (
 	"testing"
 
 	"github.com/klauspost/compress/gzip"
-	"github.com/otelstep/otelstep/otlpjson"
+	"github.com/otelstep/otelstep/otlpwire"
 	"github.com/otelstep/otelstep/pipeline"
 	commonpb "go.opentelemetry.io/proto/otlp/common/v1"
 	logspb "go.opentelemetry.io/proto/otlp/logs/v1"
@@ -107,7 +107,7 @@ func fixtureTargets(b testing.TB, n int) *pipeline.Batch {
 	var base []*metricspb.ResourceMetrics
 	for _, f := range []string{"testdata/vllm.peer.jsonl", "testdata/metrics.peer-gym-v1.jsonl"} {
 		forLines(b, f, func(l []byte) {
-			req, err := otlpjson.DecodeMetrics(l)
+			req, err := otlpwire.DecodeMetrics(l)
 			if err != nil {
 				b.Fatal(err)
 			}
@@ -174,7 +174,7 @@ func logsFixture(t testing.TB) []*logspb.ResourceLogs {
 	t.Helper()
 	var out []*logspb.ResourceLogs
 	forLines(t, "testdata/logs.peer.jsonl", func(l []byte) {
-		req, err := otlpjson.DecodeLogs(l)
+		req, err := otlpwire.DecodeLogs(l)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -190,7 +190,7 @@ func BenchmarkAppendTracesJSON(b *testing.B) {
 	var buf []byte
 	b.ReportAllocs()
 	for b.Loop() {
-		buf = otlpjson.AppendTraces(buf[:0], batch.Traces)
+		buf = otlpwire.AppendTraces(buf[:0], batch.Traces)
 	}
 	b.SetBytes(int64(len(buf)))
 	b.ReportMetric(100*float64(b.N)/b.Elapsed().Seconds(), "spans/s")

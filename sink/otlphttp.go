@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/klauspost/compress/gzip"
+	"github.com/otelstep/otelstep/otlpwire"
 	"github.com/otelstep/otelstep/pipeline"
 	"github.com/otelstep/otelstep/redact"
 	collogspb "go.opentelemetry.io/proto/otlp/collector/logs/v1"
@@ -44,7 +45,7 @@ var requestEncPool = sync.Pool{New: func() any { return new(requestEncoder) }}
 // these pieces loses them at every GC, and the traces path then spent a
 // tenth of its CPU re-growing buffers and re-initialising gzip.
 type requestEncoder struct {
-	enc MetricsProtoEncoder
+	enc otlpwire.MetricsProtoEncoder
 	raw []byte
 	zw  [3]*gzip.Writer // by signal, each at gzipLevel(signal)
 }
@@ -97,7 +98,7 @@ func (re *requestEncoder) encode(b *pipeline.Batch, gz bool, out *bytes.Buffer) 
 	}
 	// The raw protobuf goes through gzip a piece at a time: after the
 	// resource that fills a piece, and within a metrics resource bigger
-	// than a piece (MetricsProtoEncoder.flush).
+	// than a piece (otlpwire.MetricsProtoEncoder.SetFlush).
 	var werr error
 	write := func(raw []byte) []byte {
 		if werr == nil {
@@ -105,8 +106,8 @@ func (re *requestEncoder) encode(b *pipeline.Batch, gz bool, out *bytes.Buffer) 
 		}
 		return raw[:0]
 	}
-	enc.flush, enc.flushAt = write, gzipPiece
-	defer func() { enc.flush = nil }()
+	enc.SetFlush(write, gzipPiece)
+	defer enc.SetFlush(nil, 0)
 	re.raw = re.raw[:0]
 	for i := range n {
 		re.raw = appendReq(re.raw, i, i+1)

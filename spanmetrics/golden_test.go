@@ -10,7 +10,7 @@ import (
 	"testing/synctest"
 	"time"
 
-	"github.com/otelstep/otelstep/otlpjson"
+	"github.com/otelstep/otelstep/otlpwire"
 	"github.com/otelstep/otelstep/pipeline"
 	metricspb "go.opentelemetry.io/proto/otlp/metrics/v1"
 )
@@ -27,7 +27,7 @@ func goldenFlushes(t *testing.T) []*pipeline.Batch {
 	sc := bufio.NewScanner(f)
 	sc.Buffer(nil, 1<<20)
 	for sc.Scan() {
-		req, err := otlpjson.DecodeMetrics(sc.Bytes())
+		req, err := otlpwire.DecodeMetrics(sc.Bytes())
 		if err != nil {
 			t.Fatalf("line %d: %v", len(out)+1, err)
 		}

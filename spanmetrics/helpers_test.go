@@ -11,7 +11,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/otelstep/otelstep/otlpjson"
+	"github.com/otelstep/otelstep/otlpwire"
 	"github.com/otelstep/otelstep/pipeline"
 	"github.com/otelstep/otelstep/sink"
 	coltracepb "go.opentelemetry.io/proto/otlp/collector/trace/v1"
@@ -123,7 +123,7 @@ func goldenRequest(t testing.TB) *coltracepb.ExportTraceServiceRequest {
 		t.Fatal(err)
 	}
 	// OTLP/JSON, whose ids are hex (protojson would read them as base64).
-	req, err := otlpjson.DecodeTraces(data)
+	req, err := otlpwire.DecodeTraces(data)
 	if err != nil {
 		t.Fatalf("spans.json: %v", err)
 	}
@@ -181,7 +181,7 @@ func recordBatch(t testing.TB, req *coltracepb.ExportTraceServiceRequest) *pipel
 	if err != nil {
 		t.Fatal(err)
 	}
-	b, err := pipeline.UnmarshalRequest(pipeline.Traces, data)
+	b, err := otlpwire.UnmarshalRequest(pipeline.Traces, data)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -12,6 +12,7 @@ import (
 	"testing/synctest"
 	"time"
 
+	"github.com/otelstep/otelstep/otlpwire"
 	"github.com/otelstep/otelstep/pipeline"
 	commonpb "go.opentelemetry.io/proto/otlp/common/v1"
 	metricspb "go.opentelemetry.io/proto/otlp/metrics/v1"
@@ -114,7 +115,7 @@ func TestRecordsAndMessages(t *testing.T) {
 }
 
 // TestScanSpan: scanSpan reads what decoding the record into a Span
-// (pipeline.SpanDecoder, as the JSONL encoder does, and proto.Unmarshal)
+// (otlpwire.SpanDecoder, as the JSONL encoder does, and proto.Unmarshal)
 // gives fromSpan, for spans that try its corners.
 func TestScanSpan(t *testing.T) {
 	c := newConnector(t, Config{Dimensions: []Dimension{{Name: "d1"}, {Name: "d2"}, {Name: "d3"}}}, &recorder{})
@@ -160,7 +161,7 @@ func TestScanSpan(t *testing.T) {
 	dup = append(dup, 15<<3|2, 2, 2<<3|2, 0) // status {message: ""}
 	records = append(records, dup)
 
-	var dec pipeline.SpanDecoder
+	var dec otlpwire.SpanDecoder
 	for i, rec := range records {
 		var sfScan spanFields
 		if !c.scanSpan(rec, &sfScan) {
@@ -268,7 +269,7 @@ func TestCopiesWhatItKeeps(t *testing.T) {
 	rec := &recorder{}
 	c := newConnector(t, v2Config(), rec)
 	body, _ := proto.Marshal(req)
-	b, err := pipeline.UnmarshalOwnedRequest(pipeline.Traces, body) // the batch aliases body
+	b, err := otlpwire.UnmarshalOwnedRequest(pipeline.Traces, body) // the batch aliases body
 	if err != nil {
 		t.Fatal(err)
 	}

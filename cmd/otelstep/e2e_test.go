@@ -18,7 +18,7 @@ import (
 
 	"github.com/otelstep/otelstep/bench"
 	"github.com/otelstep/otelstep/internal/proctest"
-	"github.com/otelstep/otelstep/otlpjson"
+	"github.com/otelstep/otelstep/otlpwire"
 	"github.com/otelstep/otelstep/pipeline"
 	"github.com/prometheus/prometheus/model/labels"
 	"github.com/prometheus/prometheus/model/textparse"
@@ -170,7 +170,7 @@ func (b *backend) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		http.NotFound(w, r)
 		return
 	}
-	batch, err := pipeline.UnmarshalRequest(sig, data)
+	batch, err := otlpwire.UnmarshalRequest(sig, data)
 	if err == nil {
 		// Spans and log records as messages: the decoder keeps them as records.
 		batch.Traces, err = pipeline.ExpandSpans(batch.Traces)
@@ -380,7 +380,7 @@ func TestEndToEnd(t *testing.T) {
 	upPoints := map[string]int{}  // job -> points of up
 	lastUp := map[string]uint64{} // job -> the latest up point's time
 	forLines(t, filepath.Join(otel, "metrics.jsonl"), func(line []byte) {
-		req, err := otlpjson.DecodeMetrics(line)
+		req, err := otlpwire.DecodeMetrics(line)
 		if err != nil {
 			t.Fatalf("metrics.jsonl: %v", err)
 		}
@@ -401,7 +401,7 @@ func TestEndToEnd(t *testing.T) {
 	})
 	jsonlSpans, jsonlLogs := map[string]bool{}, map[string]bool{}
 	forLines(t, filepath.Join(otel, "traces.jsonl"), func(line []byte) {
-		req, err := otlpjson.DecodeTraces(line)
+		req, err := otlpwire.DecodeTraces(line)
 		if err != nil {
 			t.Fatalf("traces.jsonl: %v", err)
 		}
@@ -417,7 +417,7 @@ func TestEndToEnd(t *testing.T) {
 		}
 	})
 	forLines(t, filepath.Join(otel, "logs.jsonl"), func(line []byte) {
-		req, err := otlpjson.DecodeLogs(line)
+		req, err := otlpwire.DecodeLogs(line)
 		if err != nil {
 			t.Fatalf("logs.jsonl: %v", err)
 		}

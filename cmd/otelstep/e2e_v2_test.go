@@ -13,7 +13,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/otelstep/otelstep/otlpjson"
+	"github.com/otelstep/otelstep/otlpwire"
 	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/exporters/otlp/otlplog/otlploghttp"
 	"go.opentelemetry.io/otel/exporters/otlp/otlpmetric/otlpmetricgrpc"
@@ -258,7 +258,7 @@ func TestEndToEndV2(t *testing.T) {
 	jsonlOverrides := map[string]bool{}
 	sdkPoints := map[string]int{} // producer -> points in metrics.jsonl
 	forLines(t, filepath.Join(otel, "metrics.jsonl"), func(line []byte) {
-		req, err := otlpjson.DecodeMetrics(line)
+		req, err := otlpwire.DecodeMetrics(line)
 		if err != nil {
 			t.Fatalf("metrics.jsonl: %v", err)
 		}

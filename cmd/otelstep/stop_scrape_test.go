@@ -13,7 +13,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/otelstep/otelstep/otlpjson"
+	"github.com/otelstep/otelstep/otlpwire"
 )
 
 // logLines runs cmd with its output read line by line: it keeps every
@@ -156,7 +156,7 @@ service:
 
 	ups, pages := 0, 0
 	forLines(t, jsonl, func(line []byte) {
-		req, err := otlpjson.DecodeMetrics(line)
+		req, err := otlpwire.DecodeMetrics(line)
 		if err != nil {
 			t.Fatalf("metrics.jsonl: %v", err)
 		}

@@ -1,0 +1,22 @@
+// Package otlpwire is otelstep's codec for the OTLP wire formats: protobuf
+// and OTLP/JSON, in both directions, for every signal (metrics, traces,
+// logs). Nothing else in otelstep reads or writes OTLP bytes.
+//
+//   - Protobuf decoding (proto_decode*.go): UnmarshalRequest and
+//     UnmarshalOwnedRequest turn an export request body into a
+//     pipeline.Batch, with the collector's validation rules
+//     (proto_validate.go: ValidID, IDSizeError). Spans and log records are
+//     checked and kept as their wire records; SpanDecoder and
+//     LogRecordDecoder decode them one at a time.
+//   - Protobuf encoding (proto_encode*.go): MetricsProtoEncoder appends an
+//     export request of any signal to a caller-owned buffer.
+//   - OTLP/JSON decoding (json_decode*.go, json_scan.go): DecodeMetrics,
+//     DecodeTraces and DecodeLogs.
+//   - OTLP/JSON encoding (json_encode*.go): AppendMetrics, AppendTraces,
+//     AppendLogs and MetricsEncoder, one JSONL line per request.
+//
+// The codecs are written by hand, without protobuf reflection, for speed;
+// their semantics are those of proto.Marshal, proto.Unmarshal and protojson
+// with the differences each file's comment lists, and the tests hold them
+// to those references.
+package otlpwire

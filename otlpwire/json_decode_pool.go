@@ -1,0 +1,194 @@
+package otlpwire
+
+// Allocation is most of the cost of decoding: a metrics request is mostly
+// small KeyValue/AnyValue messages. A pool hands out messages of one type
+// from chunks allocated together and builds each list into an exact-size
+// slice, so a request costs a few allocations per message type rather than
+// several per message. Everything handed out belongs to the request being
+// decoded (chunks are never reused across calls), so the caller owns the
+// result as with any freshly allocated message.
+
+// jsonSlab carves exact-size slices out of shared chunks.
+type jsonSlab[T any] struct {
+	free []T // rest of the current chunk
+	used int // elements handed out so far
+}
+
+// Chunk sizes, in elements.
+const (
+	jsonMinChunk = 1
+	minList      = 8 // see grow
+	jsonMaxChunk = 4096
+)
+
+// alloc returns n zeroed elements. The slice's capacity equals its length,
+// so appending to it reallocates instead of overwriting its neighbour.
+//
+// done and total are the decoder's progress through the input, in bytes. A
+// new chunk is sized by extrapolating how many elements the rest of the
+// input will need from how many the part already read needed: OTLP requests
+// are repetitive, so this is close, where doubling would waste up to half of
+// the last chunk. Only half the estimate is allocated at a time, so an
+// unrepresentative start (a resource with many attributes, say) costs one
+// more allocation rather than a large unused chunk; and a chunk is at least
+// half as large as everything handed out before, so the number of chunks
+// grows only logarithmically when the estimate is low.
+func (s *jsonSlab[T]) alloc(n, done, total int) []T {
+	if len(s.free) < n {
+		size := max(jsonMinChunk, s.used/2) // grow by half at least: O(log n) chunks
+		if done > 0 {
+			size = max(size, (s.used*(total-done)/done)/2)
+		}
+		s.free = make([]T, max(n, min(size, jsonMaxChunk)))
+	}
+	out := s.free[:n:n]
+	s.free = s.free[n:]
+	s.used += n
+	return out
+}
+
+// grow moves the first keep elements of the current chunk, a list being
+// built in place, to a new chunk with room for more.
+func (s *jsonSlab[T]) grow(keep, done, total int) {
+	// Lists are mostly short and their storage is just pointers, so start
+	// with room for a few elements rather than growing one at a time.
+	size := max(2*keep, minList)
+	if done > 0 {
+		size = max(size, keep+(s.used*(total-done)/done)/2)
+	}
+	free := make([]T, min(size, max(jsonMaxChunk, 2*keep)))
+	copy(free, s.free[:keep])
+	s.free = free
+}
+
+// claim hands out the first n elements of the current chunk, which the
+// caller has filled in place.
+func (s *jsonSlab[T]) claim(n int) []T {
+	out := s.free[:n:n]
+	s.free = s.free[n:]
+	s.used += n
+	return out
+}
+
+// pool stores messages of type T for one decoded request and builds the
+// lists that hold them.
+type pool[T any] struct {
+	items jsonSlab[T]
+	lists jsonSlab[*T]
+	open  bool // a list is being built in place in lists
+}
+
+// new returns a zeroed message; d is the decoder, for its progress.
+func (p *pool[T]) new(d *jsonDecoder) *T {
+	return &p.items.alloc(1, d.pos, len(d.b))[0]
+}
+
+// jsonList decodes a JSON array of messages, each with decode into storage from
+// p. Elements may not be null, as in protojson.
+//
+// The jsonList is built in place at the start of the current chunk of jsonList
+// storage, so elements are written once and the jsonList needs no copy. A jsonList
+// nested in another jsonList of the same type (an arrayValue inside an
+// arrayValue) cannot share that space and uses a slice of its own.
+func jsonList[T any](d *jsonDecoder, p *pool[T], decode func(*T) error) ([]*T, error) {
+	start := d.pos
+	if d.peek() != '[' {
+		return nil, d.typeError(start, "an array")
+	}
+	d.pos++
+	d.skipWS()
+	if d.peek() == ']' {
+		d.pos++
+		return nil, nil
+	}
+	if p.open {
+		return nestedList(d, p, decode)
+	}
+	p.open = true
+	defer func() { p.open = false }()
+	for n := 0; ; n++ {
+		m := p.new(d)
+		if err := decode(m); err != nil {
+			return nil, withinIndex(err, n)
+		}
+		if n == len(p.lists.free) {
+			p.lists.grow(n, d.pos, len(d.b))
+		}
+		p.lists.free[n] = m
+		more, err := d.separator(']')
+		if err != nil {
+			return nil, err
+		}
+		if !more {
+			return p.lists.claim(n + 1), nil
+		}
+	}
+}
+
+// nestedList is list for a list inside another of the same type, after the
+// '[' and with at least one element.
+func nestedList[T any](d *jsonDecoder, p *pool[T], decode func(*T) error) ([]*T, error) {
+	var out []*T
+	for n := 0; ; n++ {
+		m := p.new(d)
+		if err := decode(m); err != nil {
+			return nil, withinIndex(err, n)
+		}
+		out = append(out, m)
+		more, err := d.separator(']')
+		if err != nil {
+			return nil, err
+		}
+		if !more {
+			return out, nil
+		}
+	}
+}
+
+// scalars decodes a JSON array of scalars with decode, collecting them in
+// scratch (reused across lists: scalar lists never nest) and returning an
+// exact-size copy from storage.
+func scalars[T any](d *jsonDecoder, scratch *[]T, storage *jsonSlab[T], decode func() (T, error)) ([]T, error) {
+	start := d.pos
+	if d.peek() != '[' {
+		return nil, d.typeError(start, "an array")
+	}
+	d.pos++
+	d.skipWS()
+	if d.peek() == ']' {
+		d.pos++
+		return nil, nil
+	}
+	buf := (*scratch)[:0]
+	for i := 0; ; i++ {
+		v, err := decode()
+		if err != nil {
+			return nil, withinIndex(err, i)
+		}
+		buf = append(buf, v)
+		more, err := d.separator(']')
+		if err != nil {
+			return nil, err
+		}
+		if !more {
+			break
+		}
+	}
+	*scratch = buf
+	out := storage.alloc(len(buf), d.pos, len(d.b))
+	copy(out, buf)
+	return out, nil
+}
+
+// idChunk is the least storage allocated at a time for ids: bytes hold no
+// pointers, so a few hundred cost next to nothing and save allocations.
+const idChunk = 256
+
+// bytes returns n zeroed bytes for an id (trace and span ids are 8 or 16
+// bytes each).
+func (d *jsonDecoder) bytes(n int) []byte {
+	if s := &d.idBytes; len(s.free) < n {
+		s.free = make([]byte, max(n, idChunk))
+	}
+	return d.idBytes.claim(n)
+}

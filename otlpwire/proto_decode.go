@@ -1,0 +1,1005 @@
+package otlpwire
+
+import (
+	"encoding/binary"
+	"fmt"
+	"math"
+	"strconv"
+	"strings"
+	"sync"
+	"unicode/utf8"
+	"unsafe"
+
+	commonpb "go.opentelemetry.io/proto/otlp/common/v1"
+	logspb "go.opentelemetry.io/proto/otlp/logs/v1"
+	metricspb "go.opentelemetry.io/proto/otlp/metrics/v1"
+	resourcepb "go.opentelemetry.io/proto/otlp/resource/v1"
+	tracepb "go.opentelemetry.io/proto/otlp/trace/v1"
+	"google.golang.org/protobuf/encoding/protowire"
+)
+
+// A reflection-free protobuf decoder for the three OTLP export requests.
+//
+// proto.Unmarshal was about a third of the process CPU on an OTLP traces
+// load: it walks the message descriptors through reflection-driven coders
+// and allocates every string, byte slice and message on its own. This
+// decoder is written out message by message (field numbers checked against
+// the generated .pb.go files of go.opentelemetry.io/proto/otlp v1.11.1) and
+// fills the same generated types.
+//
+// Memory. The body is copied once into a buffer the result owns; every
+// string field is a substring of one string over that buffer and every
+// bytes field a sub-slice of it, so a string or an id costs no allocation
+// and the result never aliases the caller's buffer (callers reuse theirs).
+// Messages come from per-type chunks (slab) and each repeated field is an
+// exact-size slice carved from a chunk of pointers (list), so a request
+// costs a few allocations per message type instead of several per message.
+// The price: any one string, id or message of the result keeps the whole
+// request's body and chunks alive. Pipelines handle a request's data as a
+// whole, so that is the same lifetime in practice.
+//
+// Spans and log records are checked like everything else but kept as the
+// wire records they came in (pipeline/records.go): with ExpandSpans and ExpandLogs
+// applied, which decode those records into messages, what follows holds.
+//
+// Semantics: for any input proto.Unmarshal (DiscardUnknown) accepts, the
+// result is proto.Equal to its result, with three deliberate differences:
+//   - unknown fields are skipped (validated as proto.Unmarshal does, but
+//     not kept: our encoders never write any, and an OTLP receiver has no
+//     use for them); so compare with proto.UnmarshalOptions{DiscardUnknown: true};
+//   - a known field with an unexpected wire type is an error (proto.Unmarshal
+//     keeps it as an unknown field; gogo-style generated decoders, the
+//     Collector's pdata among them, reject it). decoder.lenient restores
+//     proto.Unmarshal's behaviour for the tests that compare the two on
+//     arbitrary input;
+//   - a trace or span id (of a span, link, log record or exemplar) that is
+//     neither empty nor 16 or 8 bytes long is an error, as in pdata
+//     (proto_validate.go): every occurrence is checked, the one proto.Unmarshal
+//     keeps and any before it.
+//
+// As in proto.Unmarshal: scalars are last-one-wins; repeated occurrences of
+// a singular message field (resource, scope, status, value, body, a
+// metric's data, exponential-histogram buckets) merge, that is decode into
+// the same message; a oneof member replaces another member, and a message
+// member merges into the same member; packed and unpacked encodings of
+// repeated scalars are both accepted; proto3 strings must be valid UTF-8;
+// nesting deeper than protowire.DefaultRecursionLimit messages (the
+// request counting as one) is an error; an end-group tag outside a group,
+// field number 0 or above 2^29-1, reserved wire types 6 and 7, truncated
+// values, overlong varints and lengths past the end of the enclosing
+// message are errors. Errors are *DecodeError, naming the field path and
+// the byte offset in the body.
+
+// maxDepth is the deepest message nesting accepted, the request being at
+// depth 1: proto.Unmarshal's default limit, so that both accept the same
+// inputs. Only AnyValue (arrays and kvlists) can nest without bound; every
+// KeyValue, AnyValue, ArrayValue and KeyValueList decode checks its depth.
+const maxDepth = protowire.DefaultRecursionLimit
+
+// DecodeError is a malformed request: what is wrong, where in the message
+// tree (e.g. "resource_spans[0].scope_spans[1].spans[3].name") and at which
+// byte offset of the body.
+type DecodeError struct {
+	Path   string
+	Offset int
+	Msg    string
+	// segs is the path while the error travels up, innermost first (each
+	// level appends its name: prepending to a string would cost quadratic
+	// time in the nesting depth).
+	segs []string
+	// wireType is set for a known field with an unexpected wire type, which
+	// proto.Unmarshal would keep as an unknown field (tests tell the
+	// deliberate difference apart with it).
+	wireType bool
+}
+
+func (e *DecodeError) Error() string {
+	if e.Path == "" {
+		return e.Msg + " at byte " + strconv.Itoa(e.Offset)
+	}
+	return e.Path + ": " + e.Msg + " at byte " + strconv.Itoa(e.Offset)
+}
+
+// in adds the field name to the error's path (errors are built at the
+// innermost field and named on the way out, so the happy path never
+// formats anything).
+func (e *DecodeError) in(name string) *DecodeError {
+	e.segs = append(e.segs, name)
+	return e
+}
+
+// at adds element i of the repeated field name to the error's path.
+func (e *DecodeError) at(name string, i int) *DecodeError {
+	return e.in(name + "[" + strconv.Itoa(i) + "]")
+}
+
+// maxPathSegs bounds the path of an error: deeper ones (only nested
+// AnyValues are) keep their first and last maxPathSegs/2 names.
+const maxPathSegs = 40
+
+// done sets Path from the names gathered on the way out.
+func (e *DecodeError) done() *DecodeError {
+	n, half := len(e.segs), maxPathSegs/2
+	names := make([]string, 0, min(n, maxPathSegs+1))
+	if n <= maxPathSegs {
+		half = n
+	}
+	for i := n - 1; i >= n-half; i-- {
+		names = append(names, e.segs[i])
+	}
+	if n > maxPathSegs {
+		names = append(names, "("+strconv.Itoa(n-2*half)+" more)")
+		for i := half - 1; i >= 0; i-- {
+			names = append(names, e.segs[i])
+		}
+	}
+	e.Path, e.segs = strings.Join(names, "."), nil
+	return e
+}
+
+// DecodeTracesOwned decodes a protobuf ExportTraceServiceRequest without
+// copying it: the caller hands buf over, and neither it nor anyone else may
+// modify buf afterwards (the result's strings and ids point into it).
+// UnmarshalRequest is the copying form.
+func DecodeTracesOwned(buf []byte) ([]*tracepb.ResourceSpans, error) {
+	return decodeOwned(buf, (*decoder).traces)
+}
+
+// DecodeLogsOwned decodes an ExportLogsServiceRequest; see DecodeTracesOwned.
+func DecodeLogsOwned(buf []byte) ([]*logspb.ResourceLogs, error) {
+	return decodeOwned(buf, (*decoder).logs)
+}
+
+// DecodeMetricsOwned decodes an ExportMetricsServiceRequest; see
+// DecodeTracesOwned.
+func DecodeMetricsOwned(buf []byte) ([]*metricspb.ResourceMetrics, error) {
+	return decodeOwned(buf, (*decoder).metrics)
+}
+
+// decodeOwned runs one request's decode with a pooled decoder.
+func decodeOwned[T any](buf []byte, decode func(*decoder) ([]T, *DecodeError)) ([]T, error) {
+	d := getDecoder(buf)
+	defer putDecoder(d)
+	out, e := decode(d)
+	if e != nil {
+		return nil, e.done()
+	}
+	return out, nil
+}
+
+// decoder holds one request's decoding state. Positions are absolute byte
+// offsets into b; a message is decoded from [p, end) of b.
+type decoder struct {
+	// b is the body, owned by the result. s is the same memory as a string.
+	//
+	// Why the aliasing is safe: nothing writes b once decoding starts
+	// (the Owned functions' contract). Every string of the result is a
+	// substring of s covering exactly one string field's payload, and every
+	// []byte of the result is b[a:z:z] for exactly one bytes field's
+	// payload. In a well-formed message each byte belongs to at most one
+	// field's payload, so the ranges handed out as []byte and as string
+	// never overlap: a caller writing into an id (allowed: it is a []byte)
+	// changes no string. The capacity of every []byte is its length, so
+	// appending to one reallocates instead of writing past it.
+	b []byte
+	s string
+	n int // len(b), the total for the slabs' extrapolation
+
+	// lenient skips known fields with an unexpected wire type, as
+	// proto.Unmarshal does, instead of failing (tests only).
+	lenient bool
+	// checked skips the UTF-8 check of strings: b was checked when it was
+	// received (a SpanDecoder's span records).
+	checked bool
+
+	kvs   list[commonpb.KeyValue] // lists of &attrData.kv
+	attrs slab[attrData]
+	avs   list[commonpb.AnyValue]
+	ents  list[commonpb.EntityRef]
+	strs  slab[commonpb.AnyValue_StringValue]
+	ints  slab[commonpb.AnyValue_IntValue]
+	dbls  slab[commonpb.AnyValue_DoubleValue]
+	bols  slab[commonpb.AnyValue_BoolValue]
+
+	// scratch decodes one span at a time into sp and rewinds (see
+	// checkSpan): created on first use and pooled with the decoder.
+	scratch *decoder
+	sp      *tracepb.Span
+	lr      *logspb.LogRecord
+
+	rss    list[tracepb.ResourceSpans]
+	sss    list[tracepb.ScopeSpans]
+	events list[tracepb.Span_Event]
+	links  list[tracepb.Span_Link]
+	stats  slab[tracepb.Status]
+
+	rls list[logspb.ResourceLogs]
+	sls list[logspb.ScopeLogs]
+
+	rms      list[metricspb.ResourceMetrics]
+	sms      list[metricspb.ScopeMetrics]
+	mets     list[metricspb.Metric]
+	gauges   slab[gaugeData]
+	sums     slab[sumData]
+	nps      list[metricspb.NumberDataPoint]
+	npDbls   slab[metricspb.NumberDataPoint_AsDouble]
+	npInts   slab[metricspb.NumberDataPoint_AsInt]
+	hps      list[metricspb.HistogramDataPoint]
+	ehps     list[metricspb.ExponentialHistogramDataPoint]
+	sps      list[metricspb.SummaryDataPoint]
+	quants   list[metricspb.SummaryDataPoint_ValueAtQuantile]
+	exs      list[metricspb.Exemplar]
+	f64ptrs  slab[float64] // HistogramDataPoint sum/min/max
+	u64s     slab[uint64]  // bucket counts
+	f64s     slab[float64] // explicit bounds
+	buckets  slab[metricspb.ExponentialHistogramDataPoint_Buckets]
+	exDbls   slab[metricspb.Exemplar_AsDouble]
+	histos   slab[histogramData]
+	expHists slab[expHistogramData]
+}
+
+// attrData is a KeyValue with the AnyValue and the string member its value
+// almost always is, allocated together (one slab instead of three; a value
+// of another kind leaves sv unused).
+type attrData struct {
+	kv commonpb.KeyValue
+	av commonpb.AnyValue
+	sv commonpb.AnyValue_StringValue
+}
+
+// A metric's data member and its message are allocated together.
+type (
+	gaugeData struct {
+		w metricspb.Metric_Gauge
+		m metricspb.Gauge
+	}
+	sumData struct {
+		w metricspb.Metric_Sum
+		m metricspb.Sum
+	}
+	histogramData struct {
+		w metricspb.Metric_Histogram
+		m metricspb.Histogram
+	}
+	expHistogramData struct {
+		w metricspb.Metric_ExponentialHistogram
+		m metricspb.ExponentialHistogram
+	}
+)
+
+// Decoders are pooled for their scratch stacks only: getDecoder starts
+// every slab empty, so no chunk is ever shared by two requests.
+var decoderPool = sync.Pool{New: func() any { return new(decoder) }}
+
+func getDecoder(buf []byte) *decoder {
+	d := decoderPool.Get().(*decoder)
+	d.b, d.n = buf, len(buf)
+	d.s = unsafe.String(unsafe.SliceData(buf), len(buf))
+	return d
+}
+
+// putDecoder drops every reference into the request just decoded (body,
+// slab chunks, stack contents) and pools the decoder with the storage of
+// its scratch stacks (a stack left out here is merely not reused).
+func putDecoder(d *decoder) {
+	var keep decoder
+	keep.kvs.stack, keep.avs.stack, keep.ents.stack = clearStack(d.kvs.stack), clearStack(d.avs.stack), clearStack(d.ents.stack)
+	keep.rss.stack, keep.sss.stack = clearStack(d.rss.stack), clearStack(d.sss.stack)
+	keep.events.stack, keep.links.stack = clearStack(d.events.stack), clearStack(d.links.stack)
+	keep.rls.stack, keep.sls.stack = clearStack(d.rls.stack), clearStack(d.sls.stack)
+	if sd := d.scratch; sd != nil {
+		sd.forget()
+		keep.scratch = sd
+	}
+	keep.rms.stack, keep.sms.stack, keep.mets.stack = clearStack(d.rms.stack), clearStack(d.sms.stack), clearStack(d.mets.stack)
+	keep.nps.stack, keep.hps.stack, keep.ehps.stack = clearStack(d.nps.stack), clearStack(d.hps.stack), clearStack(d.ehps.stack)
+	keep.sps.stack, keep.quants.stack, keep.exs.stack = clearStack(d.sps.stack), clearStack(d.quants.stack), clearStack(d.exs.stack)
+	*d = keep
+	decoderPool.Put(d)
+}
+
+// maxPooledStack bounds the scratch kept per stack: a huge request's
+// stacks are dropped rather than pinned by the pool.
+const maxPooledStack = 1 << 14
+
+// clearStack empties s and zeroes its whole backing array (a failed decode
+// leaves entries behind; a successful one, stale pointers past len).
+func clearStack[T any](s []*T) []*T {
+	if cap(s) > maxPooledStack {
+		return nil
+	}
+	clear(s[:cap(s)])
+	return s[:0]
+}
+
+// Chunk sizes, in elements.
+const (
+	minChunk = 1
+	maxChunk = 4096
+)
+
+// slab hands out elements of one type from chunks. A chunk is sized by
+// extrapolating how many elements the rest of the body will need from how
+// many the part already read needed (OTLP requests are repetitive), halved
+// so an unrepresentative start costs one more chunk rather than a large
+// unused one, and at least half of what was handed out so far, so the
+// number of chunks grows logarithmically when the estimate is low.
+type slab[T any] struct {
+	free  []T // rest of the current chunk
+	chunk []T // the current chunk, for rewind
+	used  int // elements handed out so far
+}
+
+// one returns a zeroed element. done is the decoder's position, total the
+// body's length.
+func (s *slab[T]) one(done, total int) *T {
+	if len(s.free) == 0 {
+		s.refill(1, done, total)
+	}
+	p := &s.free[0]
+	s.free = s.free[1:]
+	s.used++
+	return p
+}
+
+// alloc returns n zeroed elements. The slice's capacity equals its length,
+// so appending to it reallocates instead of overwriting its neighbour.
+func (s *slab[T]) alloc(n, done, total int) []T {
+	if len(s.free) < n {
+		s.refill(n, done, total)
+	}
+	out := s.free[:n:n]
+	s.free = s.free[n:]
+	s.used += n
+	return out
+}
+
+func (s *slab[T]) refill(n, done, total int) {
+	size := max(minChunk, s.used/2)
+	if done > 0 {
+		size = max(size, int(int64(s.used)*int64(total-done)/int64(done)/2))
+	}
+	s.free = make([]T, max(n, min(size, maxChunk)))
+	s.chunk = s.free
+}
+
+// rewind hands out the current chunk again, zeroed, once nothing handed out
+// is in use (a scratch decoder's, between spans). used is kept, so a chunk
+// that was too small is replaced by one sized for what the spans so far
+// needed, and the chunk settles at about one span's worth.
+func (s *slab[T]) rewind() {
+	clear(s.chunk[:len(s.chunk)-len(s.free)])
+	s.free = s.chunk
+}
+
+// rewind is slab.rewind for a list. Its stack is only emptied: what it held
+// past its length points into the list's own chunks, which rewind clears.
+func (l *list[T]) rewind() {
+	l.items.rewind()
+	l.ptrs.rewind()
+	l.stack = l.stack[:0]
+}
+
+// list stores the messages of one type and builds the repeated fields that
+// hold them. While a message is decoded, the elements of its repeated field
+// are pushed on stack; when the message ends, finish copies them into an
+// exact-size slice carved from ptrs. Lists of the same type nest (a
+// KeyValue's kvlist value holds KeyValues): an element is pushed only once
+// it is fully decoded, and a nested list is finished, popped back to its
+// mark, before that, so each message's elements are contiguous above its
+// mark.
+type list[T any] struct {
+	items slab[T]
+	ptrs  slab[*T]
+	stack []*T
+}
+
+func (l *list[T]) new(done, total int) *T { return l.items.one(done, total) }
+
+func (l *list[T]) push(m *T) { l.stack = append(l.stack, m) }
+
+func (l *list[T]) mark() int { return len(l.stack) }
+
+// count is how many elements were pushed since mark.
+func (l *list[T]) count(mark int) int { return len(l.stack) - mark }
+
+// finish returns dst with the elements pushed since mark appended, and pops
+// them. dst is empty unless a message occurs more than once and is merged;
+// a non-empty dst came from an earlier finish with capacity equal to its
+// length, so append copies rather than writes into a neighbour's slice.
+// (Capacity equal to length also keeps IsShared false for attribute
+// slices: nothing lies past their end.)
+func (l *list[T]) finish(mark int, dst []*T, done, total int) []*T {
+	n := len(l.stack) - mark
+	if n == 0 {
+		return dst
+	}
+	var out []*T
+	if len(dst) == 0 {
+		out = l.ptrs.alloc(n, done, total)
+		copy(out, l.stack[mark:])
+	} else {
+		out = append(dst, l.stack[mark:]...)
+	}
+	l.stack = l.stack[:mark]
+	return out
+}
+
+// Primitives. Each reads a value at q, bounded by end (the end of the
+// enclosing message), and returns the position after it.
+
+func (d *decoder) errf(off int, format string, args ...any) *DecodeError {
+	return &DecodeError{Offset: off, Msg: fmt.Sprintf(format, args...)}
+}
+
+// Message loops read a tag inline when it is one byte (fields 1 to 15,
+// all of OTLP's but span flags) and call tagSlow otherwise.
+
+func (d *decoder) tagSlow(p, end int) (uint64, int, *DecodeError) {
+	v, n := protowire.ConsumeVarint(d.b[p:end])
+	if n < 0 {
+		return 0, 0, d.errf(p, "malformed tag: %v", wireErr(n))
+	}
+	if num := v >> 3; num < uint64(protowire.MinValidNumber) || num > uint64(protowire.MaxValidNumber) {
+		return 0, 0, d.errf(p, "invalid field number %d", num)
+	}
+	return v, p + n, nil
+}
+
+func (d *decoder) varint(q, end int) (uint64, int, *DecodeError) {
+	if q < end {
+		if c := d.b[q]; c < 0x80 {
+			return uint64(c), q + 1, nil
+		}
+	}
+	return d.varintSlow(q, end)
+}
+
+func (d *decoder) varintSlow(q, end int) (uint64, int, *DecodeError) {
+	v, n := protowire.ConsumeVarint(d.b[q:end])
+	if n < 0 {
+		return 0, 0, d.errf(q, "malformed varint: %v", wireErr(n))
+	}
+	return v, q + n, nil
+}
+
+func (d *decoder) fixed64(q, end int) (uint64, int, *DecodeError) {
+	if end-q >= 8 {
+		return binary.LittleEndian.Uint64(d.b[q : q+8]), q + 8, nil
+	}
+	return 0, 0, d.errf(q, "truncated fixed64: %d bytes left", end-q)
+}
+
+func (d *decoder) fixed32(q, end int) (uint32, int, *DecodeError) {
+	if end-q >= 4 {
+		return binary.LittleEndian.Uint32(d.b[q : q+4]), q + 4, nil
+	}
+	return 0, 0, d.errf(q, "truncated fixed32: %d bytes left", end-q)
+}
+
+// lenPrefix reads a length prefix at q and returns the payload's bounds.
+func (d *decoder) lenPrefix(q, end int) (int, int, *DecodeError) {
+	if q < end {
+		if n := int(d.b[q]); n < 0x80 && n < end-q {
+			return q + 1, q + 1 + n, nil
+		}
+	}
+	return d.lenSlow(q, end)
+}
+
+func (d *decoder) lenSlow(q, end int) (int, int, *DecodeError) {
+	v, n := protowire.ConsumeVarint(d.b[q:end])
+	if n < 0 {
+		return 0, 0, d.errf(q, "malformed length: %v", wireErr(n))
+	}
+	a := q + n
+	if v > uint64(end-a) {
+		return 0, 0, d.errf(q, "length %d exceeds the %d bytes left", v, end-a)
+	}
+	return a, a + int(v), nil
+}
+
+// str reads a length-delimited proto3 string, which must be valid UTF-8.
+// (It does lenPrefix's work itself: lenPrefix is too big for the compiler
+// to inline, and strings are most fields.)
+func (d *decoder) str(q, end int) (string, int, *DecodeError) {
+	a, z := q+1, -1
+	if q < end {
+		if n := int(d.b[q]); n < 0x80 && n < end-q {
+			z = a + n
+		}
+	}
+	if z < 0 {
+		var e *DecodeError
+		if a, z, e = d.lenSlow(q, end); e != nil {
+			return "", 0, e
+		}
+	}
+	if d.checked {
+		return d.s[a:z], z, nil
+	}
+	if !validUTF8(d.b[a:z]) {
+		return "", 0, d.errf(a+invalidUTF8At(d.s[a:z]), "invalid UTF-8")
+	}
+	return d.s[a:z], z, nil
+}
+
+// validUTF8 is utf8.Valid for b, a slice of the request's body. Most
+// strings are ASCII: it checks 8 bytes at a time, and leaves the rest from
+// the first byte above 0x7f to utf8.Valid (an ASCII prefix is valid on its
+// own).
+func validUTF8(b []byte) bool {
+	for len(b) >= 8 && binary.LittleEndian.Uint64(b)&0x8080808080808080 == 0 {
+		b = b[8:]
+	}
+	if n := len(b); n > 0 && n < 8 && cap(b) >= 8 {
+		// The last n < 8 bytes in one load too, the bytes after them
+		// (still the body's) masked off: keys are short.
+		if binary.LittleEndian.Uint64(b[:8])&(0x8080808080808080>>(64-8*n)) == 0 {
+			b = b[n:]
+		}
+	}
+	for len(b) > 0 && b[0] < 0x80 {
+		b = b[1:]
+	}
+	return len(b) == 0 || utf8.Valid(b)
+}
+
+// invalidUTF8At is the offset of the first invalid byte of s.
+func invalidUTF8At(s string) int {
+	for i := 0; i < len(s); {
+		r, n := utf8.DecodeRuneInString(s[i:])
+		if r == utf8.RuneError && n == 1 {
+			return i
+		}
+		i += n
+	}
+	return 0
+}
+
+// id reads a length-delimited id field of size bytes, which must be empty
+// or exactly size bytes long (ValidID); an empty one is nil, as
+// proto.Unmarshal leaves it. A checked record's ids are not checked again
+// (see str).
+func (d *decoder) id(q, end, size int) ([]byte, int, *DecodeError) {
+	a, z, e := d.lenPrefix(q, end)
+	switch {
+	case e != nil:
+		return nil, 0, e
+	case a == z:
+		return nil, z, nil
+	case !d.checked && !ValidID(z-a, size):
+		return nil, 0, idError(a, z-a, size)
+	}
+	return d.b[a:z:z], z, nil
+}
+
+// idError is id's error for an id of n bytes at a.
+func idError(a, n, size int) *DecodeError {
+	return &DecodeError{Offset: a, Msg: IDSizeError(n, size, false)}
+}
+
+// other handles a field no case of a message's switch took: an end-group
+// tag (an error, as in proto.Unmarshal: OTLP has no groups), a known field
+// (named in names) with an unexpected wire type (an error, or in lenient
+// mode skipped like an unknown field), or an unknown field, which is
+// skipped after checking it is well-formed as proto.Unmarshal does
+// (protowire.ConsumeFieldValue, groups included).
+func (d *decoder) other(tag uint64, p, q, end int, names []string) (int, *DecodeError) {
+	num, wt := protowire.Number(tag>>3), protowire.Type(tag&7)
+	if wt == protowire.EndGroupType {
+		return 0, d.errf(p, "unexpected end-group tag for field %d", num)
+	}
+	if int(num) < len(names) && names[num] != "" && !d.lenient {
+		e := d.errf(p, "unexpected wire type %s", wireTypeName(wt))
+		e.wireType = true
+		return 0, e.in(names[num])
+	}
+	n := protowire.ConsumeFieldValue(num, wt, d.b[q:end])
+	if n < 0 {
+		return 0, d.errf(p, "malformed unknown field %d (wire type %s): %v", num, wireTypeName(wt), wireErr(n))
+	}
+	return q + n, nil
+}
+
+// wireErr is protowire's message for its error code n without its
+// "proto:" prefix (the protobuf module randomly follows it with a space or
+// a no-break space, to keep callers from matching its messages).
+func wireErr(n int) string {
+	return strings.TrimLeft(strings.TrimPrefix(protowire.ParseError(n).Error(), "proto:"), " \u00a0")
+}
+
+func wireTypeName(t protowire.Type) string {
+	switch t {
+	case protowire.VarintType:
+		return "varint"
+	case protowire.Fixed64Type:
+		return "fixed64"
+	case protowire.BytesType:
+		return "length-delimited"
+	case protowire.StartGroupType:
+		return "start-group"
+	case protowire.EndGroupType:
+		return "end-group"
+	case protowire.Fixed32Type:
+		return "fixed32"
+	}
+	return strconv.Itoa(int(t))
+}
+
+// Tags: field number and wire type as they appear on the wire.
+const (
+	wtVarint = uint64(protowire.VarintType)
+	wtI64    = uint64(protowire.Fixed64Type)
+	wtLen    = uint64(protowire.BytesType)
+	wtI32    = uint64(protowire.Fixed32Type)
+)
+
+// Common messages.
+
+var keyValueFields = []string{1: "key", 2: "value", 3: "key_strindex"}
+
+// keyValue decodes the KeyValue x.kv at depth lv; its value is x.av.
+func (d *decoder) keyValue(x *attrData, p, end, lv int) *DecodeError {
+	if lv > maxDepth {
+		return d.errf(p, "nesting deeper than %d messages", maxDepth)
+	}
+	kv := &x.kv
+	for p < end {
+		tag, q := uint64(d.b[p]), p+1
+		var e *DecodeError
+		if tag-8 >= 0x80-8 { // not a one-byte tag (field 1 to 15)
+			if tag, q, e = d.tagSlow(p, end); e != nil {
+				return e
+			}
+		}
+		switch tag {
+		case 1<<3 | wtLen:
+			if kv.Key, p, e = d.str(q, end); e != nil {
+				return e.in("key")
+			}
+		case 2<<3 | wtLen:
+			a, z, e := d.lenPrefix(q, end)
+			if e != nil {
+				return e.in("value")
+			}
+			kv.Value = &x.av // merges into the value already there, if any
+			if e := d.anyValue(kv.Value, a, z, lv+1, &x.sv); e != nil {
+				return e.in("value")
+			}
+			p = z
+		case 3<<3 | wtVarint:
+			v, z, e := d.varint(q, end)
+			if e != nil {
+				return e.in("key_strindex")
+			}
+			kv.KeyStrindex, p = int32(v), z
+		default:
+			if p, e = d.other(tag, p, q, end, keyValueFields); e != nil {
+				return e
+			}
+		}
+	}
+	return nil
+}
+
+// attribute decodes one element, at depth lv, of a repeated KeyValue field
+// whose tag ended at q, pushes it on d.kvs and returns the position after
+// it. The caller names the field on error, with the element's index taken
+// before the call: a failed nested kvlist leaves its elements on the stack.
+func (d *decoder) attribute(q, end, lv int) (int, *DecodeError) {
+	a, z, e := d.lenPrefix(q, end)
+	if e != nil {
+		return 0, e
+	}
+	x := d.attrs.one(q, d.n)
+	if e := d.keyValue(x, a, z, lv); e != nil {
+		return 0, e
+	}
+	d.kvs.push(&x.kv)
+	return z, nil
+}
+
+var anyValueFields = []string{1: "string_value", 2: "bool_value", 3: "int_value", 4: "double_value",
+	5: "array_value", 6: "kvlist_value", 7: "bytes_value", 8: "string_value_strindex"}
+
+// anyValue decodes an AnyValue at depth lv. A scalar member replaces the
+// current value; an array or kvlist member merges into a current member of
+// the same kind, as proto.Unmarshal does. A string member goes into sv if
+// not nil: storage that belongs to v alone.
+func (d *decoder) anyValue(v *commonpb.AnyValue, p, end, lv int, sv *commonpb.AnyValue_StringValue) *DecodeError {
+	if lv > maxDepth {
+		return d.errf(p, "nesting deeper than %d messages", maxDepth)
+	}
+	for p < end {
+		tag, q := uint64(d.b[p]), p+1
+		var e *DecodeError
+		if tag-8 >= 0x80-8 { // not a one-byte tag (field 1 to 15)
+			if tag, q, e = d.tagSlow(p, end); e != nil {
+				return e
+			}
+		}
+		switch tag {
+		case 1<<3 | wtLen:
+			s, z, e := d.str(q, end)
+			if e != nil {
+				return e.in("string_value")
+			}
+			w := sv
+			if w == nil {
+				w = d.strs.one(p, d.n)
+			}
+			w.StringValue = s
+			v.Value, p = w, z
+		case 2<<3 | wtVarint:
+			x, z, e := d.varint(q, end)
+			if e != nil {
+				return e.in("bool_value")
+			}
+			w := d.bols.one(p, d.n)
+			w.BoolValue = x != 0
+			v.Value, p = w, z
+		case 3<<3 | wtVarint:
+			x, z, e := d.varint(q, end)
+			if e != nil {
+				return e.in("int_value")
+			}
+			w := d.ints.one(p, d.n)
+			w.IntValue = int64(x)
+			v.Value, p = w, z
+		case 4<<3 | wtI64:
+			x, z, e := d.fixed64(q, end)
+			if e != nil {
+				return e.in("double_value")
+			}
+			w := d.dbls.one(p, d.n)
+			w.DoubleValue = math.Float64frombits(x)
+			v.Value, p = w, z
+		case 5<<3 | wtLen:
+			a, z, e := d.lenPrefix(q, end)
+			if e != nil {
+				return e.in("array_value")
+			}
+			w, ok := v.Value.(*commonpb.AnyValue_ArrayValue)
+			if !ok || w.ArrayValue == nil {
+				w = &commonpb.AnyValue_ArrayValue{ArrayValue: &commonpb.ArrayValue{}}
+			}
+			if e := d.arrayValue(w.ArrayValue, a, z, lv+1); e != nil {
+				return e.in("array_value")
+			}
+			v.Value, p = w, z
+		case 6<<3 | wtLen:
+			a, z, e := d.lenPrefix(q, end)
+			if e != nil {
+				return e.in("kvlist_value")
+			}
+			w, ok := v.Value.(*commonpb.AnyValue_KvlistValue)
+			if !ok || w.KvlistValue == nil {
+				w = &commonpb.AnyValue_KvlistValue{KvlistValue: &commonpb.KeyValueList{}}
+			}
+			if e := d.keyValueList(w.KvlistValue, a, z, lv+1); e != nil {
+				return e.in("kvlist_value")
+			}
+			v.Value, p = w, z
+		case 7<<3 | wtLen:
+			a, z, e := d.lenPrefix(q, end)
+			if e != nil {
+				return e.in("bytes_value")
+			}
+			// A oneof member is set even when empty: non-nil, as
+			// proto.Unmarshal leaves it.
+			v.Value, p = &commonpb.AnyValue_BytesValue{BytesValue: d.b[a:z:z]}, z
+		case 8<<3 | wtVarint:
+			x, z, e := d.varint(q, end)
+			if e != nil {
+				return e.in("string_value_strindex")
+			}
+			v.Value, p = &commonpb.AnyValue_StringValueStrindex{StringValueStrindex: int32(x)}, z
+		default:
+			if p, e = d.other(tag, p, q, end, anyValueFields); e != nil {
+				return e
+			}
+		}
+	}
+	return nil
+}
+
+var valuesFields = []string{1: "values"}
+
+// arrayValue decodes an ArrayValue at depth lv.
+func (d *decoder) arrayValue(m *commonpb.ArrayValue, p, end, lv int) *DecodeError {
+	if lv > maxDepth {
+		return d.errf(p, "nesting deeper than %d messages", maxDepth)
+	}
+	mark := d.avs.mark()
+	for p < end {
+		tag, q := uint64(d.b[p]), p+1
+		var e *DecodeError
+		if tag-8 >= 0x80-8 { // not a one-byte tag (field 1 to 15)
+			if tag, q, e = d.tagSlow(p, end); e != nil {
+				return e
+			}
+		}
+		switch tag {
+		case 1<<3 | wtLen:
+			i := len(m.Values) + d.avs.count(mark)
+			a, z, e := d.lenPrefix(q, end)
+			if e != nil {
+				return e.at("values", i)
+			}
+			v := d.avs.new(p, d.n)
+			if e := d.anyValue(v, a, z, lv+1, nil); e != nil {
+				return e.at("values", i)
+			}
+			d.avs.push(v)
+			p = z
+		default:
+			if p, e = d.other(tag, p, q, end, valuesFields); e != nil {
+				return e
+			}
+		}
+	}
+	m.Values = d.avs.finish(mark, m.Values, p, d.n)
+	return nil
+}
+
+// keyValueList decodes a KeyValueList at depth lv.
+func (d *decoder) keyValueList(m *commonpb.KeyValueList, p, end, lv int) *DecodeError {
+	if lv > maxDepth {
+		return d.errf(p, "nesting deeper than %d messages", maxDepth)
+	}
+	mark := d.kvs.mark()
+	for p < end {
+		tag, q := uint64(d.b[p]), p+1
+		var e *DecodeError
+		if tag-8 >= 0x80-8 { // not a one-byte tag (field 1 to 15)
+			if tag, q, e = d.tagSlow(p, end); e != nil {
+				return e
+			}
+		}
+		switch tag {
+		case 1<<3 | wtLen:
+			i := len(m.Values) + d.kvs.count(mark)
+			if p, e = d.attribute(q, end, lv+1); e != nil {
+				return e.at("values", i)
+			}
+		default:
+			if p, e = d.other(tag, p, q, end, valuesFields); e != nil {
+				return e
+			}
+		}
+	}
+	m.Values = d.kvs.finish(mark, m.Values, p, d.n)
+	return nil
+}
+
+var resourceFields = []string{1: "attributes", 2: "dropped_attributes_count", 3: "entity_refs"}
+
+// resource decodes a Resource at depth lv.
+func (d *decoder) resource(r *resourcepb.Resource, p, end, lv int) *DecodeError {
+	kvMark, entMark := d.kvs.mark(), d.ents.mark()
+	for p < end {
+		tag, q := uint64(d.b[p]), p+1
+		var e *DecodeError
+		if tag-8 >= 0x80-8 { // not a one-byte tag (field 1 to 15)
+			if tag, q, e = d.tagSlow(p, end); e != nil {
+				return e
+			}
+		}
+		switch tag {
+		case 1<<3 | wtLen:
+			i := len(r.Attributes) + d.kvs.count(kvMark)
+			if p, e = d.attribute(q, end, lv+1); e != nil {
+				return e.at("attributes", i)
+			}
+		case 2<<3 | wtVarint:
+			v, z, e := d.varint(q, end)
+			if e != nil {
+				return e.in("dropped_attributes_count")
+			}
+			r.DroppedAttributesCount, p = uint32(v), z
+		case 3<<3 | wtLen:
+			a, z, e := d.lenPrefix(q, end)
+			if e != nil {
+				return e.at("entity_refs", len(r.EntityRefs)+d.ents.count(entMark))
+			}
+			ent := d.ents.new(p, d.n)
+			if e := d.entityRef(ent, a, z); e != nil {
+				return e.at("entity_refs", len(r.EntityRefs)+d.ents.count(entMark))
+			}
+			d.ents.push(ent)
+			p = z
+		default:
+			if p, e = d.other(tag, p, q, end, resourceFields); e != nil {
+				return e
+			}
+		}
+	}
+	r.Attributes = d.kvs.finish(kvMark, r.Attributes, p, d.n)
+	r.EntityRefs = d.ents.finish(entMark, r.EntityRefs, p, d.n)
+	return nil
+}
+
+var entityRefFields = []string{1: "schema_url", 2: "type", 3: "id_keys", 4: "description_keys"}
+
+func (d *decoder) entityRef(m *commonpb.EntityRef, p, end int) *DecodeError {
+	for p < end {
+		tag, q := uint64(d.b[p]), p+1
+		var e *DecodeError
+		if tag-8 >= 0x80-8 { // not a one-byte tag (field 1 to 15)
+			if tag, q, e = d.tagSlow(p, end); e != nil {
+				return e
+			}
+		}
+		switch tag {
+		case 1<<3 | wtLen:
+			if m.SchemaUrl, p, e = d.str(q, end); e != nil {
+				return e.in("schema_url")
+			}
+		case 2<<3 | wtLen:
+			if m.Type, p, e = d.str(q, end); e != nil {
+				return e.in("type")
+			}
+		case 3<<3 | wtLen:
+			s, z, e := d.str(q, end)
+			if e != nil {
+				return e.at("id_keys", len(m.IdKeys))
+			}
+			m.IdKeys, p = append(m.IdKeys, s), z
+		case 4<<3 | wtLen:
+			s, z, e := d.str(q, end)
+			if e != nil {
+				return e.at("description_keys", len(m.DescriptionKeys))
+			}
+			m.DescriptionKeys, p = append(m.DescriptionKeys, s), z
+		default:
+			if p, e = d.other(tag, p, q, end, entityRefFields); e != nil {
+				return e
+			}
+		}
+	}
+	return nil
+}
+
+var scopeFields = []string{1: "name", 2: "version", 3: "attributes", 4: "dropped_attributes_count"}
+
+// scope decodes an InstrumentationScope at depth lv.
+func (d *decoder) scope(m *commonpb.InstrumentationScope, p, end, lv int) *DecodeError {
+	kvMark := d.kvs.mark()
+	for p < end {
+		tag, q := uint64(d.b[p]), p+1
+		var e *DecodeError
+		if tag-8 >= 0x80-8 { // not a one-byte tag (field 1 to 15)
+			if tag, q, e = d.tagSlow(p, end); e != nil {
+				return e
+			}
+		}
+		switch tag {
+		case 1<<3 | wtLen:
+			if m.Name, p, e = d.str(q, end); e != nil {
+				return e.in("name")
+			}
+		case 2<<3 | wtLen:
+			if m.Version, p, e = d.str(q, end); e != nil {
+				return e.in("version")
+			}
+		case 3<<3 | wtLen:
+			i := len(m.Attributes) + d.kvs.count(kvMark)
+			if p, e = d.attribute(q, end, lv+1); e != nil {
+				return e.at("attributes", i)
+			}
+		case 4<<3 | wtVarint:
+			v, z, e := d.varint(q, end)
+			if e != nil {
+				return e.in("dropped_attributes_count")
+			}
+			m.DroppedAttributesCount, p = uint32(v), z
+		default:
+			if p, e = d.other(tag, p, q, end, scopeFields); e != nil {
+				return e
+			}
+		}
+	}
+	m.Attributes = d.kvs.finish(kvMark, m.Attributes, p, d.n)
+	return nil
+}

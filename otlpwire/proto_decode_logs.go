@@ -1,0 +1,183 @@
+package otlpwire
+
+import (
+	"github.com/otelstep/otelstep/pipeline"
+
+	logspb "go.opentelemetry.io/proto/otlp/logs/v1"
+)
+
+// ExportLogsServiceRequest and everything under it; see proto_decode.go.
+// Depths: request 1, ResourceLogs 2, Resource and ScopeLogs 3, Scope and
+// LogRecord 4.
+
+var resourceLogsRequestFields = []string{1: "resource_logs"}
+
+func (d *decoder) logs() ([]*logspb.ResourceLogs, *DecodeError) {
+	mark := d.rls.mark()
+	p, end := 0, d.n
+	d.n = 0 // the log records are kept as records: see traces
+	for p < end {
+		tag, q := uint64(d.b[p]), p+1
+		var e *DecodeError
+		if tag-8 >= 0x80-8 { // not a one-byte tag (field 1 to 15)
+			if tag, q, e = d.tagSlow(p, end); e != nil {
+				return nil, e
+			}
+		}
+		switch tag {
+		case 1<<3 | wtLen:
+			i := d.rls.count(mark)
+			a, z, e := d.lenPrefix(q, end)
+			if e != nil {
+				return nil, e.at("resource_logs", i)
+			}
+			m := d.rls.new(p, d.n)
+			if e := d.resourceLogs(m, a, z); e != nil {
+				return nil, e.at("resource_logs", i)
+			}
+			d.rls.push(m)
+			p = z
+		default:
+			if p, e = d.other(tag, p, q, end, resourceLogsRequestFields); e != nil {
+				return nil, e
+			}
+		}
+	}
+	return d.rls.finish(mark, nil, p, d.n), nil
+}
+
+var resourceLogsFields = []string{1: "resource", 2: "scope_logs", 3: "schema_url"}
+
+func (d *decoder) resourceLogs(m *logspb.ResourceLogs, p, end int) *DecodeError {
+	mark := d.sls.mark()
+	for p < end {
+		tag, q := uint64(d.b[p]), p+1
+		var e *DecodeError
+		if tag-8 >= 0x80-8 { // not a one-byte tag (field 1 to 15)
+			if tag, q, e = d.tagSlow(p, end); e != nil {
+				return e
+			}
+		}
+		switch tag {
+		case 1<<3 | wtLen:
+			if p, e = d.resourceField(&m.Resource, q, end); e != nil {
+				return e.in("resource")
+			}
+		case 2<<3 | wtLen:
+			i := len(m.ScopeLogs) + d.sls.count(mark)
+			a, z, e := d.lenPrefix(q, end)
+			if e != nil {
+				return e.at("scope_logs", i)
+			}
+			sl := d.sls.new(p, d.n)
+			if e := d.scopeLogs(sl, a, z); e != nil {
+				return e.at("scope_logs", i)
+			}
+			d.sls.push(sl)
+			p = z
+		case 3<<3 | wtLen:
+			if m.SchemaUrl, p, e = d.str(q, end); e != nil {
+				return e.in("schema_url")
+			}
+		default:
+			if p, e = d.other(tag, p, q, end, resourceLogsFields); e != nil {
+				return e
+			}
+		}
+	}
+	m.ScopeLogs = d.sls.finish(mark, m.ScopeLogs, p, d.n)
+	return nil
+}
+
+var scopeLogsFields = []string{1: "scope", 2: "log_records", 3: "schema_url"}
+
+func (d *decoder) scopeLogs(m *logspb.ScopeLogs, p, end int) *DecodeError {
+	recs, e := d.scopeItems(&m.Scope, &m.SchemaUrl, p, end, scopeLogsFields, (*decoder).checkLogRecord)
+	if len(recs) > 0 {
+		pipeline.SetRecords(m, recs)
+	}
+	return e
+}
+
+// LogRecord field 4 is reserved: skipped as unknown.
+var logRecordFields = []string{1: "time_unix_nano", 2: "severity_number", 3: "severity_text",
+	5: "body", 6: "attributes", 7: "dropped_attributes_count", 8: "flags", 9: "trace_id",
+	10: "span_id", 11: "observed_time_unix_nano", 12: "event_name"}
+
+func (d *decoder) logRecord(m *logspb.LogRecord, p, end int) *DecodeError {
+	kvMark := d.kvs.mark()
+	for p < end {
+		tag, q := uint64(d.b[p]), p+1
+		var e *DecodeError
+		if tag-8 >= 0x80-8 { // not a one-byte tag (field 1 to 15)
+			if tag, q, e = d.tagSlow(p, end); e != nil {
+				return e
+			}
+		}
+		switch tag {
+		case 1<<3 | wtI64:
+			if m.TimeUnixNano, p, e = d.fixed64(q, end); e != nil {
+				return e.in("time_unix_nano")
+			}
+		case 2<<3 | wtVarint:
+			v, z, e := d.varint(q, end)
+			if e != nil {
+				return e.in("severity_number")
+			}
+			m.SeverityNumber, p = logspb.SeverityNumber(int32(v)), z
+		case 3<<3 | wtLen:
+			if m.SeverityText, p, e = d.str(q, end); e != nil {
+				return e.in("severity_text")
+			}
+		case 5<<3 | wtLen:
+			a, z, e := d.lenPrefix(q, end)
+			if e != nil {
+				return e.in("body")
+			}
+			if m.Body == nil {
+				m.Body = d.avs.new(p, d.n)
+			}
+			if e := d.anyValue(m.Body, a, z, 5, nil); e != nil {
+				return e.in("body")
+			}
+			p = z
+		case 6<<3 | wtLen:
+			i := len(m.Attributes) + d.kvs.count(kvMark)
+			if p, e = d.attribute(q, end, 5); e != nil {
+				return e.at("attributes", i)
+			}
+		case 7<<3 | wtVarint:
+			v, z, e := d.varint(q, end)
+			if e != nil {
+				return e.in("dropped_attributes_count")
+			}
+			m.DroppedAttributesCount, p = uint32(v), z
+		case 8<<3 | wtI32:
+			if m.Flags, p, e = d.fixed32(q, end); e != nil {
+				return e.in("flags")
+			}
+		case 9<<3 | wtLen:
+			if m.TraceId, p, e = d.id(q, end, TraceIDSize); e != nil {
+				return e.in("trace_id")
+			}
+		case 10<<3 | wtLen:
+			if m.SpanId, p, e = d.id(q, end, SpanIDSize); e != nil {
+				return e.in("span_id")
+			}
+		case 11<<3 | wtI64:
+			if m.ObservedTimeUnixNano, p, e = d.fixed64(q, end); e != nil {
+				return e.in("observed_time_unix_nano")
+			}
+		case 12<<3 | wtLen:
+			if m.EventName, p, e = d.str(q, end); e != nil {
+				return e.in("event_name")
+			}
+		default:
+			if p, e = d.other(tag, p, q, end, logRecordFields); e != nil {
+				return e
+			}
+		}
+	}
+	m.Attributes = d.kvs.finish(kvMark, m.Attributes, p, d.n)
+	return nil
+}

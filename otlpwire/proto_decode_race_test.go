@@ -1,0 +1,7 @@
+//go:build race
+
+package otlpwire_test
+
+import ()
+
+const raceEnabled = true

@@ -1,0 +1,149 @@
+package otlpwire
+
+import (
+	"unsafe"
+
+	logspb "go.opentelemetry.io/proto/otlp/logs/v1"
+	tracepb "go.opentelemetry.io/proto/otlp/trace/v1"
+)
+
+// SpanDecoder decodes span records one at a time into a Span it reuses,
+// so encoding received spans allocates nothing per span. The zero value is
+// ready to use; it is not safe for concurrent use.
+type SpanDecoder struct {
+	d decoder
+}
+
+// Decode decodes one span record's payload (as NextRecord returns it). The
+// Span and everything it refers to are valid until the next Decode and
+// alias rec: read them, never keep or change them.
+//
+// Strings are not checked for UTF-8 again (a third of the time): the
+// decoder checked every record it kept when it was received. A string
+// that is not UTF-8 (in a record from elsewhere) comes back as it is, and
+// the OTLP/JSON encoder writes U+FFFD for its bad bytes. Nor are the ids'
+// lengths (ValidID): they come back as they are.
+func (r *SpanDecoder) Decode(rec []byte) (*tracepb.Span, error) {
+	d := r.d.trusted(rec)
+	sp := d.span0()
+	if e := d.span(sp, 0, len(rec)); e != nil {
+		return nil, e.in("span").done()
+	}
+	return sp, nil
+}
+
+// Reset drops every reference to the last span decoded (and the bytes it
+// aliases), keeping the scratch storage: for a pooled SpanDecoder.
+func (r *SpanDecoder) Reset() { r.d.forget() }
+
+// LogRecordDecoder is SpanDecoder for log records.
+type LogRecordDecoder struct {
+	d decoder
+}
+
+// Decode decodes one log record's record payload; see SpanDecoder.Decode.
+func (r *LogRecordDecoder) Decode(rec []byte) (*logspb.LogRecord, error) {
+	d := r.d.trusted(rec)
+	lr := d.logRecord0()
+	if e := d.logRecord(lr, 0, len(rec)); e != nil {
+		return nil, e.in("log_record").done()
+	}
+	return lr, nil
+}
+
+// Reset drops every reference to the last log record decoded; see
+// SpanDecoder.Reset.
+func (r *LogRecordDecoder) Reset() { r.d.forget() }
+
+// trusted readies d, a scratch decoder, for one checked record.
+func (d *decoder) trusted(rec []byte) *decoder {
+	d.rewindItem()
+	d.checked = true
+	d.b, d.s, d.n = rec, unsafe.String(unsafe.SliceData(rec), len(rec)), 0
+	return d
+}
+
+// forget drops a scratch decoder's references to the last item and the
+// bytes it aliases.
+func (d *decoder) forget() {
+	d.rewindItem()
+	clear(d.kvs.stack[:cap(d.kvs.stack)])
+	clear(d.avs.stack[:cap(d.avs.stack)])
+	clear(d.events.stack[:cap(d.events.stack)])
+	clear(d.links.stack[:cap(d.links.stack)])
+	if d.sp != nil {
+		*d.sp = tracepb.Span{}
+	}
+	if d.lr != nil {
+		*d.lr = logspb.LogRecord{}
+	}
+	d.b, d.s = nil, ""
+}
+
+// scratchDecoder returns d's scratch decoder, reading d's body: n stays 0,
+// so a scratch slab's chunks are sized by use, not by the rest of the body
+// (see slab.rewind).
+func (d *decoder) scratchDecoder() *decoder {
+	sd := d.scratch
+	if sd == nil {
+		sd = new(decoder)
+		d.scratch = sd
+	}
+	sd.b, sd.s, sd.lenient = d.b, d.s, d.lenient
+	sd.rewindItem()
+	return sd
+}
+
+// checkSpan checks the span in [a, z) of d.b: validSpan, or when that says
+// no, decoding it into the scratch decoder's Span, which names the error
+// (proto_validate.go).
+func (d *decoder) checkSpan(a, z int) *DecodeError {
+	if d.validSpan(a, z) {
+		return nil
+	}
+	sd := d.scratchDecoder()
+	return sd.span(sd.span0(), a, z)
+}
+
+// checkLogRecord is checkSpan for a log record.
+func (d *decoder) checkLogRecord(a, z int) *DecodeError {
+	if d.validLogRecord(a, z) {
+		return nil
+	}
+	sd := d.scratchDecoder()
+	return sd.logRecord(sd.logRecord0(), a, z)
+}
+
+// span0 and logRecord0 return the scratch decoder's item, zeroed.
+func (d *decoder) span0() *tracepb.Span {
+	if d.sp == nil {
+		d.sp = new(tracepb.Span)
+	} else {
+		*d.sp = tracepb.Span{}
+	}
+	return d.sp
+}
+
+func (d *decoder) logRecord0() *logspb.LogRecord {
+	if d.lr == nil {
+		d.lr = new(logspb.LogRecord)
+	} else {
+		*d.lr = logspb.LogRecord{}
+	}
+	return d.lr
+}
+
+// rewindItem makes every slab a span's or a log record's decoding uses hand
+// out its chunk again: nothing decoded into them is in use any more.
+func (d *decoder) rewindItem() {
+	d.kvs.rewind()
+	d.attrs.rewind()
+	d.avs.rewind()
+	d.strs.rewind()
+	d.ints.rewind()
+	d.dbls.rewind()
+	d.bols.rewind()
+	d.events.rewind()
+	d.links.rewind()
+	d.stats.rewind()
+}

@@ -1,5 +1,0 @@
-//go:build !race
-
-package pipeline_test
-
-const raceEnabled = false

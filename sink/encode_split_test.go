@@ -27,7 +27,9 @@ import (
 	tracepb "go.opentelemetry.io/proto/otlp/trace/v1"
 	"google.golang.org/protobuf/encoding/protowire"
 	"google.golang.org/protobuf/proto"
-) // The protobuf and OTLP/JSON encoders (otlpwire) on batches the sink splits.
+)
+
+// The protobuf and OTLP/JSON encoders (otlpwire) on batches the sink splits.
 
 func TestEncodeRequestTraces(t *testing.T) {
 	rss := traceFixtures(t)[0]

@@ -248,6 +248,7 @@ func (e *MetricsProtoEncoder) sizeKeyValues(num protowire.Number, kvs []*commonp
 		if kv.Value != nil {
 			m += lenField(2, e.sizeAnyValue(kv.Value))
 		}
+		m += int32Size(3, kv.KeyStrindex)
 		e.sizes[idx] = m
 		n += lenField(num, m)
 	}
@@ -262,6 +263,7 @@ func (e *MetricsProtoEncoder) appendKeyValues(dst []byte, num protowire.Number, 
 			dst = e.msg(dst, 2)
 			dst = e.appendAnyValue(dst, kv.Value)
 		}
+		dst = appendInt32(dst, 3, kv.KeyStrindex)
 	}
 	return dst
 }
@@ -683,4 +685,12 @@ func (e *MetricsProtoEncoder) appendSummaryPoints(dst []byte, pts []*metricspb.S
 		dst = appendVarint(dst, 8, uint64(p.Flags))
 	}
 	return dst
+}
+
+// int32Size and appendInt32 are for an int32 field: a varint of the value
+// sign-extended to 64 bits, as protobuf encodes it; zero is not written.
+func int32Size(num protowire.Number, v int32) int { return varintSize(num, uint64(int64(v))) }
+
+func appendInt32(dst []byte, num protowire.Number, v int32) []byte {
+	return appendVarint(dst, num, uint64(int64(v)))
 }

@@ -17,12 +17,21 @@ import (
 	"github.com/otelstep/otelstep/pipeline"
 )
 
-// synthOf is the value of each synthetic series (up, scrape_*) in rm.
+// synthOf is the value of each synthetic series (up, scrape_*) in rm: of
+// the point of its metric with the fewest attributes (the target's
+// labels), not one of a federation page's own.
 func synthOf(rm *metricspb.ResourceMetrics) map[string]float64 {
 	got := map[string]float64{}
 	for _, d := range synthDefs {
 		if m := findPoints(rm, d.name); m != nil {
-			got[d.name] = m.GetGauge().DataPoints[0].GetAsDouble()
+			pts := m.GetGauge().DataPoints
+			best := pts[0]
+			for _, p := range pts {
+				if len(p.Attributes) < len(best.Attributes) {
+					best = p
+				}
+			}
+			got[d.name] = best.GetAsDouble()
 		}
 	}
 	return got

@@ -547,7 +547,10 @@ func (d *dec) prometheus(v *yaml.Node, path string) (*Prometheus, error) {
 			case "honor_timestamps":
 				sc.HonorTimestamps, err = d.boolean(vn, kp)
 			case "body_size_limit":
-				sc.BodySizeLimit, err = d.byteSize(vn, kp)
+				var v int64
+				if v, err = d.byteSize(vn, kp); v != 0 { // 0 takes global's, as in Prometheus
+					sc.BodySizeLimit = v
+				}
 			case "proxy_from_environment":
 				sc.ProxyFromEnvironment, err = d.boolean(vn, kp)
 			case "relabel_configs":

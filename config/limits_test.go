@@ -90,3 +90,16 @@ func TestScrapeLimitsRefused(t *testing.T) {
 		}
 	}
 }
+
+// body_size_limit 0 in a scrape config takes global's, as Prometheus fills it.
+func TestBodySizeLimitZeroTakesGlobal(t *testing.T) {
+	c, err := Parse("t.yaml", []byte(limitsConfig("        body_size_limit: 10MiB\n", "          body_size_limit: 0\n")), env(nil))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i, sc := range c.Prometheus["prometheus"].ScrapeConfigs {
+		if sc.BodySizeLimit != 10<<20 {
+			t.Errorf("scrape config %d: body_size_limit %d, want global's %d", i, sc.BodySizeLimit, 10<<20)
+		}
+	}
+}

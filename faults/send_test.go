@@ -18,6 +18,7 @@ import (
 	"go.opentelemetry.io/otel/trace"
 	coltracepb "go.opentelemetry.io/proto/otlp/collector/trace/v1"
 	tracepb "go.opentelemetry.io/proto/otlp/trace/v1"
+	"google.golang.org/grpc"
 	"google.golang.org/protobuf/proto"
 )
 
@@ -164,4 +165,15 @@ func (l *Ledger) post(addr, prefix string, n int) (int, string) {
 	resp.Body.Close()
 	l.record(names, resp.StatusCode == 200)
 	return resp.StatusCode, resp.Header.Get("Retry-After")
+}
+
+// grpcExporterOn is the SDK's OTLP/gRPC span exporter over cc.
+func grpcExporterOn(t testing.TB, cc *grpc.ClientConn) SpanExporter {
+	t.Helper()
+	exp, err := otlptracegrpc.New(context.Background(), otlptracegrpc.WithGRPCConn(cc),
+		otlptracegrpc.WithRetry(otlptracegrpc.RetryConfig{Enabled: false}), otlptracegrpc.WithTimeout(patience))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return exp
 }

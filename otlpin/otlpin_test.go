@@ -160,7 +160,7 @@ func TestFull(t *testing.T) {
 
 func TestShutdownWaits(t *testing.T) {
 	entered, release := make(chan struct{}), make(chan struct{})
-	r := start(t, Options{Traces: pipeline.ConsumerFunc(func(context.Context, *pipeline.Batch) error {
+	r := start(t, Options{DrainTimeout: time.Hour, Traces: pipeline.ConsumerFunc(func(context.Context, *pipeline.Batch) error {
 		close(entered)
 		<-release
 		return nil

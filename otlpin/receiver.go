@@ -61,6 +61,12 @@ const DefaultGRPCMaxRecvBytes = 4 << 20
 // DefaultConsumeTimeout is used when Options.ConsumeTimeout is 0.
 const DefaultConsumeTimeout = 5 * time.Second
 
+// DefaultDrainTimeout is Options.DrainTimeout unset: long enough for a
+// request of the largest size allowed to arrive over a slow link and be
+// handed on, short beside the 30 s a job script allows a whole stop, of
+// which the final scrape and the flushes need the most.
+const DefaultDrainTimeout = 3 * time.Second
+
 // retryAfter is the delay suggested to senders told to retry later.
 const retryAfter = time.Second
 
@@ -82,6 +88,12 @@ type Options struct {
 	// GRPCMaxRecvBytes limits an OTLP/gRPC message, after decompression.
 	// 0 = DefaultGRPCMaxRecvBytes.
 	GRPCMaxRecvBytes int64
+
+	// DrainTimeout bounds how long Shutdown waits for the requests in
+	// flight to finish (a client sending its body at a byte a second, an
+	// idle gRPC stream) before it closes every connection. 0 =
+	// DefaultDrainTimeout.
+	DrainTimeout time.Duration
 
 	// ConsumeTimeout is how long a request may wait for buffer room before
 	// the sender is told to retry later. 0 = 5s.
@@ -147,6 +159,9 @@ func New(opts Options) (*Receiver, error) {
 	if opts.GRPCMaxRecvBytes < 0 {
 		return nil, fmt.Errorf("otlpin: GRPCMaxRecvBytes must not be negative, got %d", opts.GRPCMaxRecvBytes)
 	}
+	if opts.DrainTimeout < 0 {
+		return nil, fmt.Errorf("otlpin: DrainTimeout must not be negative, got %s", opts.DrainTimeout)
+	}
 	if opts.ConsumeTimeout < 0 {
 		return nil, fmt.Errorf("otlpin: ConsumeTimeout must not be negative, got %s", opts.ConsumeTimeout)
 	}
@@ -159,6 +174,9 @@ func New(opts Options) (*Receiver, error) {
 	}
 	if r.maxMsg == 0 {
 		r.maxMsg = DefaultGRPCMaxRecvBytes
+	}
+	if r.opts.DrainTimeout == 0 {
+		r.opts.DrainTimeout = DefaultDrainTimeout
 	}
 	if r.timeout == 0 {
 		r.timeout = DefaultConsumeTimeout
@@ -254,11 +272,15 @@ func (r *Receiver) HTTPAddr() net.Addr {
 	return r.httpLn.Addr()
 }
 
-// Shutdown stops accepting connections and requests, then waits for in-flight
-// requests to finish delivering their batches. If ctx ends first, remaining
-// requests are aborted (their Consume context is cancelled, connections are
-// closed) and ctx's error is returned. Calling Shutdown again returns the
-// first call's result.
+// Shutdown stops accepting connections and requests, then waits for the
+// requests in flight to finish delivering their batches, at most
+// Options.DrainTimeout: then the requests left are aborted (their Consume
+// context is cancelled, their connections closed), which is no error: a
+// request aborted was not answered, so its sender still has its data, and
+// a client that holds a stream open or trickles its body cannot hold up the
+// stop. If ctx ends before either, the requests left are aborted as well
+// and ctx's error is returned. Calling Shutdown again returns the first
+// call's result.
 func (r *Receiver) Shutdown(ctx context.Context) error {
 	r.mu.Lock()
 	r.stopped = true
@@ -281,10 +303,10 @@ func (r *Receiver) Shutdown(ctx context.Context) error {
 			}
 			wg.Wait()
 		}()
-		select {
-		case <-done:
-		case <-ctx.Done():
-			r.shutErr = fmt.Errorf("otlpin: shutdown forced before in-flight requests finished: %w", ctx.Err())
+		drain := time.NewTimer(r.opts.DrainTimeout)
+		defer drain.Stop()
+		force := func() {
+			open := r.openConns()
 			r.forceCancel()
 			if grpcSrv != nil {
 				grpcSrv.Stop()
@@ -293,11 +315,39 @@ func (r *Receiver) Shutdown(ctx context.Context) error {
 				_ = httpSrv.Close()
 			}
 			<-done
+			r.log.Warn("OTLP receiver: requests still in flight at the end of the drain time were cut short, unanswered (their senders keep the data)",
+				"drain_timeout", r.opts.DrainTimeout, "connections_open", open)
+		}
+		select {
+		case <-done:
+		case <-drain.C:
+			force()
+		case <-ctx.Done():
+			r.shutErr = fmt.Errorf("otlpin: shutdown forced before in-flight requests finished: %w", ctx.Err())
+			force()
 		}
 		r.forceCancel()
 		r.serveWG.Wait()
 	})
 	return r.shutErr
+}
+
+// openConns is how many connections the listeners have open, -1 when
+// they are not counted (no connection limit).
+func (r *Receiver) openConns() int {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	n, counted := 0, false
+	for _, ln := range []net.Listener{r.grpcLn, r.httpLn} {
+		if l, ok := ln.(*Limited); ok {
+			n += l.Open()
+			counted = true
+		}
+	}
+	if !counted {
+		return -1
+	}
+	return n
 }
 
 // consumeCtx derives the context a Consume call runs under: the request's,

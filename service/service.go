@@ -32,6 +32,38 @@ import (
 // 30 s after SIGTERM before it kills the step.
 const StopTimeout = 28 * time.Second
 
+// The stop's budgets, in its order (stop). Each stage that waits on
+// someone else (a client, a target, the backend) has a bound of its own,
+// so that no one of them can spend the time of the stages after it.
+const (
+	// receiverDrain: the OTLP receivers' requests in flight may finish;
+	// then their connections are closed (otlpin.Options.DrainTimeout). A
+	// request cut short was not answered, so its sender keeps its data.
+	receiverDrain = otlpin.DefaultDrainTimeout
+	// flushReserve is kept, after the scrapes, for the batch processors,
+	// the connectors and the JSONL files: a few milliseconds' work unless
+	// a file cannot be written.
+	flushReserve = 5 * time.Second
+	// backendStop: once the JSONL files are written, the OTLP/HTTP
+	// exporters may send what they still hold this long. What they cannot
+	// is in the JSONL files, counted unsent (sink.HTTPStats, the
+	// telemetry, the last log line), and is no failure of the stop.
+	backendStop = 5 * time.Second
+	// telemetryStop bounds the final export of otelstep's own metrics.
+	telemetryStop = 2 * time.Second
+)
+
+// stopPlan shares out a stop's time (stop). The scrapes in flight, then
+// the final scrape, have what is left after the receivers until the
+// flushes', the backend's and the telemetry's time before the end: with
+// the defaults at least 13 s; a scrape timeout longer than that is cut to
+// it.
+type stopPlan struct {
+	total, receivers, flush, backend, telemetry time.Duration
+}
+
+var defaultStopPlan = stopPlan{total: StopTimeout, receivers: receiverDrain, flush: flushReserve, backend: backendStop, telemetry: telemetryStop}
+
 // ErrStart is what Run's error wraps when the service could not start (a
 // port in use, say): a setup error like a refused config, not a failure of
 // a run.
@@ -64,12 +96,16 @@ type Service struct {
 	scrapeWG  sync.WaitGroup
 	cancelRun context.CancelFunc
 
-	stopTimeout time.Duration // StopTimeout; shorter in tests of the deadline
+	plan stopPlan // defaultStopPlan; shorter in tests of the deadline
+
+	// Set by stop, for Stopped.
+	stopTook                   time.Duration
+	unsentBatches, unsentItems uint64
 }
 
 // New builds every component of cfg without starting any.
 func New(cfg *config.Config, log *slog.Logger) (*Service, error) {
-	s := &Service{cfg: cfg, log: log, started: time.Now(), stopTimeout: StopTimeout, connectors: map[string]*spanmetrics.Connector{}}
+	s := &Service{cfg: cfg, log: log, started: time.Now(), plan: defaultStopPlan, connectors: map[string]*spanmetrics.Connector{}}
 	tel, err := telemetry.New(cfg.Service.Telemetry, telemetry.Options{Logger: log, Start: s.started})
 	if err != nil {
 		return nil, fmt.Errorf("service.telemetry.metrics: %w", err)
@@ -246,6 +282,7 @@ func New(cfg *config.Config, log *slog.Logger) (*Service, error) {
 			GRPCEndpoint: o.GRPCEndpoint, HTTPEndpoint: o.HTTPEndpoint,
 			Metrics: multi(h[pipeline.Metrics]), Traces: multi(h[pipeline.Traces]), Logs: multi(h[pipeline.Logs]),
 			Logger:          log.With("receiver", id),
+			DrainTimeout:    s.plan.receivers,
 			MaxRequestBytes: o.HTTPMaxRequestBodyBytes, GRPCMaxRecvBytes: min(int64(o.GRPCMaxRecvMiB), 1<<42) << 20,
 			// Bounded and idle connections closed (limits.go).
 			MaxConnections: maxConnections(), GRPCKeepalive: ka, GRPCKeepalivePolicy: kaPolicy,
@@ -424,7 +461,7 @@ func cloneBatch(b *pipeline.Batch) *pipeline.Batch {
 // start fails, what was started is stopped and the error wraps ErrStart.
 func (s *Service) Run(ctx context.Context, ready chan<- struct{}) error {
 	if err := s.start(ctx); err != nil {
-		stopCtx, cancel := context.WithTimeout(context.Background(), s.stopTimeout)
+		stopCtx, cancel := context.WithTimeout(context.Background(), s.plan.total)
 		defer cancel()
 		s.stop(stopCtx)
 		return fmt.Errorf("%w: %w", ErrStart, err)
@@ -437,7 +474,7 @@ func (s *Service) Run(ctx context.Context, ready chan<- struct{}) error {
 	}
 	<-ctx.Done()
 	s.log.Info("otelstep stopping")
-	stopCtx, cancel := context.WithTimeout(context.Background(), s.stopTimeout)
+	stopCtx, cancel := context.WithTimeout(context.Background(), s.plan.total)
 	defer cancel()
 	return s.stop(stopCtx)
 }
@@ -504,30 +541,51 @@ func (s *Service) start(ctx context.Context) error {
 	return nil
 }
 
-// stop: stop accepting, take the final scrape at once, flush processors,
-// then the JSONL files, then the backend with what time is left.
+// stop: stop accepting (receiverDrain), take the final scrape (what is
+// left until flushReserve+backendStop+telemetryStop before the end), flush
+// the processors and connectors, then the JSONL files, then give the
+// backend backendStop; last, otelstep's own metrics (s.plan).
 func (s *Service) stop(ctx context.Context) error {
 	s.state.Store(int32(stopping))
 	// Backfills first: what they have not sent stays in their records,
 	// for the next run.
 	s.stopBackfills()
-	var errs []error
-	for _, r := range s.receivers {
-		if err := r.Shutdown(ctx); err != nil {
-			errs = append(errs, fmt.Errorf("stop receiver: %w", err))
-		}
+	stopStart, p := time.Now(), s.plan
+	var (
+		errsMu sync.Mutex
+		errs   []error
+	)
+	fail := func(err error) {
+		errsMu.Lock()
+		defer errsMu.Unlock()
+		errs = append(errs, err)
 	}
+	// Each stage's deadline: its budget from now, and never past the
+	// stop's own deadline less what the later stages are kept.
+	stage := func(budget, keep time.Duration) (context.Context, context.CancelFunc) {
+		dl := time.Now().Add(budget)
+		if end, ok := ctx.Deadline(); ok && end.Add(-keep).Before(dl) {
+			dl = end.Add(-keep)
+		}
+		return context.WithDeadline(ctx, dl)
+	}
+	var wg sync.WaitGroup
+	for _, r := range s.receivers {
+		wg.Go(func() {
+			// The receivers' own drain bound (receiverDrain) ends what is
+			// in flight; ctx only if the stop's time is shorter.
+			if err := r.Shutdown(ctx); err != nil {
+				fail(fmt.Errorf("stop receiver: %w", err))
+			}
+		})
+	}
+	wg.Wait()
 	if s.cancelRun != nil {
 		// The scrapes in flight finish (each within its timeout), then the
-		// final scrape: within the stop's time less a quarter kept for the
-		// flushes; past that, what is in flight is dropped, not recorded
-		// as a failure (scraper.Manager.Run, Abort).
-		scrapeCtx := ctx
-		if dl, ok := ctx.Deadline(); ok {
-			var cancel context.CancelFunc
-			scrapeCtx, cancel = context.WithDeadline(ctx, dl.Add(-time.Until(dl)/4))
-			defer cancel()
-		}
+		// final scrape, within scrapeCtx: past that, what is in flight is
+		// dropped, not recorded as a failure (scraper.Manager.Run, Abort).
+		scrapeCtx, cancel := stage(p.total, p.flush+p.backend+p.telemetry)
+		defer cancel()
 		s.cancelRun()
 		inFlight := make(chan struct{})
 		go func() { s.scrapeWG.Wait(); close(inFlight) }()
@@ -546,20 +604,35 @@ func (s *Service) stop(ctx context.Context) error {
 		}
 		wg.Wait()
 	}
+	flushCtx, cancelFlush := stage(p.total, p.backend+p.telemetry)
+	defer cancelFlush()
 	for _, d := range s.drain {
-		if err := d.Shutdown(ctx); err != nil {
-			errs = append(errs, fmt.Errorf("flush: %w", err))
+		if err := d.Shutdown(flushCtx); err != nil {
+			fail(fmt.Errorf("flush: %w", err))
 		}
 	}
 	for _, f := range s.files {
-		if err := f.Shutdown(ctx); err != nil {
-			errs = append(errs, fmt.Errorf("flush %s: %w", f.Name(), err))
+		if err := f.Shutdown(flushCtx); err != nil {
+			fail(fmt.Errorf("flush %s: %w", f.Name(), err))
 		}
 	}
+	// The exporters have been sending all along; now they have
+	// p.backend for what they still hold. What they cannot send is in
+	// the JSONL files (written above): counted unsent, not a failure.
+	backendCtx, cancelBackend := stage(p.backend, p.telemetry)
+	defer cancelBackend()
 	for _, h := range s.https {
-		if err := h.Shutdown(ctx); err != nil {
-			errs = append(errs, fmt.Errorf("flush %s: %w", h.Name(), err))
-		}
+		wg.Go(func() {
+			if err := h.Shutdown(backendCtx); err != nil && backendCtx.Err() == nil {
+				fail(fmt.Errorf("flush %s: %w", h.Name(), err))
+			}
+		})
+	}
+	wg.Wait()
+	for _, h := range s.https {
+		st := h.Stats()
+		s.unsentBatches += st.UnsentBatches
+		s.unsentItems += st.UnsentItems
 	}
 	s.closeRecords()
 	for _, h := range s.health {
@@ -567,10 +640,20 @@ func (s *Service) stop(ctx context.Context) error {
 	}
 	// Last: the periodic readers' final export has the counts of
 	// everything above.
-	if err := s.telemetry.Shutdown(ctx); err != nil {
-		errs = append(errs, err)
+	telCtx, cancelTel := stage(p.telemetry, 0)
+	defer cancelTel()
+	if err := s.telemetry.Shutdown(telCtx); err != nil {
+		fail(err)
 	}
+	s.stopTook = time.Since(stopStart)
 	return errors.Join(errs...)
+}
+
+// Stopped is what the stop did, for the last log line: how long it took
+// and what the OTLP/HTTP exporters had not sent when their time ran out
+// (it is in the JSONL files).
+func (s *Service) Stopped() (took time.Duration, unsentBatches, unsentItems uint64) {
+	return s.stopTook, s.unsentBatches, s.unsentItems
 }
 
 // HealthAddr is the first bound health endpoint (for tests using port 0).

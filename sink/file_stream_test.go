@@ -319,13 +319,15 @@ func TestFileHugeResourceInPieces(t *testing.T) {
 func TestFileHugeResourceCutAtShutdown(t *testing.T) {
 	for _, started := range []bool{false, true} {
 		f, w, logs := failingFile()
-		if started {
-			_ = f.Start(context.Background())
-		}
+		// Queued before the writer starts: once a write has failed the
+		// queue takes nothing more (Enqueue waits).
 		for _, b := range []*pipeline.Batch{metricsBatch("small", 2), hugeResource(40_000), metricsBatch("after", 2)} {
 			if err := f.Enqueue(context.Background(), b); err != nil {
 				t.Fatal(err)
 			}
+		}
+		if started {
+			_ = f.Start(context.Background())
 		}
 		_ = f.Shutdown(ctxT(time.Second))
 		select {

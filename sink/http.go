@@ -70,6 +70,9 @@ type HTTPStats struct {
 	Failed      uint64 // rejected (non-retryable) or retries exhausted
 	Dropped     uint64 // oldest dropped when the queue was full, or left at shutdown
 	Retries     uint64
+	// UnsentBatches and UnsentItems are what Shutdown's time ran out on:
+	// queued, in flight or waiting to be retried (counted in Dropped too).
+	UnsentBatches, UnsentItems uint64
 }
 
 const httpWorkers = 2
@@ -122,6 +125,7 @@ type HTTP struct {
 
 	lastDropLog                                      atomic.Int64 // unix nanos
 	sentBatches, sentItems, failed, dropped, retries atomic.Uint64
+	unsentBatches, unsentItems                       atomic.Uint64
 	tel                                              *telemetry.Sink
 	unobserve                                        func() // stops the queue's observation
 
@@ -234,6 +238,9 @@ func (h *HTTP) Stats() HTTPStats {
 		Failed:      h.failed.Load(),
 		Dropped:     h.dropped.Load(),
 		Retries:     h.retries.Load(),
+
+		UnsentBatches: h.unsentBatches.Load(),
+		UnsentItems:   h.unsentItems.Load(),
 	}
 }
 
@@ -405,7 +412,9 @@ func (h *HTTP) worker() {
 }
 
 // Shutdown stops taking batches and keeps sending the queued ones until the
-// queue is empty or ctx is done; then the rest are counted dropped.
+// queue is empty or ctx is done; then the requests in flight are cut short,
+// and they and the rest of the queue are counted unsent (and dropped), in
+// Stats, in the telemetry and in one log line, and ctx's error is returned.
 func (h *HTTP) Shutdown(ctx context.Context) error {
 	h.mu.Lock()
 	if h.stopping {
@@ -439,21 +448,30 @@ func (h *HTTP) Shutdown(ctx context.Context) error {
 	}
 	h.runCancel()
 	h.mu.Lock()
-	left := h.n
 	for h.n > 0 {
-		h.putBody(h.ring[h.head]) // its ticket: undelivered
+		bd := h.ring[h.head]
+		h.unsent(bd.sig, bd.items)
+		h.putBody(bd) // its ticket: undelivered
 		h.ring[h.head] = nil
 		h.head = (h.head + 1) % len(h.ring)
 		h.n--
 	}
 	h.mu.Unlock()
 	h.unobserve()
-	if left > 0 {
-		h.dropped.Add(uint64(left))
-		h.tel.Dropped(left)
-		h.log.Warn("otlp/http exporter shut down with unsent batches", "dropped", left)
+	if n := h.unsentBatches.Load(); n > 0 {
+		h.log.Warn("otlp/http exporter stopped with batches unsent: its time at stop ran out", "unsent_batches", n, "unsent_items", h.unsentItems.Load())
 	}
 	return err
+}
+
+// unsent counts a batch of items items of sig not sent because the stop's
+// time ran out.
+func (h *HTTP) unsent(sig pipeline.Signal, items int) {
+	h.unsentBatches.Add(1)
+	h.unsentItems.Add(uint64(max(items, 0)))
+	h.dropped.Add(1)
+	h.tel.Dropped(1)
+	h.tel.Unsent(sig, items)
 }
 
 // body is one batch's request, encoded: what the queue holds and a worker
@@ -530,6 +548,12 @@ func (h *HTTP) export(bd *body) {
 			h.tel.Sent(sig, items)
 			return
 		}
+		if h.runCtx.Err() != nil {
+			// Cut short by the end of the stop's time: not the
+			// backend's answer.
+			h.unsent(sig, items)
+			return
+		}
 		if !res.Retryable || !h.o.Retry.Enabled {
 			h.failed.Add(1)
 			h.tel.Failed(sig, items)
@@ -551,9 +575,7 @@ func (h *HTTP) export(bd *body) {
 		case <-t.C:
 		case <-h.runCtx.Done():
 			t.Stop()
-			h.dropped.Add(1)
-			h.tel.Dropped(1)
-			h.log.Warn("otlp/http exporter: shutdown during retry, batch dropped", "signal", sig.String(), "items", items)
+			h.unsent(sig, items)
 			return
 		}
 		h.retries.Add(1)

@@ -37,6 +37,7 @@ type instruments struct {
 
 	expSent, expFailed               [signals]metric.Int64Counter
 	expDropped, expRetries, expJSONL metric.Int64Counter
+	expUnsent                        [signals]metric.Int64Counter
 	expDuration                      metric.Float64Histogram
 	expQueueSize, expQueueCap        metric.Int64ObservableGauge
 	// queueObservable: the queue gauges are the meter's (at level basic
@@ -84,6 +85,7 @@ func newInstruments(m metric.Meter, level Level) *instruments {
 		ins.recvRefused[sig] = counter(LevelBasic, "otelcol_receiver_refused_"+it.name, it.unit, "Items a receiver's pipelines refused.")
 		ins.expSent[sig] = counter(LevelBasic, "otelcol_exporter_sent_"+it.name, it.unit, "Items an exporter wrote: the backend accepted them, or they are a whole line in the JSONL file.")
 		ins.expFailed[sig] = counter(LevelBasic, "otelcol_exporter_send_failed_"+it.name, it.unit, "Items the backend refused or whose retries ran out.")
+		ins.expUnsent[sig] = counter(LevelBasic, "otelstep_exporter_unsent_at_stop_"+it.name, it.unit, "Items the OTLP/HTTP exporter had not sent when its time at stop ran out (they are in the JSONL).")
 	}
 	ins.expDropped = counter(LevelBasic, "otelstep_exporter_dropped_batches", "{batches}", "Batches dropped because the exporter queue was full, or left in it at shutdown.")
 	ins.pipeItems = counter(LevelNormal, "otelstep_pipeline_items", "{items}", "Points, spans or log records that entered a pipeline.")
@@ -297,6 +299,15 @@ func (s *Sink) Failed(sig pipeline.Signal, items int) {
 		return
 	}
 	s.ins.expFailed[sig].Add(bg, int64(items), s.a.add...)
+}
+
+// Unsent counts items of sig the exporter had not sent when its time at
+// stop ran out.
+func (s *Sink) Unsent(sig pipeline.Signal, items int) {
+	if s == nil || items <= 0 || int(sig) >= signals {
+		return
+	}
+	s.ins.expUnsent[sig].Add(bg, int64(items), s.a.add...)
 }
 
 // Dropped counts batches dropped.

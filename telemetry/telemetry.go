@@ -40,6 +40,7 @@
 //	otelcol_exporter_queue_size                     gauge      basic     exporter                     batches queued (observed when read)
 //	otelcol_exporter_queue_capacity                 gauge      basic     exporter                     the queue's size in batches
 //	otelstep_exporter_dropped_batches               counter    basic     exporter                     batches the OTLP/HTTP sink dropped: its queue full, or left at shutdown
+//	otelstep_exporter_unsent_at_stop_{metric_points,spans,log_records} basic exporter                 items the OTLP/HTTP sink had not sent when its time at stop ran out (queued, in flight, waiting to retry); they are in the JSONL
 //	otelcol_process_uptime                          counter    basic                                  seconds since start (float)
 //	otelcol_process_cpu_seconds                     counter    basic                                  user+system CPU seconds (getrusage)
 //	otelcol_process_memory_rss                      gauge      basic                                  resident set size in bytes (Linux: /proc/self/statm)

@@ -21,6 +21,7 @@ import (
 	"os/signal"
 	"runtime/pprof"
 	"syscall"
+	"time"
 
 	"github.com/otelstep/otelstep/config"
 	"github.com/otelstep/otelstep/service"
@@ -165,10 +166,16 @@ func serve(cfg *config.Config, slackNote string, stderr io.Writer) int {
 			log.Error("otelstep could not start", "err", err)
 			return exitUsage
 		}
-		log.Error("otelstep stopped with errors", "err", err)
+		took, batches, items := svc.Stopped()
+		log.Error("otelstep stopped with errors", "err", err, "stop", took.Round(time.Millisecond).String(),
+			"backend_unsent_batches", batches, "backend_unsent_items", items)
 		return exitFailure
 	}
-	log.Info("otelstep stopped")
+	// What the backend did not get by the end of its time is in the JSONL
+	// files: the stop did its work.
+	took, batches, items := svc.Stopped()
+	log.Info("otelstep stopped", "stop", took.Round(time.Millisecond).String(),
+		"backend_unsent_batches", batches, "backend_unsent_items", items)
 	return exitOK
 }
 

@@ -1,0 +1,176 @@
+package faults
+
+import (
+	"context"
+	"fmt"
+	"net"
+	"regexp"
+	"strconv"
+	"testing"
+	"time"
+
+	"github.com/otelstep/otelstep/internal/proctest"
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/credentials/insecure"
+)
+
+// targetSeries is the stop cases' target's page size.
+const targetSeries = 100
+
+// stopCase is a running otelstep for a stop case: a target scraped at
+// start and at the stop only (its interval is an hour), and spans sent
+// through the SDK's OTLP/HTTP exporter, answered 200.
+type stopCase struct {
+	n  *Node
+	p  *proctest.Process
+	tg *Target
+	be *Backend
+	l  *Ledger
+}
+
+func startStopCase(t *testing.T, be *Backend) *stopCase {
+	t.Helper()
+	c := &stopCase{tg: NewTarget(t, targetSeries), be: be, l: newLedger()}
+	s := Setup{Targets: []string{c.tg.Addr()}, ScrapeInterval: time.Hour, ScrapeTimeout: 10 * time.Second}
+	if be != nil {
+		s.Backend, s.Exporter = be.URL(), fastRetry
+	}
+	c.n = configure(t, s)
+	c.p = c.n.start(t)
+	waitFor(t, "the first scrape", func() bool { s, _ := c.tg.Scrapes(); return s >= 1 })
+	exp := httpExporter(t, c.n.HTTP)
+	for i := range size(10, 200) {
+		if err := c.l.export(exp, fmt.Sprintf("stop%d", i), 10); err != nil {
+			t.Fatalf("export: %v", err)
+		}
+	}
+	return c
+}
+
+var unsentRE = regexp.MustCompile(`msg="otelstep stopped".* backend_unsent_items=(\d+)`)
+
+// stop stops the process and checks what a stop promises: exit 0 well
+// within the job script's 30 s, the final scrape taken and in the JSONL
+// (every scrape the target answered is there, whole), every span answered
+// 200 in the JSONL. It returns the figures, the items the backend did not
+// get as the last log line counts them, and the spans lost.
+func (c *stopCase) stop(t *testing.T) (figure string, unsent, lost int) {
+	t.Helper()
+	before, _ := c.tg.Scrapes()
+	e := c.p.Terminate(t)
+	figure = checkExit(t, c.p, e)
+	after, _ := c.tg.Scrapes()
+	if after <= before {
+		t.Errorf("no final scrape: the target answered %d scrapes before SIGTERM and %d in all", before, after)
+	}
+	in := c.n.jsonl(t)
+	if got, want := in.Points["fault_target_value"], targetSeries*after; got != want {
+		t.Errorf("metrics.jsonl holds %d of the target's points, want %d (%d scrapes answered)", got, want, after)
+	}
+	lost = in.Missing(c.l.Answered())
+	if m := unsentRE.FindStringSubmatch(c.p.Out.String()); m != nil {
+		unsent, _ = strconv.Atoi(m[1])
+	} else {
+		t.Errorf("the last log line does not count what the backend did not get:\n%s", c.p.Out.String())
+	}
+	c.n.checkNoToken(t, c.p)
+	return figure, unsent, lost
+}
+
+// An idle gRPC stream (an Export call whose request never comes) at
+// SIGTERM: the receivers' drain is bounded, the final scrape and the
+// flushes happen, exit 0.
+func TestStopIdleGRPCStream(t *testing.T) {
+	c := startStopCase(t, nil)
+	cc, err := grpc.NewClient(c.n.GRPC, grpc.WithTransportCredentials(insecure.NewCredentials()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cc.Close()
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	streams := size(1, 100)
+	for range streams {
+		if _, err := cc.NewStream(ctx, &grpc.StreamDesc{ClientStreams: true, ServerStreams: true}, "/opentelemetry.proto.collector.trace.v1.TraceService/Export"); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// The streams are open at otelstep once a request after them on the
+	// same connection is answered.
+	if err := c.l.export(grpcExporterOn(t, cc), "after-streams", 1); err != nil {
+		t.Fatal(err)
+	}
+	figure, _, lost := c.stop(t)
+	report(t, fmt.Sprintf("%d idle gRPC streams at SIGTERM; final scrape in the JSONL; %s", streams, figure), lost)
+}
+
+// A request body trickling at a byte a second at SIGTERM: the receivers'
+// drain is bounded, the final scrape and the flushes happen, exit 0.
+func TestStopTricklingHTTPBody(t *testing.T) {
+	c := startStopCase(t, nil)
+	conns := size(1, 50)
+	body := spansRequest(spanNames("trickled", 5))
+	for range conns {
+		conn, err := net.Dial("tcp", c.n.HTTP)
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { conn.Close() })
+		if _, err := fmt.Fprintf(conn, "POST /v1/traces HTTP/1.1\r\nHost: x\r\nContent-Type: application/x-protobuf\r\nContent-Length: %d\r\n\r\n", len(body)); err != nil {
+			t.Fatal(err)
+		}
+		go func() {
+			for _, b := range body {
+				if _, err := conn.Write([]byte{b}); err != nil {
+					return // closed by otelstep's stop
+				}
+				time.Sleep(time.Second) // the trickle itself, not a synchronisation
+			}
+		}()
+	}
+	figure, _, lost := c.stop(t)
+	report(t, fmt.Sprintf("%d bodies trickling at 1 byte/s at SIGTERM; final scrape in the JSONL; %s", conns, figure), lost)
+}
+
+// The backend is down, hung or slow at SIGTERM with spans queued for it:
+// the JSONL is flushed, the backend gets its bounded time, what it did not
+// get is counted in the last log line, exit 0 well within 30 s. Nothing is
+// lost: what is neither at the backend nor in the count is an error.
+func TestStopBackend(t *testing.T) {
+	for _, mode := range []Mode{Down, Hung, Slow} {
+		t.Run(mode.String(), func(t *testing.T) {
+			be := NewBackend(t)
+			c := startStopCase(t, be)
+			switch mode {
+			case Slow:
+				// Each request takes 2 s: the queue outlasts the
+				// backend's time.
+				be.SetSlow(2 * time.Second)
+			default:
+				be.Set(mode)
+			}
+			// More spans, queued for the backend as it now is.
+			exp := httpExporter(t, c.n.HTTP)
+			for i := range size(20, 500) {
+				if err := c.l.export(exp, fmt.Sprintf("%s%d", mode, i), 10); err != nil {
+					t.Fatalf("export: %v", err)
+				}
+			}
+			if mode == Hung {
+				waitFor(t, "a request held by the hung backend", func() bool { return be.Requests(Hung) > 0 })
+			}
+			figure, unsent, lost := c.stop(t)
+			answered := c.l.Answered()
+			atBackend := answered.Total() - be.Got().Missing(answered)
+			if atBackend+unsent < answered.Total() {
+				t.Errorf("%d spans answered 200: %d at the backend, %d counted unsent: %d unaccounted for",
+					answered.Total(), atBackend, unsent, answered.Total()-atBackend-unsent)
+			}
+			if mode != Slow && unsent == 0 {
+				t.Errorf("backend %s: nothing counted unsent", mode)
+			}
+			report(t, fmt.Sprintf("backend %s at SIGTERM: %d spans answered 200, %d at the backend, %d counted unsent (in the JSONL); %s",
+				mode, answered.Total(), atBackend, unsent, figure), lost)
+		})
+	}
+}

@@ -1,11 +1,13 @@
 package faults
 
 import (
+	"bufio"
 	"context"
 	"fmt"
 	"net"
 	"regexp"
 	"strconv"
+	"strings"
 	"testing"
 	"time"
 
@@ -116,9 +118,21 @@ func TestStopTricklingHTTPBody(t *testing.T) {
 			t.Fatal(err)
 		}
 		t.Cleanup(func() { conn.Close() })
-		if _, err := fmt.Fprintf(conn, "POST /v1/traces HTTP/1.1\r\nHost: x\r\nContent-Type: application/x-protobuf\r\nContent-Length: %d\r\n\r\n", len(body)); err != nil {
+		// Expect: 100-continue: otelstep answers "100 Continue" when its
+		// handler begins reading the body, so the request is in flight
+		// before the stop.
+		if _, err := fmt.Fprintf(conn, "POST /v1/traces HTTP/1.1\r\nHost: x\r\nContent-Type: application/x-protobuf\r\nContent-Length: %d\r\nExpect: 100-continue\r\n\r\n", len(body)); err != nil {
 			t.Fatal(err)
 		}
+		if _, err := conn.Write(body[:1]); err != nil {
+			t.Fatal(err)
+		}
+		_ = conn.SetReadDeadline(time.Now().Add(patience))
+		line, err := bufio.NewReader(conn).ReadString('\n')
+		if err != nil || !strings.Contains(line, "100 Continue") {
+			t.Fatalf("no 100 Continue: %q, %v", line, err)
+		}
+		body := body[1:]
 		go func() {
 			for _, b := range body {
 				if _, err := conn.Write([]byte{b}); err != nil {

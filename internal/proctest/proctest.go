@@ -18,6 +18,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"syscall"
 	"testing"
 	"time"
@@ -105,7 +106,16 @@ type Process struct {
 	Out Output // its stdout and stderr
 	// Done receives Cmd.Wait's result once, when the process has exited.
 	Done chan error
+
+	exited  chan struct{} // closed when it has exited
+	peakRSS atomic.Int64  // the largest VmHWM read, bytes
 }
+
+// rssEvery is how often a running process's VmHWM is read: its peak
+// resident set is the last value read before it exited. The rusage a
+// wait returns cannot tell it: Go starts a child with vfork, so the
+// child's maxrss begins at the test process's own peak.
+const rssEvery = 20 * time.Millisecond
 
 // Command is exec.Command(bin, args...) with env added to the test's
 // environment, ready for Launch.
@@ -119,12 +129,30 @@ func Command(bin string, env []string, args ...string) *exec.Cmd {
 // test's end if it still runs.
 func Launch(t testing.TB, cmd *exec.Cmd) *Process {
 	t.Helper()
-	p := &Process{Cmd: cmd, Done: make(chan error, 1)}
+	p := &Process{Cmd: cmd, Done: make(chan error, 1), exited: make(chan struct{})}
 	cmd.Stdout, cmd.Stderr = &p.Out, &p.Out
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
-	go func() { p.Done <- cmd.Wait() }()
+	go func() {
+		tick := time.NewTicker(rssEvery)
+		defer tick.Stop()
+		for {
+			if hwm, err := statusField(cmd.Process.Pid, "VmHWM"); err == nil {
+				p.peakRSS.Store(max(p.peakRSS.Load(), hwm))
+			}
+			select {
+			case <-p.exited:
+				return
+			case <-tick.C:
+			}
+		}
+	}()
+	go func() {
+		err := cmd.Wait()
+		close(p.exited)
+		p.Done <- err
+	}()
 	t.Cleanup(func() { _ = cmd.Process.Kill() })
 	return p
 }
@@ -178,8 +206,8 @@ func Health(addr string) int {
 type Exit struct {
 	Code int           // exit status; -1 when killed by a signal
 	Took time.Duration // from SIGTERM to the exit
-	// PeakRSS is the process's peak resident set in bytes (its rusage's
-	// maxrss, which is /proc/PID/status's VmHWM when it exited).
+	// PeakRSS is the process's peak resident set in bytes: its VmHWM
+	// (/proc/PID/status) as last read before it exited (rssEvery).
 	PeakRSS int64
 }
 
@@ -208,9 +236,7 @@ func (p *Process) Terminate(t testing.TB) Exit {
 	default:
 		t.Fatalf("waiting for the process: %v", err)
 	}
-	if ru, ok := p.Cmd.ProcessState.SysUsage().(*syscall.Rusage); ok {
-		e.PeakRSS = ru.Maxrss << 10
-	}
+	e.PeakRSS = p.peakRSS.Load()
 	p.Done <- err
 	return e
 }
@@ -226,7 +252,8 @@ func (p *Process) Stop(t testing.TB) Exit {
 	return e
 }
 
-// PeakRSS reads the running process's peak resident set (VmHWM) in bytes.
+// PeakRSS is the running process's peak resident set (VmHWM) in bytes,
+// read now.
 func (p *Process) PeakRSS() (int64, error) {
 	return statusField(p.Cmd.Process.Pid, "VmHWM")
 }

@@ -32,8 +32,14 @@ type stopCase struct {
 
 func startStopCase(t *testing.T, be *Backend) *stopCase {
 	t.Helper()
+	return startStopCaseScraping(t, be, 10*time.Second)
+}
+
+// startStopCaseScraping is startStopCase with the target's scrape timeout.
+func startStopCaseScraping(t *testing.T, be *Backend, scrapeTimeout time.Duration) *stopCase {
+	t.Helper()
 	c := &stopCase{tg: NewTarget(t, targetSeries), be: be, l: newLedger()}
-	s := Setup{Targets: []string{c.tg.Addr()}, ScrapeInterval: time.Hour, ScrapeTimeout: 10 * time.Second}
+	s := Setup{Targets: []string{c.tg.Addr()}, ScrapeInterval: time.Hour, ScrapeTimeout: scrapeTimeout}
 	if be != nil {
 		s.Backend, s.Exporter = be.URL(), fastRetry
 	}
@@ -58,16 +64,28 @@ var unsentRE = regexp.MustCompile(`msg="otelstep stopped".* backend_unsent_items
 // get as the last log line counts them, and the spans lost.
 func (c *stopCase) stop(t *testing.T) (figure string, unsent, lost int) {
 	t.Helper()
+	return c.stopChecking(t, true)
+}
+
+// stopChecking is stop; finalScrape says whether the target can answer
+// the final scrape.
+func (c *stopCase) stopChecking(t *testing.T, finalScrape bool) (figure string, unsent, lost int) {
+	t.Helper()
 	before, _ := c.tg.Scrapes()
 	e := c.p.Terminate(t)
 	figure = checkExit(t, c.p, e)
 	after, _ := c.tg.Scrapes()
-	if after <= before {
+	if finalScrape && after <= before {
 		t.Errorf("no final scrape: the target answered %d scrapes before SIGTERM and %d in all", before, after)
 	}
 	in := c.n.jsonl(t)
 	if got, want := in.Points["fault_target_value"], targetSeries*after; got != want {
 		t.Errorf("metrics.jsonl holds %d of the target's points, want %d (%d scrapes answered)", got, want, after)
+	}
+	// One up point per scrape answered: a scrape the stop cut short
+	// records nothing, no up = 0.
+	if got := in.Points["up"]; got != after {
+		t.Errorf("metrics.jsonl holds %d up points, want %d (%d scrapes answered)", got, after, after)
 	}
 	lost = in.Missing(c.l.Answered())
 	if m := unsentRE.FindStringSubmatch(c.p.Out.String()); m != nil {
@@ -187,4 +205,18 @@ func TestStopBackend(t *testing.T) {
 				mode, answered.Total(), atBackend, unsent, figure), lost)
 		})
 	}
+}
+
+// A target that holds the final scrape, with a scrape timeout (a minute)
+// longer than the stop allows: the scrape is cut when the scrapes' share of
+// the stop ends, records nothing (no up = 0: the stop is no failed scrape),
+// and the flushes and the exit follow within 30 s, exit 0.
+func TestStopHungTarget(t *testing.T) {
+	c := startStopCaseScraping(t, nil, time.Minute)
+	c.tg.SetHung(true)
+	figure, _, lost := c.stopChecking(t, false)
+	if _, begun := c.tg.Scrapes(); begun < 2 {
+		t.Errorf("the final scrape was not begun (%d scrapes begun)", begun)
+	}
+	report(t, fmt.Sprintf("the target holds the final scrape, scrape_timeout 1m; %s", figure), lost)
 }

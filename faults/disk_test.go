@@ -1,7 +1,6 @@
 package faults
 
 import (
-	"context"
 	"fmt"
 	"io"
 	"net/http"
@@ -11,13 +10,11 @@ import (
 	"testing"
 
 	"github.com/otelstep/otelstep/internal/proctest"
-	coltracepb "go.opentelemetry.io/proto/otlp/collector/trace/v1"
 	"golang.org/x/sys/unix"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/credentials/insecure"
 	"google.golang.org/grpc/status"
-	"google.golang.org/protobuf/proto"
 )
 
 // limitFileSize sets the running process's file size limit (the soft one;
@@ -120,13 +117,7 @@ func TestDiskFull(t *testing.T) {
 		} else {
 			t.Errorf("OTLP/HTTP while the file cannot be written: %d (Retry-After %q), want 503 with Retry-After", code, retryAfter)
 		}
-		names := spanNames(fmt.Sprintf("fullgrpc%d", i), 20)
-		var req coltracepb.ExportTraceServiceRequest
-		if err := proto.Unmarshal(spansRequest(names), &req); err != nil {
-			t.Fatal(err)
-		}
-		err := cc.Invoke(context.Background(), "/opentelemetry.proto.collector.trace.v1.TraceService/Export", &req, &coltracepb.ExportTraceServiceResponse{})
-		l.record(names, err == nil)
+		err := l.invoke(cc, fmt.Sprintf("fullgrpc%d", i), 20)
 		if status.Code(err) == codes.Unavailable {
 			refusedGRPC++
 		} else {

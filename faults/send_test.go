@@ -177,3 +177,16 @@ func grpcExporterOn(t testing.TB, cc *grpc.ClientConn) SpanExporter {
 	}
 	return exp
 }
+
+// invoke sends n spans named after prefix to OTLP/gRPC over cc as one raw
+// Export call and records the answer, returning its error (nil: OK).
+func (l *Ledger) invoke(cc *grpc.ClientConn, prefix string, n int) error {
+	names := spanNames(prefix, n)
+	var req coltracepb.ExportTraceServiceRequest
+	if err := proto.Unmarshal(spansRequest(names), &req); err != nil {
+		panic(err)
+	}
+	err := cc.Invoke(context.Background(), "/opentelemetry.proto.collector.trace.v1.TraceService/Export", &req, &coltracepb.ExportTraceServiceResponse{})
+	l.record(names, err == nil)
+	return err
+}

@@ -78,7 +78,11 @@ func TestHTTPTelemetryDrops(t *testing.T) {
 	wantLines(t, telemetryPage(t, tm), `otelstep_exporter_dropped_batches_total{exporter="x"} 2`, `otelcol_exporter_queue_size{exporter="x"} 1`)
 	h.runCancel() // the one left is not sent: shut down at once
 	_ = h.Shutdown(ctxT(patience))
-	wantLines(t, telemetryPage(t, tm), `otelstep_exporter_dropped_batches_total{exporter="x"} 3`)
+	wantLines(t, telemetryPage(t, tm), `otelstep_exporter_dropped_batches_total{exporter="x"} 3`,
+		`otelstep_exporter_unsent_at_stop_metric_points_total{exporter="x"} 1`)
+	if st := h.Stats(); st.UnsentBatches != 1 || st.UnsentItems != 1 {
+		t.Errorf("unsent at stop: %d batches, %d items; want 1 and 1", st.UnsentBatches, st.UnsentItems)
+	}
 }
 
 // The file sink counts the items of each whole line and the bytes it

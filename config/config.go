@@ -169,6 +169,11 @@ type OTLPReceiver struct {
 	HTTPMaxRequestBodyBytes int64
 	GRPCKeepalive           GRPCKeepalive // otlp.go
 	HTTPServer              HTTPServer
+	// AdmissionMiB is admission.request_limit_mib (the OTel Arrow
+	// receiver's name): the MiB of requests in flight, gRPC and HTTP
+	// together, past which a request is answered "retry later"; 0 is
+	// otlpin's default.
+	AdmissionMiB int
 }
 
 // Batch is processors.batch.
@@ -214,7 +219,13 @@ type OTLPHTTPExporter struct {
 	Timeout         time.Duration
 	Retry           Retry
 	QueueEnabled    bool
-	QueueSize       int
+	// QueueSize bounds the queue in requests (sending_queue.queue_size
+	// with sizer requests, the default: 1000), QueueBytes in bytes of
+	// encoded requests (queue_size with sizer bytes; 0: the sink's
+	// default, sink.DefaultQueueBytes). Both bounds hold whichever sizer
+	// is named.
+	QueueSize  int
+	QueueBytes int64
 }
 
 // Retry is retry_on_failure.
@@ -414,8 +425,18 @@ func (c *Config) receiver(d *dec) func(id, typ, path string, k, v *yaml.Node) er
 			return err
 		case "otlp":
 			o := &OTLPReceiver{}
-			err := d.mapping(v, path, []string{"protocols"}, func(key string, kn, vn *yaml.Node) error {
+			err := d.mapping(v, path, []string{"protocols", "admission"}, func(key string, kn, vn *yaml.Node) error {
 				pp := join(path, key)
+				if key == "admission" {
+					return d.mapping(vn, pp, []string{"request_limit_mib"}, func(key string, kn, vn *yaml.Node) error {
+						var err error
+						o.AdmissionMiB, err = d.integer(vn, join(pp, key))
+						if err == nil && (o.AdmissionMiB < 1 || o.AdmissionMiB > 1<<20) {
+							err = d.errf(vn, join(pp, key), "request_limit_mib %d: want 1 to %d", o.AdmissionMiB, 1<<20)
+						}
+						return err
+					})
+				}
 				return d.mapping(vn, pp, []string{"grpc", "http"}, func(proto string, kn, vn *yaml.Node) error {
 					ppp := join(pp, proto)
 					if proto == "grpc" {
@@ -861,21 +882,38 @@ func (c *Config) exporter(d *dec) func(id, typ, path string, k, v *yaml.Node) er
 						return err
 					})
 				case "sending_queue":
-					err = d.mapping(vn, kp, []string{"enabled", "queue_size", "num_consumers"}, func(key string, kn, vn *yaml.Node) error {
+					size, sizeNode, sizer := 0, (*yaml.Node)(nil), "requests"
+					err = d.mapping(vn, kp, []string{"enabled", "queue_size", "num_consumers", "sizer"}, func(key string, kn, vn *yaml.Node) error {
 						var err error
 						switch key {
 						case "enabled":
 							e.QueueEnabled, err = d.boolean(vn, join(kp, key))
 						case "queue_size":
-							e.QueueSize, err = d.integer(vn, join(kp, key))
-							if err == nil && e.QueueSize == 0 {
+							size, err = d.integer(vn, join(kp, key))
+							if err == nil && size <= 0 {
 								err = d.errf(vn, join(kp, key), "queue_size must be positive")
+							}
+							sizeNode = vn
+						case "sizer":
+							sizer, err = d.str(vn, join(kp, key))
+							if err == nil && sizer != "requests" && sizer != "bytes" {
+								err = d.errf(vn, join(kp, key), "sizer %q is not implemented (requests or bytes)", sizer)
 							}
 						case "num_consumers":
 							_, err = d.integer(vn, join(kp, key))
 						}
 						return err
 					})
+					if err == nil && sizeNode != nil {
+						if sizer == "bytes" {
+							e.QueueBytes = int64(size)
+							if e.QueueBytes < 1<<20 {
+								err = d.errf(sizeNode, join(kp, "queue_size"), "queue_size %d with sizer bytes is under 1 MiB: it would hold no request of a scrape", size)
+							}
+						} else {
+							e.QueueSize = size
+						}
+					}
 				}
 				return err
 			})

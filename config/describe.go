@@ -102,7 +102,7 @@ func (c *Config) Describe(w io.Writer) {
 			}
 			hdr = append(hdr, k+": "+v)
 		}
-		p("sink     %s otlp/http %s compression=%s timeout=%s queue=%d retry=%v headers=[%s]", id, redactURL(e.Endpoint), e.Compression, e.Timeout, e.QueueSize, e.Retry.Enabled, strings.Join(hdr, "; "))
+		p("sink     %s otlp/http %s compression=%s timeout=%s queue=%d queue_bytes=%s retry=%v headers=[%s]", id, redactURL(e.Endpoint), e.Compression, e.Timeout, e.QueueSize, queueBytes(e.QueueBytes), e.Retry.Enabled, strings.Join(hdr, "; "))
 	}
 	for _, id := range sortedKeys(c.Resource) {
 		for _, a := range c.Resource[id] {
@@ -138,4 +138,12 @@ func sortedKeys[V any](m map[string]V) []string {
 	}
 	sort.Strings(keys)
 	return keys
+}
+
+// queueBytes is an exporter's queue bound in bytes as describe prints it.
+func queueBytes(n int64) string {
+	if n == 0 {
+		return "default"
+	}
+	return fmt.Sprint(n)
 }

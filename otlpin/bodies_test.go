@@ -131,8 +131,8 @@ func checkBodies(t *testing.T, n int, recs ...*leaseRec) {
 			t.Fatalf("%d batches, want %d", c.n, n)
 		}
 		for k, b := range c.held {
-			if len(b.Leases) != 1 {
-				t.Fatalf("held batch %d has %d leases, want its body's", k, len(b.Leases))
+			if len(b.Leases) != 2 {
+				t.Fatalf("held batch %d has %d leases, want its body's and its bytes' grant (admission.go)", k, len(b.Leases))
 			}
 			if !bytes.Equal(batchJSON(b), c.want[k]) {
 				t.Fatalf("%s batch %d changed while held, after later requests", b.Signal, 2*k+1)

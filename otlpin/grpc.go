@@ -15,6 +15,7 @@ import (
 	"google.golang.org/grpc/mem"
 	"google.golang.org/grpc/peer"
 	"google.golang.org/grpc/status"
+	"google.golang.org/grpc/tap"
 	"google.golang.org/protobuf/types/known/durationpb"
 
 	"github.com/otelstep/otelstep/pipeline"
@@ -44,7 +45,16 @@ func (r *Receiver) newGRPCServer() *grpc.Server {
 		grpc.KeepaliveEnforcementPolicy(r.opts.GRPCKeepalivePolicy),
 		grpc.ConnectionTimeout(handshakeTimeout),
 	}
-	opts = append(opts, grpc.ForceServerCodecV2(otlpCodec{std: encoding.GetCodecV2(grpcproto.Name), bodies: &r.bodies}))
+	opts = append(opts, grpc.ForceServerCodecV2(otlpCodec{std: encoding.GetCodecV2(grpcproto.Name), bodies: &r.bodies, admit: r.admit}))
+	// A stream that comes while the byte budget is spent is refused before
+	// gRPC reads its message (admission.go); one that comes with room left
+	// is read, and refused by the codec if its message does not fit.
+	opts = append(opts, grpc.InTapHandle(func(ctx context.Context, _ *tap.Info) (context.Context, error) {
+		if r.admit.full() {
+			return nil, status.Error(codes.Unavailable, "otlpin: "+errOverBudget.Error()+", retry later")
+		}
+		return ctx, nil
+	}))
 	s := grpc.NewServer(opts...)
 	registerExportServices(s, r)
 	return s
@@ -62,7 +72,8 @@ func (r *Receiver) newGRPCServer() *grpc.Server {
 // codes.Internal, so decodeExport reports it in the request instead).
 type otlpCodec struct {
 	std    encoding.CodecV2
-	bodies *bodyPool // the export requests' bodies (grpcreq.go)
+	bodies *bodyPool  // the export requests' bodies (grpcreq.go)
+	admit  *admission // the receiver's budget of request bytes in flight
 }
 
 func (c otlpCodec) Marshal(v any) (mem.BufferSlice, error) { return c.std.Marshal(v) }
@@ -70,9 +81,20 @@ func (c otlpCodec) Marshal(v any) (mem.BufferSlice, error) { return c.std.Marsha
 func (c otlpCodec) Unmarshal(data mem.BufferSlice, v any) error {
 	if m, ok := v.(*exportRequest); ok {
 		// Copied out of gRPC's buffers (which it frees or reuses after
-		// Unmarshal) into a pooled body the batch holds (bodies.go). A
-		// decoding error is m.err.
-		return c.bodies.decodeExport(data, m)
+		// Unmarshal) into a pooled body the batch holds (bodies.go), its
+		// size taken from the budget first (admission.go). A decoding
+		// error is m.err, a refusal m.refused.
+		g := c.admit.take(int64(data.Len()))
+		if g == nil {
+			m.refused = errOverBudget
+			return nil
+		}
+		if err := c.bodies.decodeExport(data, m); err != nil || m.err != nil {
+			g.lease.Release()
+			return err
+		}
+		m.batch.Leases = append(m.batch.Leases, &g.lease)
+		return nil
 	}
 	return c.std.Unmarshal(data, v)
 }
@@ -93,15 +115,21 @@ func (r *Receiver) grpcExport(ctx context.Context, b *pipeline.Batch) error {
 		return nil
 	case outcomeRetry:
 		r.log.Warn("OTLP/gRPC export refused, sender told to retry", "remote", grpcRemote(ctx), "signal", b.Signal.String(), "error", err)
-		st := status.New(codes.Unavailable, fmt.Sprintf("otlpin: %s pipeline cannot take data now, retry later: %v", b.Signal, err))
-		if ds, derr := st.WithDetails(&errdetails.RetryInfo{RetryDelay: durationpb.New(retryAfter)}); derr == nil {
-			st = ds
-		}
-		return st.Err()
+		return retryLater(b.Signal, err)
 	default:
 		r.log.Warn("OTLP/gRPC export failed", "remote", grpcRemote(ctx), "signal", b.Signal.String(), "error", err)
 		return status.Errorf(codes.Internal, "otlpin: %s pipeline failed: %v", b.Signal, err)
 	}
+}
+
+// retryLater is the status of a request of signal sig refused for now
+// (err, classified outcomeRetry): UNAVAILABLE, with a RetryInfo detail.
+func retryLater(sig pipeline.Signal, err error) error {
+	st := status.New(codes.Unavailable, fmt.Sprintf("otlpin: %s pipeline cannot take data now, retry later: %v", sig, err))
+	if ds, derr := st.WithDetails(&errdetails.RetryInfo{RetryDelay: durationpb.New(retryAfter)}); derr == nil {
+		st = ds
+	}
+	return st.Err()
 }
 
 func (r *Receiver) grpcReject(ctx context.Context, s pipeline.Signal, reason string) {

@@ -153,7 +153,7 @@ func TestGRPCCodecSizeLimit(t *testing.T) {
 // every response.
 func TestGRPCCodecFallback(t *testing.T) {
 	std := encoding.GetCodecV2("proto")
-	c := otlpCodec{std: std, bodies: &bodyPool{}}
+	c := otlpCodec{std: std, bodies: &bodyPool{}, admit: &admission{limit: 1 << 20}}
 	if c.Name() != "proto" {
 		t.Fatal(c.Name())
 	}
@@ -171,15 +171,20 @@ func TestGRPCCodecFallback(t *testing.T) {
 	if err := c.Unmarshal(mem.BufferSlice{mem.SliceBuffer([]byte{0xa0, 0x06, 0x01})}, &got); err != nil || len(got.ProtoReflect().GetUnknown()) == 0 {
 		t.Fatalf("fallback: %v %x", err, got.ProtoReflect().GetUnknown())
 	}
-	// The request path: several buffers, into a pooled body.
+	// The request path: several buffers, into a pooled body, its bytes
+	// the budget's until the batch is let go of (its body's lease and its
+	// grant's).
 	req := &coltracepb.ExportTraceServiceRequest{ResourceSpans: []*tracepb.ResourceSpans{{SchemaUrl: "u"}}}
 	b, _ := proto.Marshal(req)
 	into := &exportRequest{batch: pipeline.Batch{Signal: pipeline.Traces}}
 	if err := c.Unmarshal(mem.BufferSlice{mem.SliceBuffer(b[:2]), mem.SliceBuffer(b[2:])}, into); err != nil ||
-		len(into.batch.Traces) != 1 || into.batch.Traces[0].SchemaUrl != "u" || len(into.batch.Leases) != 1 {
-		t.Fatalf("%v %v", into.batch.Traces, err)
+		len(into.batch.Traces) != 1 || into.batch.Traces[0].SchemaUrl != "u" || len(into.batch.Leases) != 2 || c.admit.inUse() != int64(len(b)) {
+		t.Fatalf("%v %v, %d leases, %d bytes of the budget in use", into.batch.Traces, err, len(into.batch.Leases), c.admit.inUse())
 	}
 	into.batch.Release()
+	if n := c.admit.inUse(); n != 0 {
+		t.Fatalf("%d bytes of the budget in use after the batch was let go of", n)
+	}
 	// A broken request is the request's error, for the handler to answer
 	// (gRPC would answer an error of the codec itself).
 	bad := &exportRequest{batch: pipeline.Batch{Signal: pipeline.Traces}}

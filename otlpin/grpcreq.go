@@ -34,6 +34,10 @@ type exportRequest struct {
 	// and not as its error, which gRPC answers itself, as codes.Internal,
 	// before the handler runs: the handler answers codes.InvalidArgument.
 	err error
+	// refused is set when the receiver's byte budget had no room for the
+	// request (admission.go): it was not decoded, and is answered "retry
+	// later".
+	refused error
 }
 
 // decodeExport decodes the request in data into req.batch (req.batch.Signal
@@ -82,6 +86,9 @@ func exportService(name, file string, sig pipeline.Signal, resp func() any) *grp
 		req := &exportRequest{batch: pipeline.Batch{Signal: sig}}
 		if err := dec(req); err != nil {
 			return nil, err
+		}
+		if req.refused != nil {
+			return nil, retryLater(sig, req.refused)
 		}
 		if req.err != nil {
 			// Malformed (an id of the wrong length, say): nothing of it

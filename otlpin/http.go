@@ -60,6 +60,12 @@ type httpError struct {
 	msg    string
 }
 
+// overBudget is the answer to a request the receiver's byte budget has no
+// room for (admission.go).
+func overBudget() *httpError {
+	return &httpError{http.StatusServiceUnavailable, codes.Unavailable, "otlpin: " + errOverBudget.Error() + ", retry later"}
+}
+
 func (r *Receiver) serveHTTP(w http.ResponseWriter, req *http.Request) {
 	var sig pipeline.Signal
 	switch req.URL.Path {
@@ -92,7 +98,7 @@ func (r *Receiver) serveHTTP(w http.ResponseWriter, req *http.Request) {
 			fmt.Sprintf("otlpin: unsupported Content-Type %q, use %s or %s", req.Header.Get("Content-Type"), ctProtobuf, ctJSON)})
 		return
 	}
-	body, bd, herr := r.readBody(w, req, ct == ctProtobuf)
+	body, bd, g, herr := r.readBody(w, req, ct == ctProtobuf)
 	if herr != nil {
 		r.httpReject(w, req, ct, herr)
 		return
@@ -100,13 +106,16 @@ func (r *Receiver) serveHTTP(w http.ResponseWriter, req *http.Request) {
 	b, resp, err := decodeHTTP(sig, ct, body)
 	if err != nil {
 		// A pooled body goes to the garbage collector: nothing is sure not
-		// to point into it (the error's text, say).
+		// to point into it (the error's text, say). Its bytes are no
+		// longer the budget's.
+		g.lease.Release()
 		r.httpReject(w, req, ct, &httpError{http.StatusBadRequest, codes.InvalidArgument, fmt.Sprintf("otlpin: cannot decode %s %s request: %v", ct, sig, err)})
 		return
 	}
 	if bd != nil {
 		b.Leases = append(b.Leases, &bd.lease)
 	}
+	b.Leases = append(b.Leases, &g.lease)
 	err = r.deliver(req.Context(), c, b)
 	switch classify(err) {
 	case outcomeOK:
@@ -128,14 +137,43 @@ func (r *Receiver) serveHTTP(w http.ResponseWriter, req *http.Request) {
 // When pooled is set (a protobuf request, which the decoder keeps views
 // of) and the size is known, the body is read into one of the pool's,
 // returned too: its lease goes with the batch.
-func (r *Receiver) readBody(w http.ResponseWriter, req *http.Request, pooled bool) ([]byte, *body, *httpError) {
+//
+// The body's bytes are taken from the receiver's budget (admission.go)
+// before they are read: at once when the size is known, else as they are
+// read (decompressed). The grant is returned for the batch's leases; when
+// the budget has no room, the body is not read on and the answer is
+// overBudget.
+func (r *Receiver) readBody(w http.ResponseWriter, req *http.Request, pooled bool) (_ []byte, _ *body, _ *grant, herr *httpError) {
 	if req.ContentLength > r.maxBody {
-		return nil, nil, r.tooLarge("body")
+		return nil, nil, nil, r.tooLarge("body")
 	}
+	enc := strings.ToLower(strings.TrimSpace(req.Header.Get("Content-Encoding")))
+	known := (enc == "" || enc == "identity") && req.ContentLength > 0
+	var g *grant
+	if known {
+		g = r.admit.take(req.ContentLength)
+	} else {
+		g = r.admit.take(0)
+	}
+	if g == nil {
+		r.discardBody(req)
+		return nil, nil, nil, overBudget()
+	}
+	defer func() {
+		if herr != nil {
+			g.lease.Release()
+		}
+	}()
+	body, bd, herr := r.readBodyOf(w, req, enc, known, pooled, g)
+	return body, bd, g, herr
+}
+
+// readBodyOf is readBody's reading, of a body whose size is known (and
+// taken from the budget) or read through g's budgetReader.
+func (r *Receiver) readBodyOf(w http.ResponseWriter, req *http.Request, enc string, known, pooled bool, g *grant) ([]byte, *body, *httpError) {
 	raw := http.MaxBytesReader(w, req.Body, r.maxBody)
 	defer raw.Close()
 	var src io.Reader = raw
-	enc := strings.ToLower(strings.TrimSpace(req.Header.Get("Content-Encoding")))
 	switch enc {
 	case "", "identity":
 	case "gzip", "x-gzip":
@@ -162,7 +200,7 @@ func (r *Receiver) readBody(w http.ResponseWriter, req *http.Request, pooled boo
 	default:
 		return nil, nil, &httpError{http.StatusUnsupportedMediaType, codes.InvalidArgument, fmt.Sprintf("otlpin: unsupported Content-Encoding %q, use gzip, deflate, zstd or none", enc)}
 	}
-	if (enc == "" || enc == "identity") && req.ContentLength > 0 {
+	if known {
 		// The size is known (and within maxBody, checked above): read into
 		// exactly that. A bytes.Buffer grown to it reallocates to twice the
 		// size when ReadFrom looks for more room to find EOF, and the
@@ -188,7 +226,13 @@ func (r *Receiver) readBody(w http.ResponseWriter, req *http.Request, pooled boo
 		return buf, bd, nil
 	}
 	var buf bytes.Buffer
-	n, err := buf.ReadFrom(io.LimitReader(src, r.maxBody+1))
+	br := &budgetReader{r: io.LimitReader(src, r.maxBody+1), g: g}
+	n, err := buf.ReadFrom(br)
+	br.settle()
+	if isOverBudget(err) {
+		r.discardBody(req)
+		return nil, nil, overBudget()
+	}
 	if err != nil {
 		return nil, nil, r.bodyReadError(err, enc)
 	}
@@ -196,6 +240,14 @@ func (r *Receiver) readBody(w http.ResponseWriter, req *http.Request, pooled boo
 		return nil, nil, r.tooLarge("decompressed body")
 	}
 	return buf.Bytes(), nil, nil
+}
+
+// discardBody reads what is left of a refused request's body (up to the
+// size limit) into nothing, holding no memory: a server that answers and
+// closes the connection while the body still comes in resets it, and the
+// sender then sees no answer, where "retry later" is the one it must see.
+func (r *Receiver) discardBody(req *http.Request) {
+	_, _ = io.Copy(io.Discard, io.LimitReader(req.Body, r.maxBody))
 }
 
 func (r *Receiver) tooLarge(what string) *httpError {
@@ -259,6 +311,9 @@ func (r *Receiver) httpReject(w http.ResponseWriter, req *http.Request, ct strin
 	if e.status == http.StatusRequestEntityTooLarge || e.status == http.StatusBadRequest {
 		// The rest of the body is not read: do not keep the connection.
 		w.Header().Set("Connection", "close")
+	}
+	if e.status == http.StatusServiceUnavailable { // the sender is to come back
+		w.Header().Set("Retry-After", strconv.Itoa(int(retryAfter/time.Second)))
 	}
 	if ct == "" {
 		w.Header().Set("Content-Type", "text/plain; charset=utf-8")

@@ -9,9 +9,10 @@
 //     Scopes with no items (data points, spans, log records) and the
 //     resources left with no scope are dropped (pipeline.Batch.DropEmpty):
 //     an export request of no items succeeds without calling Consume.
-//   - pipeline.ErrFull, pipeline.ErrStopped, or no buffer room within
-//     ConsumeTimeout: retryable, gRPC UNAVAILABLE with a RetryInfo detail,
-//     HTTP 503 with "Retry-After: 1".
+//   - pipeline.ErrFull, pipeline.ErrStopped, no buffer room within
+//     ConsumeTimeout, or a request the receiver's byte budget of requests
+//     in flight has no room for (Options.AdmissionBytes): retryable, gRPC
+//     UNAVAILABLE with a RetryInfo detail, HTTP 503 with "Retry-After: 1".
 //   - any other Consume error: non-retryable, gRPC INTERNAL, HTTP 500.
 //   - undecodable request, a trace or span id of the wrong length among
 //     them (otlpwire.ValidID): gRPC INVALID_ARGUMENT, HTTP 400 with a
@@ -95,6 +96,13 @@ type Options struct {
 	// DefaultDrainTimeout.
 	DrainTimeout time.Duration
 
+	// AdmissionBytes bounds the bytes (decompressed) of the requests in
+	// flight, over gRPC and HTTP together, from their reading until the
+	// last stage downstream lets go of their batches (admission.go);
+	// 0 = DefaultAdmissionBytes. A request past it is answered "retry
+	// later" unread.
+	AdmissionBytes int64
+
 	// ConsumeTimeout is how long a request may wait for buffer room before
 	// the sender is told to retry later. 0 = 5s.
 	ConsumeTimeout time.Duration
@@ -130,6 +138,8 @@ type Receiver struct {
 	// bodies are the pooled bodies of protobuf requests, lent to their
 	// batches (grpcreq.go).
 	bodies bodyPool
+	// admit is the byte budget of requests in flight (admission.go).
+	admit *admission
 
 	// forceCtx is cancelled when Shutdown gives up waiting, so in-flight
 	// Consume calls are abandoned.
@@ -162,6 +172,9 @@ func New(opts Options) (*Receiver, error) {
 	if opts.DrainTimeout < 0 {
 		return nil, fmt.Errorf("otlpin: DrainTimeout must not be negative, got %s", opts.DrainTimeout)
 	}
+	if opts.AdmissionBytes < 0 {
+		return nil, fmt.Errorf("otlpin: AdmissionBytes must not be negative, got %d", opts.AdmissionBytes)
+	}
 	if opts.ConsumeTimeout < 0 {
 		return nil, fmt.Errorf("otlpin: ConsumeTimeout must not be negative, got %s", opts.ConsumeTimeout)
 	}
@@ -180,6 +193,10 @@ func New(opts Options) (*Receiver, error) {
 	}
 	if r.timeout == 0 {
 		r.timeout = DefaultConsumeTimeout
+	}
+	r.admit = &admission{limit: opts.AdmissionBytes}
+	if r.admit.limit == 0 {
+		r.admit.limit = DefaultAdmissionBytes
 	}
 	r.forceCtx, r.forceCancel = context.WithCancel(context.Background())
 	return r, nil

@@ -22,9 +22,12 @@ import (
 //     sinks, a split batch's two halves) calls Retain(k-1) first.
 //   - A holder calls Release once it will never touch the batch's memory
 //     again: after a sink has encoded it, or when it drops it.
-//   - Never releasing is always safe: the memory then goes to the garbage
-//     collector, as it would without a lease. Releasing early is not, so a
-//     path that is unsure keeps its reference.
+//   - Never releasing is safe for the memory: it then goes to the garbage
+//     collector, as it would without a lease. But an OTLP receiver's lease
+//     also holds the request's bytes of its budget (otlpin's admission),
+//     which only a release gives back, so every holder releases what it
+//     is done with. Releasing early is never safe, so a path that is
+//     unsure whether others read the memory keeps its reference.
 //   - A stage that reads a batch's memory calls Batch.CheckLive before and
 //     after: a no-op, except in a poison build.
 //

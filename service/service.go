@@ -284,6 +284,7 @@ func New(cfg *config.Config, log *slog.Logger) (*Service, error) {
 			Logger:          log.With("receiver", id),
 			DrainTimeout:    s.plan.receivers,
 			MaxRequestBytes: o.HTTPMaxRequestBodyBytes, GRPCMaxRecvBytes: min(int64(o.GRPCMaxRecvMiB), 1<<42) << 20,
+			AdmissionBytes: int64(o.AdmissionMiB) << 20,
 			// Bounded and idle connections closed (limits.go).
 			MaxConnections: maxConnections(), GRPCKeepalive: ka, GRPCKeepalivePolicy: kaPolicy,
 			HTTPReadTimeout: o.HTTPServer.ReadTimeout, HTTPReadHeaderTimeout: o.HTTPServer.ReadHeaderTimeout,
@@ -334,7 +335,7 @@ func httpOptions(id string, e *config.OTLPHTTPExporter, log *slog.Logger) sink.H
 	return sink.HTTPOptions{
 		Name: id, Endpoint: e.Endpoint, Headers: e.Headers, Compression: e.Compression, Timeout: e.Timeout,
 		Retry:     sink.RetryOptions{Enabled: e.Retry.Enabled, InitialInterval: e.Retry.InitialInterval, MaxInterval: e.Retry.MaxInterval, MaxElapsedTime: e.Retry.MaxElapsedTime},
-		QueueSize: qs, Logger: log.With("sink", id),
+		QueueSize: qs, QueueBytes: e.QueueBytes, Logger: log.With("sink", id),
 		MetricsEndpoint: e.MetricsEndpoint, TracesEndpoint: e.TracesEndpoint, LogsEndpoint: e.LogsEndpoint,
 	}
 }

@@ -53,11 +53,16 @@ type HTTPOptions struct {
 	// Timeout is per request; default 30s.
 	Timeout time.Duration
 	Retry   RetryOptions
-	// QueueSize is the number of batches buffered; default 1000. When full
-	// the oldest batch is dropped.
-	QueueSize int
-	Logger    *slog.Logger
-	Client    *http.Client
+	// QueueSize is the number of batches buffered; default 1000.
+	// QueueBytes bounds the memory of their encoded requests (what the
+	// queue holds: their buffers, grown as they were encoded); default
+	// DefaultQueueBytes. Past either, the oldest batches
+	// are dropped (counted in Stats and the telemetry) until the new one
+	// fits; a request bigger than QueueBytes is queued alone.
+	QueueSize  int
+	QueueBytes int64
+	Logger     *slog.Logger
+	Client     *http.Client
 	// Telemetry records what the sink sends, fails, drops and retries,
 	// each request's duration and the queue's length; nil records nothing.
 	Telemetry *telemetry.Sink
@@ -76,6 +81,11 @@ type HTTPStats struct {
 }
 
 const httpWorkers = 2
+
+// DefaultQueueBytes is HTTPOptions.QueueBytes when unset: with a backend
+// down or hung, what waits for it stays within a job's memory whatever the
+// batches' sizes (1000 requests of a few MB each were gigabytes).
+const DefaultQueueBytes = 32 << 20
 
 // HTTP is the OTLP/HTTP exporter sink (protobuf, gzip). One queue is shared
 // by every signal; two workers send. Enqueue never waits on the backend:
@@ -109,6 +119,7 @@ type HTTP struct {
 	mu       sync.Mutex
 	ring     []*body
 	head, n  int
+	bytes    int64 // the queued bodies hold (their buffers' capacity), at most o.QueueBytes but for one
 	stopping bool
 	started  bool
 	avail    chan struct{}
@@ -136,6 +147,9 @@ type HTTP struct {
 func NewHTTP(o HTTPOptions) (*HTTP, error) {
 	if o.QueueSize <= 0 {
 		o.QueueSize = 1000
+	}
+	if o.QueueBytes <= 0 {
+		o.QueueBytes = DefaultQueueBytes
 	}
 	if o.Timeout <= 0 {
 		o.Timeout = 30 * time.Second
@@ -303,25 +317,27 @@ func (h *HTTP) enqueueTracked(_ context.Context, b *pipeline.Batch, items int, t
 		return nil // counted and logged: the batch is taken, and failed
 	}
 	bd.t = t
+	size := int64(bd.buf.Cap())
+	var dropped []*body
 	h.mu.Lock()
-	var dropped *body
-	if h.n == len(h.ring) {
-		dropped = h.ring[h.head]
-		h.ring[h.head] = nil
-		h.head = (h.head + 1) % len(h.ring)
-		h.n--
+	for h.n > 0 && (h.n == len(h.ring) || h.bytes+size > h.o.QueueBytes) {
+		dropped = append(dropped, h.popLocked())
 	}
 	h.ring[(h.head+h.n)%len(h.ring)] = bd
 	h.n++
+	h.bytes += size
 	h.mu.Unlock()
-	if dropped != nil {
-		h.putBody(dropped)
-		h.tel.Dropped(1)
-		total := h.dropped.Add(1)
+	if len(dropped) > 0 {
+		for _, d := range dropped {
+			h.putBody(d)
+		}
+		h.tel.Dropped(len(dropped))
+		total := h.dropped.Add(uint64(len(dropped)))
 		now := time.Now().UnixNano()
 		last := h.lastDropLog.Load()
 		if now-last >= int64(10*time.Second) && h.lastDropLog.CompareAndSwap(last, now) {
-			h.log.Warn("otlp/http exporter queue full, dropped oldest batch", "dropped_total", total, "queue_size", len(h.ring))
+			h.log.Warn("otlp/http exporter queue full, dropped oldest batches", "dropped_total", total,
+				"queue_size", len(h.ring), "queue_bytes", h.o.QueueBytes)
 		}
 	}
 	select {
@@ -364,16 +380,24 @@ func (h *HTTP) encode(b *pipeline.Batch, items int) *body {
 	return bd
 }
 
+// popLocked takes the oldest body off the queue, which must not be empty;
+// h.mu is held.
+func (h *HTTP) popLocked() *body {
+	b := h.ring[h.head]
+	h.ring[h.head] = nil
+	h.head = (h.head + 1) % len(h.ring)
+	h.n--
+	h.bytes -= int64(b.buf.Cap())
+	return b
+}
+
 func (h *HTTP) pop() (*body, bool) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	if h.n == 0 {
 		return nil, false
 	}
-	b := h.ring[h.head]
-	h.ring[h.head] = nil
-	h.head = (h.head + 1) % len(h.ring)
-	h.n--
+	b := h.popLocked()
 	if h.n > 0 {
 		select { // wake the other worker
 		case h.avail <- struct{}{}:
@@ -449,12 +473,9 @@ func (h *HTTP) Shutdown(ctx context.Context) error {
 	h.runCancel()
 	h.mu.Lock()
 	for h.n > 0 {
-		bd := h.ring[h.head]
+		bd := h.popLocked()
 		h.unsent(bd.sig, bd.items)
 		h.putBody(bd) // its ticket: undelivered
-		h.ring[h.head] = nil
-		h.head = (h.head + 1) % len(h.ring)
-		h.n--
 	}
 	h.mu.Unlock()
 	h.unobserve()

@@ -378,3 +378,37 @@ func TestPostDoneWithBodyOnReturn(t *testing.T) {
 		}
 	}
 }
+
+// The queue is bounded in bytes as well as in batches: past QueueBytes the
+// oldest requests are dropped (and counted) until the new one fits, and a
+// request bigger than the whole bound is queued alone.
+func TestHTTPQueueBytesDropsOldest(t *testing.T) {
+	var one bytes.Buffer
+	if err := EncodeRequest(metricsBatch("0", 50), true, &one); err != nil {
+		t.Fatal(err)
+	}
+	size := int64(one.Cap()) // what a queued request holds
+	be := newBackend(t, nil)
+	h, _ := newTestHTTP(t, be.srv.URL, HTTPOptions{QueueSize: 100, QueueBytes: 2*size + size/2})
+	for i := range 5 {
+		if err := h.Enqueue(context.Background(), metricsBatch(fmt.Sprint(i), 50)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if d, q := h.Stats().Dropped, h.queued(); d != 3 || q != 2 {
+		t.Fatalf("5 requests of %d bytes into %d: dropped %d, queued %d; want 3 and 2", size, 2*size+size/2, d, q)
+	}
+	if err := h.Enqueue(context.Background(), metricsBatch("big", 200)); err != nil {
+		t.Fatal(err)
+	}
+	if d, q := h.Stats().Dropped, h.queued(); d != 5 || q != 1 {
+		t.Fatalf("a request bigger than the bound: dropped %d, queued %d; want 5 and 1", d, q)
+	}
+	_ = h.Start(context.Background())
+	if err := h.Shutdown(ctxT(time.Minute)); err != nil {
+		t.Fatal(err)
+	}
+	if got := be.got(); len(got) != 1 || got[0] != "big" {
+		t.Fatalf("backend got %v, want [big]", got)
+	}
+}

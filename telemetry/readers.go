@@ -15,6 +15,7 @@ import (
 	"go.opentelemetry.io/otel/exporters/otlp/otlpmetric/otlpmetrichttp"
 	sdkmetric "go.opentelemetry.io/otel/sdk/metric"
 	"go.opentelemetry.io/otel/sdk/metric/metricdata"
+	"golang.org/x/net/netutil"
 
 	"github.com/otelstep/otelstep/config"
 )
@@ -199,6 +200,9 @@ type pull struct {
 	srv *http.Server
 }
 
+// pullMaxConns bounds a pull reader's open connections.
+const pullMaxConns = 32
+
 func newPull(r config.MetricReader, log *slog.Logger) *pull {
 	return &pull{
 		name:       r.Path,
@@ -217,7 +221,13 @@ func (p *pull) start(ctx context.Context) error {
 	}
 	mux := http.NewServeMux()
 	mux.Handle("/metrics", newPromHandler(p.reader, p.typeSuffix))
-	srv := &http.Server{Handler: mux, ReadHeaderTimeout: 5 * time.Second, WriteTimeout: 10 * time.Second, IdleTimeout: 2 * time.Minute}
+	// Bounded as the health endpoint is: a Prometheus server scrapes it
+	// once in a while, and a flood of connections to it must not take the
+	// descriptors the receivers and sinks need; the timeouts free a slot
+	// held by an idle or slow client within seconds.
+	srv := &http.Server{Handler: mux, ReadHeaderTimeout: 2 * time.Second, ReadTimeout: 5 * time.Second,
+		WriteTimeout: 10 * time.Second, IdleTimeout: 5 * time.Second, MaxHeaderBytes: 16 << 10}
+	ln = netutil.LimitListener(ln, pullMaxConns)
 	p.mu.Lock()
 	p.ln, p.srv = ln, srv
 	p.mu.Unlock()

@@ -1,0 +1,198 @@
+package faults
+
+import (
+	"bufio"
+	"bytes"
+	"encoding/binary"
+	"encoding/hex"
+	"fmt"
+	"math/rand/v2"
+	"net/http"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	coltracepb "go.opentelemetry.io/proto/otlp/collector/trace/v1"
+	commonpb "go.opentelemetry.io/proto/otlp/common/v1"
+	tracepb "go.opentelemetry.io/proto/otlp/trace/v1"
+	"google.golang.org/protobuf/proto"
+)
+
+// payloadRequest is an OTLP/HTTP protobuf body of spans named names, each
+// with an attribute of payload random bytes written in hex: about
+// len(names)*(2*payload+100) bytes that gzip to a little over half.
+func payloadRequest(names []string, payload int, rng *rand.Rand) []byte {
+	ss := &tracepb.ScopeSpans{}
+	raw := make([]byte, payload)
+	for _, n := range names {
+		seq := spanSeq.Add(1)
+		tid, sid := make([]byte, 16), make([]byte, 8)
+		tid[0] = 1
+		binary.BigEndian.PutUint64(tid[8:], seq)
+		binary.BigEndian.PutUint64(sid, seq)
+		for i := range raw {
+			raw[i] = byte(rng.Uint32())
+		}
+		ss.Spans = append(ss.Spans, &tracepb.Span{Name: n, TraceId: tid, SpanId: sid, StartTimeUnixNano: 1, EndTimeUnixNano: 2,
+			Attributes: []*commonpb.KeyValue{{Key: "payload", Value: &commonpb.AnyValue{Value: &commonpb.AnyValue_StringValue{StringValue: hex.EncodeToString(raw)}}}}})
+	}
+	body, err := proto.Marshal(&coltracepb.ExportTraceServiceRequest{ResourceSpans: []*tracepb.ResourceSpans{{ScopeSpans: []*tracepb.ScopeSpans{ss}}}})
+	if err != nil {
+		panic(err)
+	}
+	return body
+}
+
+// postUntilTaken posts body (the spans names) to OTLP/HTTP at addr until
+// it is answered 200, waiting what each "retry later" (503 with
+// Retry-After) asks, as a sender does; it records the answer in l and
+// returns how many times it was told to retry. Any other answer fails
+// the test.
+func (l *Ledger) postUntilTaken(t testing.TB, addr string, names []string, body []byte) int {
+	retries := 0
+	deadline := time.Now().Add(patience)
+	for {
+		resp, err := http.Post("http://"+addr+"/v1/traces", "application/x-protobuf", bytes.NewReader(body))
+		if err != nil {
+			l.record(names, false)
+			t.Errorf("post of %d bytes: %v", len(body), err)
+			return retries
+		}
+		resp.Body.Close()
+		if resp.StatusCode == http.StatusOK {
+			l.record(names, true)
+			return retries
+		}
+		after, aerr := strconv.Atoi(resp.Header.Get("Retry-After"))
+		if resp.StatusCode != http.StatusServiceUnavailable || aerr != nil || after <= 0 {
+			l.record(names, false)
+			t.Errorf("post of %d bytes: %s with Retry-After %q, want 200 or 503 with a Retry-After", len(body), resp.Status, resp.Header.Get("Retry-After"))
+			return retries
+		}
+		if time.Now().After(deadline) {
+			l.record(names, false)
+			t.Errorf("post of %d bytes: still told to retry after %v (%d times)", len(body), patience, retries)
+			return retries
+		}
+		retries++
+		time.Sleep(time.Duration(after) * time.Second) // what the answer asks
+	}
+}
+
+// metricValue is the value of the series named name (with its labels, as
+// the Prometheus text writes them) at otelstep's /metrics on health, 0
+// when it is not there.
+func metricValue(t testing.TB, health, name string) float64 {
+	t.Helper()
+	resp, err := http.Get("http://" + health + "/metrics")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	sc := bufio.NewScanner(resp.Body)
+	sc.Buffer(nil, 1<<20)
+	for sc.Scan() {
+		if rest, ok := strings.CutPrefix(sc.Text(), name+" "); ok {
+			v, err := strconv.ParseFloat(strings.TrimSpace(rest), 64)
+			if err != nil {
+				t.Fatalf("%s: %v", sc.Text(), err)
+			}
+			return v
+		}
+	}
+	return 0
+}
+
+// Twenty senders post a ~19 MB request each at once (the 20 MiB request
+// limit's worth; twenty of them held about 750 MB when a request's bytes
+// were not bounded): the receiver takes what its byte budget holds and
+// tells the rest to retry later; every one is taken in the end, everything
+// answered 200 is in the JSONL, and the peak resident set stays under the
+// bound.
+func TestConcurrentLargeRequests(t *testing.T) {
+	be := NewBackend(t)
+	n := configure(t, Setup{Backend: be.URL(), Exporter: fastRetry})
+	p := n.start(t)
+	l := newLedger()
+	const senders, spans, payload = 20, 9000, 1000 // 9000 spans of 2 KB: about 19 MB
+	rounds := size(1, 5)
+	var wg sync.WaitGroup
+	var mu sync.Mutex
+	retried, size0 := 0, 0
+	for s := range senders {
+		wg.Go(func() {
+			rng := rand.New(rand.NewPCG(uint64(s), 1))
+			for r := range rounds {
+				names := spanNames(fmt.Sprintf("big%d.%d", s, r), spans)
+				body := payloadRequest(names, payload, rng)
+				k := l.postUntilTaken(t, n.HTTP, names, body)
+				mu.Lock()
+				retried += k
+				size0 = len(body)
+				mu.Unlock()
+			}
+		})
+	}
+	wg.Wait()
+	answered := l.Answered()
+	if answered.Total() != senders*rounds*spans {
+		t.Errorf("%d spans answered 200, want all %d", answered.Total(), senders*rounds*spans)
+	}
+	if retried == 0 {
+		t.Errorf("%d concurrent requests of %d bytes were all taken at once: nothing bounded them", senders, size0)
+	}
+	waitFor(t, "everything answered 200 at the backend", func() bool { return be.Got().Missing(answered) == 0 })
+	e := p.Stop(t)
+	figure := checkExit(t, p, e)
+	lost := n.jsonl(t).Missing(answered)
+	n.checkNoToken(t, p)
+	report(t, fmt.Sprintf("%d×%d concurrent requests of %.1f MB: %d told to retry later, all answered 200 in the end; %s",
+		rounds, senders, float64(size0)/1e6, retried, figure), lost)
+}
+
+// The backend hangs (reads each request and never answers) while
+// requests of a few MB keep coming: the exporter's queue holds at most its
+// bytes (sending_queue, 32 MiB unless set), dropping the oldest and
+// counting them, where 1000 requests of them were gigabytes; the JSONL
+// has everything answered 200 and the peak resident set stays under the
+// bound. The backend comes back before the stop, so the stop is the
+// ordinary one.
+func TestHungBackendQueueBounded(t *testing.T) {
+	be := NewBackend(t)
+	be.Set(Hung)
+	n := configure(t, Setup{Backend: be.URL(), Exporter: fastRetry})
+	p := n.start(t)
+	l := newLedger()
+	const spans, payload = 2000, 1000 // about 4 MB, 2.3 MB gzipped
+	requests := size(60, 600)
+	rng := rand.New(rand.NewPCG(7, 1))
+	retried, size0 := 0, 0
+	for i := range requests {
+		names := spanNames(fmt.Sprintf("hung%d", i), spans)
+		body := payloadRequest(names, payload, rng)
+		size0 = len(body)
+		retried += l.postUntilTaken(t, n.HTTP, names, body)
+	}
+	answered := l.Answered()
+	if answered.Total() != requests*spans {
+		t.Errorf("%d spans answered 200, want all %d", answered.Total(), requests*spans)
+	}
+	if be.Requests(Hung) == 0 {
+		t.Error("the hung backend saw no request")
+	}
+	// Below the queue's 1000 requests, only its bytes bound drops: what
+	// was sent is several times its 32 MiB.
+	waitFor(t, "the exporter counting batches dropped", func() bool {
+		return metricValue(t, n.Health, `otelstep_exporter_dropped_batches_total{exporter="otlp_http"}`) > 0
+	})
+	dropped := metricValue(t, n.Health, `otelstep_exporter_dropped_batches_total{exporter="otlp_http"}`)
+	be.Set(Up)
+	e := p.Stop(t)
+	figure := checkExit(t, p, e)
+	lost := n.jsonl(t).Missing(answered)
+	n.checkNoToken(t, p)
+	report(t, fmt.Sprintf("%d requests of %.1f MB to a hung backend: %d told to retry later, %.0f batches dropped by the exporter; %s",
+		requests, float64(size0)/1e6, retried, dropped, figure), lost)
+}

@@ -157,8 +157,7 @@ func TestConcurrentLargeRequests(t *testing.T) {
 // bytes (sending_queue, 32 MiB unless set), dropping the oldest and
 // counting them, where 1000 requests of them were gigabytes; the JSONL
 // has everything answered 200 and the peak resident set stays under the
-// bound. The backend comes back before the stop, so the stop is the
-// ordinary one.
+// bound, and a stop with the backend still hung exits 0 in time.
 func TestHungBackendQueueBounded(t *testing.T) {
 	be := NewBackend(t)
 	be.Set(Hung)
@@ -188,11 +187,18 @@ func TestHungBackendQueueBounded(t *testing.T) {
 		return metricValue(t, n.Health, `otelstep_exporter_dropped_batches_total{exporter="otlp_http"}`) > 0
 	})
 	dropped := metricValue(t, n.Health, `otelstep_exporter_dropped_batches_total{exporter="otlp_http"}`)
-	be.Set(Up)
-	e := p.Stop(t)
+	hungPeak, err := p.PeakRSS()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if hungPeak >= rssBound {
+		t.Errorf("peak RSS %d MiB while the backend hung, bound %d MiB", hungPeak>>20, rssBound>>20)
+	}
+	e := p.Stop(t) // the backend still hung: the stop gives it a bounded time
+
 	figure := checkExit(t, p, e)
 	lost := n.jsonl(t).Missing(answered)
 	n.checkNoToken(t, p)
-	report(t, fmt.Sprintf("%d requests of %.1f MB to a hung backend: %d told to retry later, %.0f batches dropped by the exporter; %s",
-		requests, float64(size0)/1e6, retried, dropped, figure), lost)
+	report(t, fmt.Sprintf("%d requests of %.1f MB to a hung backend: %d told to retry later, %.0f batches dropped by the exporter, peak RSS %d MiB while hung; %s",
+		requests, float64(size0)/1e6, retried, dropped, hungPeak>>20, figure), lost)
 }

@@ -64,8 +64,10 @@ const maxKeptRaw = 4 * gzipPiece
 // maxKeptOut bounds the buffer a request body kept for reuse may have
 // (HTTP.putBody). The body must be whole to be sent, and traces' gzipped
 // bodies are about half their raw size: 3 MB for 8192 spans, which a
-// smaller bound would have regrown for every batch.
-const maxKeptOut = 16 << 20
+// smaller bound would have regrown for every batch. Bigger ones go to the
+// garbage collector: the kept bodies are memory beside the queue's bound,
+// at most keptBodies of this.
+const maxKeptOut = 4 << 20
 
 // encode writes b's export request into out (which it resets), gzipped
 // (at gzipLevel) when gz is set.

@@ -386,3 +386,67 @@ func (w *syncWriter) String() string {
 	defer w.mu.Unlock()
 	return w.b.String()
 }
+
+// A file that holds lines from before its record (written by a run
+// without one) is not backfilled: the fate of those lines is unknown, and
+// replay sends them; the lines after are recorded with their numbers in
+// the file.
+func TestRecordOfAFileWrittenWithoutOne(t *testing.T) {
+	b, srv := newSwitchable(false)
+	defer srv.Close()
+	dir := t.TempDir()
+	path := filepath.Join(dir, "traces.jsonl")
+	writeTraces(t, path, "old", 5)
+	log, _ := testLog()
+	l := startLive(t, path, srv.URL, 100, time.Hour, true, log)
+	if p := l.rec.pending(); len(p) != 0 {
+		t.Errorf("the record begins with %v to backfill, want nothing", p)
+	}
+	l.send(t, "live", 0, 3)
+	waitSpans(t, b, "live", 3)
+	l.shutdown(t, false)
+	if _, spans := b.snapshot(); spans["old-0"] != 0 {
+		t.Fatal("a line from before the record was backfilled")
+	}
+	cp, err := loadCheckpoint(l.rec.Path(), input{abs: l.rec.in.abs, size: 1 << 40})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(cp.Done) != 1 || cp.Done[0].FirstLine != 6 || cp.Done[0].Lines != 3 || cp.Live.From == 0 || cp.Live.FromLine != 5 {
+		t.Errorf("record: offset %d, done %+v, live %+v; want lines 6-8 done, from line 5", cp.Offset, cp.Done, cp.Live)
+	}
+	s := replayAfter(t, srv, dir)
+	_, spans := b.snapshot()
+	wantEach(t, spans, "old", 5)
+	wantEach(t, spans, "live", 3)
+	if s.AlreadySent != 3 {
+		t.Errorf("replay found %d lines sent, want 3", s.AlreadySent)
+	}
+}
+
+// A record whose file was replaced since (another file copied over it) is
+// not resumed: a new one begins, and nothing is backfilled from the new
+// file.
+func TestRecordOfAReplacedFile(t *testing.T) {
+	b, srv := newSwitchable(true)
+	defer srv.Close()
+	dir := t.TempDir()
+	path := filepath.Join(dir, "traces.jsonl")
+	log, logs := testLog()
+	l := startLive(t, path, srv.URL, 100, time.Hour, false, log)
+	l.send(t, "first", 0, 3)
+	l.shutdown(t, false)
+	writeTraces(t, path, "other", 8) // longer, other lines
+	b.down.Store(false)
+	l = startLive(t, path, srv.URL, 100, time.Hour, true, log)
+	if p := l.rec.pending(); len(p) != 0 {
+		t.Errorf("the new record begins with %v to backfill, want nothing", p)
+	}
+	l.shutdown(t, false)
+	if !strings.Contains(logs.String(), "does not match the file") {
+		t.Errorf("the replaced file was not noticed:\n%s", logs.String())
+	}
+	if _, spans := b.snapshot(); len(spans) != 0 {
+		t.Errorf("%d spans sent from the replaced file", len(spans))
+	}
+}

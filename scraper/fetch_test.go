@@ -40,7 +40,7 @@ func scrapeLogged(t *testing.T, h http.Handler, mod func(*Target)) (*pipeline.Ba
 	t.Helper()
 	srv := httptest.NewServer(h)
 	defer srv.Close()
-	tg := fixtureTarget("j")
+	tg := loopbackTarget()
 	tg.Address = strings.TrimPrefix(srv.URL, "http://")
 	if mod != nil {
 		mod(&tg)

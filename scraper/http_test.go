@@ -70,7 +70,7 @@ func gOf(b *pipeline.Batch) float64 {
 
 // targetAt is the fixture target at srv's address.
 func targetAt(srv *httptest.Server) Target {
-	tg := fixtureTarget("j")
+	tg := loopbackTarget()
 	tg.Address = srv.Listener.Addr().String()
 	return tg
 }

@@ -47,9 +47,8 @@ func managerOf(t *testing.T, srvs []*httptest.Server, next *collect) *Manager {
 	t.Helper()
 	var tgs []Target
 	for _, srv := range srvs {
-		tg := fixtureTarget("j")
+		tg := loopbackTarget()
 		tg.Address = strings.TrimPrefix(srv.URL, "http://")
-		tg.Timeout = 10 * time.Second
 		tgs = append(tgs, tg)
 	}
 	m, err := New(Options{Targets: tgs, Next: next, Logger: quiet()})

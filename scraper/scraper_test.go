@@ -43,6 +43,15 @@ var fixtures = []struct{ name, file, ct string }{
 	{"utf8om", "utf8.om", "application/openmetrics-text; version=1.0.0; charset=utf-8; escaping=allow-utf-8"},
 }
 
+// loopbackTarget is fixtureTarget("j") for a test server: its scrape
+// timeout is a minute's patience (a TLS handshake under -race on a busy
+// machine can take seconds), unless the test sets its own.
+func loopbackTarget() Target {
+	tg := fixtureTarget("j")
+	tg.Interval, tg.Timeout = patience, patience
+	return tg
+}
+
 func fixtureTarget(job string) Target {
 	return Target{JobName: job, Address: "127.0.0.1:18200", Scheme: "http", Labels: map[string]string{"gym_service": "fixture"},
 		Interval: time.Second, Timeout: time.Second, HonorTimestamps: true}
@@ -305,7 +314,7 @@ func quiet() *slog.Logger { return slog.New(slog.NewTextHandler(io.Discard, nil)
 // when it is not nil), and the collector of its batches.
 func oneTarget(t *testing.T, srv *httptest.Server, mod func(*Target)) (*Manager, *collect) {
 	t.Helper()
-	tg := fixtureTarget("j")
+	tg := loopbackTarget()
 	tg.Address = strings.TrimPrefix(srv.URL, "http://")
 	if mod != nil {
 		mod(&tg)

@@ -33,9 +33,8 @@ func TestPortInUse(t *testing.T) {
 	p := proctest.Launch(t, proctest.Command(otelstepBin, n.Env, "--config", n.Config))
 	var code int
 	select {
-	case err := <-p.Done:
+	case <-p.Done:
 		code = p.Cmd.ProcessState.ExitCode()
-		_ = err
 	case <-time.After(patience):
 		t.Fatalf("still running %v after start with its gRPC port in use:\n%s", patience, p.Out.String())
 	}

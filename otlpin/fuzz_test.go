@@ -37,15 +37,23 @@ func (c *checkingConsumer) Consume(_ context.Context, b *pipeline.Batch) error {
 	for _, r := range b.Metrics {
 		msgs = append(msgs, r)
 	}
-	for _, r := range b.Traces {
+	// Spans and log records as messages: their records decode.
+	rss, terr := pipeline.TracesProto(b.Traces)
+	for _, r := range rss {
 		msgs = append(msgs, r)
 	}
-	for _, r := range b.Logs {
+	rls, lerr := pipeline.LogsProto(b.Logs)
+	for _, r := range rls {
 		msgs = append(msgs, r)
 	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	c.batches++
+	for _, err := range []error{terr, lerr} {
+		if err != nil && c.err == nil {
+			c.err = err
+		}
+	}
 	for _, m := range msgs {
 		if _, err := proto.Marshal(m); err != nil && c.err == nil {
 			c.err = err

@@ -76,13 +76,13 @@ func TestGRPCCodecExports(t *testing.T) {
 			var got proto.Message
 			switch b.Signal {
 			case pipeline.Traces:
-				rss, err := pipeline.ExpandSpans(b.Traces) // received spans are kept as records
+				rss, err := pipeline.TracesProto(b.Traces) // received spans are kept as records
 				if err != nil {
 					t.Fatal(err)
 				}
 				got = &coltracepb.ExportTraceServiceRequest{ResourceSpans: rss}
 			case pipeline.Logs:
-				rls, err := pipeline.ExpandLogs(b.Logs) // received log records are kept as records
+				rls, err := pipeline.LogsProto(b.Logs) // received log records are kept as records
 				if err != nil {
 					t.Fatal(err)
 				}
@@ -178,7 +178,7 @@ func TestGRPCCodecFallback(t *testing.T) {
 	b, _ := proto.Marshal(req)
 	into := &exportRequest{batch: pipeline.Batch{Signal: pipeline.Traces}}
 	if err := c.Unmarshal(mem.BufferSlice{mem.SliceBuffer(b[:2]), mem.SliceBuffer(b[2:])}, into); err != nil ||
-		len(into.batch.Traces) != 1 || into.batch.Traces[0].SchemaUrl != "u" || len(into.batch.Leases) != 2 || c.admit.inUse() != int64(len(b)) {
+		len(into.batch.Traces) != 1 || into.batch.Traces[0].SchemaURL != "u" || len(into.batch.Leases) != 2 || c.admit.inUse() != int64(len(b)) {
 		t.Fatalf("%v %v, %d leases, %d bytes of the budget in use", into.batch.Traces, err, len(into.batch.Leases), c.admit.inUse())
 	}
 	into.batch.Release()

@@ -291,11 +291,11 @@ func decodeHTTP(sig pipeline.Signal, ct string, body []byte) (*pipeline.Batch, p
 	case pipeline.Traces:
 		var m *coltracepb.ExportTraceServiceRequest
 		m, err = decodeTracesJSON(body)
-		b.Traces = m.GetResourceSpans()
+		b.Traces = pipeline.TracesFromProto(m.GetResourceSpans())
 	default:
 		var m *collogspb.ExportLogsServiceRequest
 		m, err = decodeLogsJSON(body)
-		b.Logs = m.GetResourceLogs()
+		b.Logs = pipeline.LogsFromProto(m.GetResourceLogs())
 	}
 	if err != nil {
 		return nil, nil, err

@@ -35,7 +35,7 @@ type rec struct {
 // received spans as records).
 func firstSpan(t *testing.T, b *pipeline.Batch) *tracepb.Span {
 	t.Helper()
-	spans, err := pipeline.SpansOf(b.Traces[0].ScopeSpans[0])
+	spans, err := b.Traces[0].ScopeSpans[0].Messages()
 	if err != nil || len(spans) == 0 {
 		t.Fatalf("no span (%v)", err)
 	}

@@ -101,9 +101,9 @@ func badRequests() []badRequest {
 func jsonOf(m proto.Message) []byte {
 	switch m := m.(type) {
 	case *coltracepb.ExportTraceServiceRequest:
-		return otlpwire.AppendTraces(nil, m.ResourceSpans)
+		return otlpwire.AppendTraces(nil, pipeline.TracesFromProto(m.ResourceSpans))
 	case *collogspb.ExportLogsServiceRequest:
-		return otlpwire.AppendLogs(nil, m.ResourceLogs)
+		return otlpwire.AppendLogs(nil, pipeline.LogsFromProto(m.ResourceLogs))
 	case *colmetricspb.ExportMetricsServiceRequest:
 		return otlpwire.AppendMetrics(nil, m.ResourceMetrics)
 	}

@@ -105,9 +105,9 @@ func batchOfRequest(s pipeline.Signal, m proto.Message) *pipeline.Batch {
 	case *colmetricspb.ExportMetricsServiceRequest:
 		b.Metrics = r.ResourceMetrics
 	case *coltracepb.ExportTraceServiceRequest:
-		b.Traces = r.ResourceSpans
+		b.Traces = pipeline.TracesFromProto(r.ResourceSpans)
 	case *collogspb.ExportLogsServiceRequest:
-		b.Logs = r.ResourceLogs
+		b.Logs = pipeline.LogsFromProto(r.ResourceLogs)
 	}
 	return b
 }

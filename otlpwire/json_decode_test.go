@@ -11,6 +11,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/otelstep/otelstep/pipeline"
 	collogspb "go.opentelemetry.io/proto/otlp/collector/logs/v1"
 	colmetricspb "go.opentelemetry.io/proto/otlp/collector/metrics/v1"
 	coltracepb "go.opentelemetry.io/proto/otlp/collector/trace/v1"
@@ -42,13 +43,13 @@ var signals = []signal{
 		func(b []byte) (proto.Message, error) { return nilIfErr(DecodeTraces(b)) },
 		func(b []byte) (proto.Message, error) { return nilIfErr(pjDecodeTraces(b)) },
 		func(m proto.Message) []byte {
-			return AppendTraces(nil, m.(*coltracepb.ExportTraceServiceRequest).ResourceSpans)
+			return AppendTraces(nil, pipeline.TracesFromProto(m.(*coltracepb.ExportTraceServiceRequest).ResourceSpans))
 		}},
 	{"logs", `{"resourceLogs"`,
 		func(b []byte) (proto.Message, error) { return nilIfErr(DecodeLogs(b)) },
 		func(b []byte) (proto.Message, error) { return nilIfErr(pjDecodeLogs(b)) },
 		func(m proto.Message) []byte {
-			return AppendLogs(nil, m.(*collogspb.ExportLogsServiceRequest).ResourceLogs)
+			return AppendLogs(nil, pipeline.LogsFromProto(m.(*collogspb.ExportLogsServiceRequest).ResourceLogs))
 		}},
 }
 

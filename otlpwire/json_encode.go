@@ -174,26 +174,26 @@ func (e *MetricsEncoder) AppendResourceMetrics(dst []byte, rm *metricspb.Resourc
 
 // AppendResourceSpans appends the OTLP/JSON encoding of one ResourceSpans,
 // as an element of a request's list (see RequestStart).
-func AppendResourceSpans(dst []byte, rs *tracepb.ResourceSpans, skipResourceKeys ...string) []byte {
+func AppendResourceSpans(dst []byte, rs *pipeline.ResourceSpans, skipResourceKeys ...string) []byte {
 	return appendResourceSpans(dst, rs, skipResourceKeys)
 }
 
 // AppendResourceLogs appends the OTLP/JSON encoding of one ResourceLogs, as
 // an element of a request's list (see RequestStart).
-func AppendResourceLogs(dst []byte, rl *logspb.ResourceLogs, skipResourceKeys ...string) []byte {
+func AppendResourceLogs(dst []byte, rl *pipeline.ResourceLogs, skipResourceKeys ...string) []byte {
 	return appendResourceLogs(dst, rl, skipResourceKeys)
 }
 
 // AppendTraces appends the OTLP/JSON encoding of an ExportTraceServiceRequest holding rss to dst (no trailing newline).
 // Resource attributes whose key equals any of skipResourceKeys are left out.
-func AppendTraces(dst []byte, rss []*tracepb.ResourceSpans, skipResourceKeys ...string) []byte {
-	return appendRequest(dst, pipeline.Traces, rss, func(b []byte, r *tracepb.ResourceSpans) []byte { return appendResourceSpans(b, r, skipResourceKeys) })
+func AppendTraces(dst []byte, rss []*pipeline.ResourceSpans, skipResourceKeys ...string) []byte {
+	return appendRequest(dst, pipeline.Traces, rss, func(b []byte, r *pipeline.ResourceSpans) []byte { return appendResourceSpans(b, r, skipResourceKeys) })
 }
 
 // AppendLogs appends the OTLP/JSON encoding of an ExportLogsServiceRequest holding rls to dst (no trailing newline).
 // Resource attributes whose key equals any of skipResourceKeys are left out.
-func AppendLogs(dst []byte, rls []*logspb.ResourceLogs, skipResourceKeys ...string) []byte {
-	return appendRequest(dst, pipeline.Logs, rls, func(b []byte, r *logspb.ResourceLogs) []byte { return appendResourceLogs(b, r, skipResourceKeys) })
+func AppendLogs(dst []byte, rls []*pipeline.ResourceLogs, skipResourceKeys ...string) []byte {
+	return appendRequest(dst, pipeline.Logs, rls, func(b []byte, r *pipeline.ResourceLogs) []byte { return appendResourceLogs(b, r, skipResourceKeys) })
 }
 
 // ---- field helpers ----
@@ -921,7 +921,7 @@ func appendSummaryDataPoint(b []byte, p *metricspb.SummaryDataPoint, pw *pointWr
 
 // ---- traces ----
 
-func appendResourceSpans(b []byte, rs *tracepb.ResourceSpans, skip []string) []byte {
+func appendResourceSpans(b []byte, rs *pipeline.ResourceSpans, skip []string) []byte {
 	b = append(b, '{')
 	if rs == nil {
 		return append(b, '}')
@@ -932,11 +932,11 @@ func appendResourceSpans(b []byte, rs *tracepb.ResourceSpans, skip []string) []b
 		b = appendResource(b, rs.Resource, skip)
 	}
 	b = fieldList(b, &first, "scopeSpans", rs.ScopeSpans, appendScopeSpans)
-	b = fieldString(b, &first, "schemaUrl", rs.SchemaUrl)
+	b = fieldString(b, &first, "schemaUrl", rs.SchemaURL)
 	return append(b, '}')
 }
 
-func appendScopeSpans(b []byte, ss *tracepb.ScopeSpans) []byte {
+func appendScopeSpans(b []byte, ss *pipeline.ScopeSpans) []byte {
 	b = append(b, '{')
 	if ss == nil {
 		return append(b, '}')
@@ -946,8 +946,8 @@ func appendScopeSpans(b []byte, ss *tracepb.ScopeSpans) []byte {
 		b = key(b, &first, "scope")
 		b = appendScope(b, ss.Scope)
 	}
-	b = fieldItems(b, &first, "spans", ss.Spans, pipeline.Records(ss), appendSpanRecord, &spanDecoders, appendSpan)
-	b = fieldString(b, &first, "schemaUrl", ss.SchemaUrl)
+	b = fieldItems(b, &first, "spans", ss.Spans, ss.Records, appendSpanRecord, &spanDecoders, appendSpan)
+	b = fieldString(b, &first, "schemaUrl", ss.SchemaURL)
 	return append(b, '}')
 }
 
@@ -970,8 +970,8 @@ type itemDecoder[T any] interface {
 // decoder from pool and written with fn, as msgs are. A record that does
 // not decode is left out; the decoder checked every record it kept, so none
 // does.
-func fieldItems[T any](b []byte, first *bool, name string, msgs []*T, records []byte, direct func(b, rec []byte) ([]byte, bool), pool *sync.Pool, fn func([]byte, *T) []byte) []byte {
-	if _, _, received := pipeline.NextRecord(records); !received {
+func fieldItems[T any](b []byte, first *bool, name string, msgs []*T, records pipeline.Records, direct func(b, rec []byte) ([]byte, bool), pool *sync.Pool, fn func([]byte, *T) []byte) []byte {
+	if records.Empty() {
 		return fieldList(b, first, name, msgs, fn)
 	}
 	if len(msgs) > 0 {
@@ -983,7 +983,7 @@ func fieldItems[T any](b []byte, first *bool, name string, msgs []*T, records []
 	}
 	comma := false
 	var d itemDecoder[T]
-	for rec, rest, ok := pipeline.NextRecord(records); ok; rec, rest, ok = pipeline.NextRecord(rest) {
+	for rec := range records.All() {
 		if direct != nil {
 			at := len(b)
 			if comma {
@@ -1091,7 +1091,7 @@ func appendSpan(b []byte, s *tracepb.Span) []byte {
 
 // ---- logs ----
 
-func appendResourceLogs(b []byte, rl *logspb.ResourceLogs, skip []string) []byte {
+func appendResourceLogs(b []byte, rl *pipeline.ResourceLogs, skip []string) []byte {
 	b = append(b, '{')
 	if rl == nil {
 		return append(b, '}')
@@ -1102,11 +1102,11 @@ func appendResourceLogs(b []byte, rl *logspb.ResourceLogs, skip []string) []byte
 		b = appendResource(b, rl.Resource, skip)
 	}
 	b = fieldList(b, &first, "scopeLogs", rl.ScopeLogs, appendScopeLogs)
-	b = fieldString(b, &first, "schemaUrl", rl.SchemaUrl)
+	b = fieldString(b, &first, "schemaUrl", rl.SchemaURL)
 	return append(b, '}')
 }
 
-func appendScopeLogs(b []byte, sl *logspb.ScopeLogs) []byte {
+func appendScopeLogs(b []byte, sl *pipeline.ScopeLogs) []byte {
 	b = append(b, '{')
 	if sl == nil {
 		return append(b, '}')
@@ -1116,8 +1116,8 @@ func appendScopeLogs(b []byte, sl *logspb.ScopeLogs) []byte {
 		b = key(b, &first, "scope")
 		b = appendScope(b, sl.Scope)
 	}
-	b = fieldItems(b, &first, "logRecords", sl.LogRecords, pipeline.Records(sl), appendLogRecordRecord, &logRecordDecoders, appendLogRecord)
-	b = fieldString(b, &first, "schemaUrl", sl.SchemaUrl)
+	b = fieldItems(b, &first, "logRecords", sl.LogRecords, sl.Records, appendLogRecordRecord, &logRecordDecoders, appendLogRecord)
+	b = fieldString(b, &first, "schemaUrl", sl.SchemaURL)
 	return append(b, '}')
 }
 

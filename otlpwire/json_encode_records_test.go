@@ -31,7 +31,7 @@ func checkSpanRecords(t *testing.T, body []byte) (direct, all int) {
 	var d SpanDecoder
 	for _, rs := range rss {
 		for _, ss := range rs.ScopeSpans {
-			n, k := checkRecords(t, pipeline.Records(ss), d.Decode, appendSpan, appendSpanRecord)
+			n, k := checkRecords(t, ss.Records, d.Decode, appendSpan, appendSpanRecord)
 			direct, all = direct+n, all+k
 		}
 	}
@@ -48,7 +48,7 @@ func checkLogRecords(t *testing.T, body []byte) (direct, all int) {
 	var d LogRecordDecoder
 	for _, rl := range rls {
 		for _, sl := range rl.ScopeLogs {
-			n, k := checkRecords(t, pipeline.Records(sl), d.Decode, appendLogRecord, appendLogRecordRecord)
+			n, k := checkRecords(t, sl.Records, d.Decode, appendLogRecord, appendLogRecordRecord)
 			direct, all = direct+n, all+k
 		}
 	}
@@ -59,7 +59,7 @@ func checkLogRecords(t *testing.T, body []byte) (direct, all int) {
 // records.
 func checkRecords[T any](t *testing.T, records []byte, decode func([]byte) (*T, error), fn func([]byte, *T) []byte, direct func(b, rec []byte) ([]byte, bool)) (took, all int) {
 	t.Helper()
-	for rec, rest, ok := pipeline.NextRecord(records); ok; rec, rest, ok = pipeline.NextRecord(rest) {
+	for rec := range pipeline.Records(records).All() {
 		all++
 		m, err := decode(rec)
 		if err != nil {
@@ -163,17 +163,17 @@ func TestSpanRecordJSONFallsBack(t *testing.T) {
 			if _, ok := appendSpanRecord(nil, tc.rec); ok {
 				t.Fatal("the direct path took a record it should leave to decoding")
 			}
-			ss := &tracepb.ScopeSpans{}
+			ss := &pipeline.ScopeSpans{}
 			records := protowire.AppendBytes(protowire.AppendTag(nil, 2, protowire.BytesType), rec)
 			records = protowire.AppendBytes(protowire.AppendTag(records, 2, protowire.BytesType), tc.rec)
 			records = protowire.AppendBytes(protowire.AppendTag(records, 2, protowire.BytesType), rec)
-			pipeline.SetRecords(ss, records)
-			spans, err := pipeline.SpansOf(ss)
+			ss.Records = records
+			spans, err := ss.Messages()
 			if err != nil {
 				t.Fatal(err)
 			}
 			got := appendScopeSpans(nil, ss)
-			want := appendScopeSpans(nil, &tracepb.ScopeSpans{Spans: spans})
+			want := appendScopeSpans(nil, &pipeline.ScopeSpans{Spans: spans})
 			if !bytes.Equal(got, want) {
 				t.Fatalf("fieldItems with a fallback record\ngot:  %s\nwant: %s", got, want)
 			}
@@ -221,11 +221,11 @@ func TestLogRecordJSONFallsBack(t *testing.T) {
 	if _, ok := appendLogRecordRecord(nil, twice); ok {
 		t.Fatal("the direct path took a record whose body comes twice")
 	}
-	sl := &logspb.ScopeLogs{}
+	sl := &pipeline.ScopeLogs{}
 	records := protowire.AppendBytes(protowire.AppendTag(nil, 2, protowire.BytesType), rec)
 	records = protowire.AppendBytes(protowire.AppendTag(records, 2, protowire.BytesType), twice)
-	pipeline.SetRecords(sl, records)
-	items, err := pipeline.LogRecordsOf(sl)
+	sl.Records = records
+	items, err := sl.Messages()
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -233,7 +233,7 @@ func TestLogRecordJSONFallsBack(t *testing.T) {
 		t.Fatalf("decoding did not merge the bodies: %v", items[1].Body)
 	}
 	got := appendScopeLogs(nil, sl)
-	want := appendScopeLogs(nil, &logspb.ScopeLogs{LogRecords: items})
+	want := appendScopeLogs(nil, &pipeline.ScopeLogs{LogRecords: items})
 	if !bytes.Equal(got, want) {
 		t.Fatalf("fieldItems with a fallback record\ngot:  %s\nwant: %s", got, want)
 	}
@@ -274,7 +274,7 @@ func BenchmarkSpanRecordJSON(b *testing.B) {
 	if err != nil {
 		b.Fatal(err)
 	}
-	records := pipeline.Records(kept[0].ScopeSpans[0])
+	records := kept[0].ScopeSpans[0].Records
 	for _, bc := range []struct {
 		name   string
 		direct func(b, rec []byte) ([]byte, bool)

@@ -17,6 +17,7 @@ import (
 	"testing"
 	"unicode/utf8"
 
+	"github.com/otelstep/otelstep/pipeline"
 	collogspb "go.opentelemetry.io/proto/otlp/collector/logs/v1"
 	colmetricspb "go.opentelemetry.io/proto/otlp/collector/metrics/v1"
 	coltracepb "go.opentelemetry.io/proto/otlp/collector/trace/v1"
@@ -92,13 +93,13 @@ func reencode(t testing.TB, line []byte, skip ...string) (kind string, out []byt
 		if err != nil {
 			t.Fatal(err)
 		}
-		return "traces", AppendTraces(nil, req.ResourceSpans, skip...), req
+		return "traces", AppendTraces(nil, pipeline.TracesFromProto(req.ResourceSpans), skip...), req
 	case bytes.HasPrefix(line, []byte(`{"resourceLogs"`)):
 		req, err := DecodeLogs(line)
 		if err != nil {
 			t.Fatal(err)
 		}
-		return "logs", AppendLogs(nil, req.ResourceLogs, skip...), req
+		return "logs", AppendLogs(nil, pipeline.LogsFromProto(req.ResourceLogs), skip...), req
 	}
 	t.Fatalf("unknown fixture line: %.80s", line)
 	return
@@ -283,15 +284,15 @@ func TestSkipResourceKeys(t *testing.T) {
 	}
 	// Skipping every attribute leaves an empty resource, valid JSON.
 	rs := []*tracepb.ResourceSpans{{Resource: &resourcepb.Resource{Attributes: []*commonpb.KeyValue{kvStr("a", "1"), kvStr("b", "2")}}}}
-	if got, want := string(AppendTraces(nil, rs, "a", "b")), `{"resourceSpans":[{"resource":{}}]}`; got != want {
+	if got, want := string(AppendTraces(nil, pipeline.TracesFromProto(rs), "a", "b")), `{"resourceSpans":[{"resource":{}}]}`; got != want {
 		t.Errorf("got %s, want %s", got, want)
 	}
-	if got, want := string(AppendTraces(nil, rs, "a")), `{"resourceSpans":[{"resource":{"attributes":[{"key":"b","value":{"stringValue":"2"}}]}}]}`; got != want {
+	if got, want := string(AppendTraces(nil, pipeline.TracesFromProto(rs), "a")), `{"resourceSpans":[{"resource":{"attributes":[{"key":"b","value":{"stringValue":"2"}}]}}]}`; got != want {
 		t.Errorf("got %s, want %s", got, want)
 	}
 	// Only resource attributes are filtered, not span attributes.
 	rs[0].ScopeSpans = []*tracepb.ScopeSpans{{Spans: []*tracepb.Span{{Attributes: []*commonpb.KeyValue{kvStr("a", "x")}}}}}
-	if got := string(AppendTraces(nil, rs, "a")); !strings.Contains(got, `"spans":[{"attributes":[{"key":"a"`) {
+	if got := string(AppendTraces(nil, pipeline.TracesFromProto(rs), "a")); !strings.Contains(got, `"spans":[{"attributes":[{"key":"a"`) {
 		t.Errorf("span attribute dropped: %s", got)
 	}
 }
@@ -462,7 +463,7 @@ func TestEmpty(t *testing.T) {
 	if got := string(AppendMetrics([]byte("x"), nil)); got != "x{}" {
 		t.Errorf("got %s", got)
 	}
-	if got := string(AppendLogs(nil, []*logspb.ResourceLogs{nil, {}})); got != `{"resourceLogs":[{},{}]}` {
+	if got := string(AppendLogs(nil, pipeline.LogsFromProto([]*logspb.ResourceLogs{nil, {}}))); got != `{"resourceLogs":[{},{}]}` {
 		t.Errorf("got %s", got)
 	}
 	for _, in := range []string{`{}`, `{"resourceSpans":[]}`, `{"resourceSpans":[{}]}`} {
@@ -900,10 +901,10 @@ func TestRandomCrossCheck(t *testing.T) {
 		crossCheck(t, i, &colmetricspb.ExportMetricsServiceRequest{ResourceMetrics: rms}, AppendMetrics(nil, rms),
 			func(b []byte) (proto.Message, error) { return DecodeMetrics(b) })
 		rss := g.traces()
-		crossCheck(t, i, &coltracepb.ExportTraceServiceRequest{ResourceSpans: rss}, AppendTraces(nil, rss),
+		crossCheck(t, i, &coltracepb.ExportTraceServiceRequest{ResourceSpans: rss}, AppendTraces(nil, pipeline.TracesFromProto(rss)),
 			func(b []byte) (proto.Message, error) { return DecodeTraces(b) })
 		rls := g.logs()
-		crossCheck(t, i, &collogspb.ExportLogsServiceRequest{ResourceLogs: rls}, AppendLogs(nil, rls),
+		crossCheck(t, i, &collogspb.ExportLogsServiceRequest{ResourceLogs: rls}, AppendLogs(nil, pipeline.LogsFromProto(rls)),
 			func(b []byte) (proto.Message, error) { return DecodeLogs(b) })
 	}
 }
@@ -948,8 +949,8 @@ func TestKeyOrderMatchesProtojson(t *testing.T) {
 		}
 	}
 	check(&colmetricspb.ExportMetricsServiceRequest{ResourceMetrics: rms}, AppendMetrics(nil, rms))
-	check(&coltracepb.ExportTraceServiceRequest{ResourceSpans: rss}, AppendTraces(nil, rss))
-	check(&collogspb.ExportLogsServiceRequest{ResourceLogs: rls}, AppendLogs(nil, rls))
+	check(&coltracepb.ExportTraceServiceRequest{ResourceSpans: rss}, AppendTraces(nil, pipeline.TracesFromProto(rss)))
+	check(&collogspb.ExportLogsServiceRequest{ResourceLogs: rls}, AppendLogs(nil, pipeline.LogsFromProto(rls)))
 }
 
 // keySeq lists object keys in document order.
@@ -1078,7 +1079,7 @@ func TestSkipIgnoresCase(t *testing.T) {
 		{Key: "AUTHORIZATION", Value: &commonpb.AnyValue{Value: &commonpb.AnyValue_StringValue{StringValue: "tok-upper"}}},
 		{Key: "keep", Value: &commonpb.AnyValue{Value: &commonpb.AnyValue_StringValue{StringValue: "v"}}},
 	}}}}
-	out := string(AppendTraces(nil, rs, "Authorization"))
+	out := string(AppendTraces(nil, pipeline.TracesFromProto(rs), "Authorization"))
 	if strings.Contains(out, "tok-") || !strings.Contains(out, `"keep"`) {
 		t.Fatalf("got %s", out)
 	}

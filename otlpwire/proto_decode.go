@@ -10,6 +10,7 @@ import (
 	"unicode/utf8"
 	"unsafe"
 
+	"github.com/otelstep/otelstep/pipeline"
 	commonpb "go.opentelemetry.io/proto/otlp/common/v1"
 	logspb "go.opentelemetry.io/proto/otlp/logs/v1"
 	metricspb "go.opentelemetry.io/proto/otlp/metrics/v1"
@@ -39,7 +40,7 @@ import (
 // whole, so that is the same lifetime in practice.
 //
 // Spans and log records are checked like everything else but kept as the
-// wire records they came in (pipeline/records.go): with ExpandSpans and ExpandLogs
+// wire records they came in (pipeline.Records): with pipeline.TracesProto and LogsProto
 // applied, which decode those records into messages, what follows holds.
 //
 // Semantics: for any input proto.Unmarshal (DiscardUnknown) accepts, the
@@ -141,12 +142,12 @@ func (e *DecodeError) done() *DecodeError {
 // copying it: the caller hands buf over, and neither it nor anyone else may
 // modify buf afterwards (the result's strings and ids point into it).
 // UnmarshalRequest is the copying form.
-func DecodeTracesOwned(buf []byte) ([]*tracepb.ResourceSpans, error) {
+func DecodeTracesOwned(buf []byte) ([]*pipeline.ResourceSpans, error) {
 	return decodeOwned(buf, (*decoder).traces)
 }
 
 // DecodeLogsOwned decodes an ExportLogsServiceRequest; see DecodeTracesOwned.
-func DecodeLogsOwned(buf []byte) ([]*logspb.ResourceLogs, error) {
+func DecodeLogsOwned(buf []byte) ([]*pipeline.ResourceLogs, error) {
 	return decodeOwned(buf, (*decoder).logs)
 }
 
@@ -207,14 +208,14 @@ type decoder struct {
 	sp      *tracepb.Span
 	lr      *logspb.LogRecord
 
-	rss    list[tracepb.ResourceSpans]
-	sss    list[tracepb.ScopeSpans]
+	rss    list[pipeline.ResourceSpans]
+	sss    list[pipeline.ScopeSpans]
 	events list[tracepb.Span_Event]
 	links  list[tracepb.Span_Link]
 	stats  slab[tracepb.Status]
 
-	rls list[logspb.ResourceLogs]
-	sls list[logspb.ScopeLogs]
+	rls list[pipeline.ResourceLogs]
+	sls list[pipeline.ScopeLogs]
 
 	rms      list[metricspb.ResourceMetrics]
 	sms      list[metricspb.ScopeMetrics]

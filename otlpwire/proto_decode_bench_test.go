@@ -157,12 +157,12 @@ func BenchmarkSpanDecoder(b *testing.B) {
 	if err != nil {
 		b.Fatal(err)
 	}
-	recs := pipeline.Records(bt.Traces[0].ScopeSpans[0])
-	n := pipeline.RecordCount(recs)
+	recs := bt.Traces[0].ScopeSpans[0].Records
+	n := pipeline.Records(recs).Len()
 	var d otlpwire.SpanDecoder
 	b.ReportAllocs()
 	for b.Loop() {
-		for rec, rest, ok := pipeline.NextRecord(recs); ok; rec, rest, ok = pipeline.NextRecord(rest) {
+		for rec := range pipeline.Records(recs).All() {
 			if _, err := d.Decode(rec); err != nil {
 				b.Fatal(err)
 			}

@@ -2,7 +2,6 @@ package otlpwire
 
 import (
 	"github.com/otelstep/otelstep/pipeline"
-
 	logspb "go.opentelemetry.io/proto/otlp/logs/v1"
 )
 
@@ -12,7 +11,7 @@ import (
 
 var resourceLogsRequestFields = []string{1: "resource_logs"}
 
-func (d *decoder) logs() ([]*logspb.ResourceLogs, *DecodeError) {
+func (d *decoder) logs() ([]*pipeline.ResourceLogs, *DecodeError) {
 	mark := d.rls.mark()
 	p, end := 0, d.n
 	d.n = 0 // the log records are kept as records: see traces
@@ -48,7 +47,7 @@ func (d *decoder) logs() ([]*logspb.ResourceLogs, *DecodeError) {
 
 var resourceLogsFields = []string{1: "resource", 2: "scope_logs", 3: "schema_url"}
 
-func (d *decoder) resourceLogs(m *logspb.ResourceLogs, p, end int) *DecodeError {
+func (d *decoder) resourceLogs(m *pipeline.ResourceLogs, p, end int) *DecodeError {
 	mark := d.sls.mark()
 	for p < end {
 		tag, q := uint64(d.b[p]), p+1
@@ -76,7 +75,7 @@ func (d *decoder) resourceLogs(m *logspb.ResourceLogs, p, end int) *DecodeError 
 			d.sls.push(sl)
 			p = z
 		case 3<<3 | wtLen:
-			if m.SchemaUrl, p, e = d.str(q, end); e != nil {
+			if m.SchemaURL, p, e = d.str(q, end); e != nil {
 				return e.in("schema_url")
 			}
 		default:
@@ -91,11 +90,9 @@ func (d *decoder) resourceLogs(m *logspb.ResourceLogs, p, end int) *DecodeError 
 
 var scopeLogsFields = []string{1: "scope", 2: "log_records", 3: "schema_url"}
 
-func (d *decoder) scopeLogs(m *logspb.ScopeLogs, p, end int) *DecodeError {
-	recs, e := d.scopeItems(&m.Scope, &m.SchemaUrl, p, end, scopeLogsFields, (*decoder).checkLogRecord)
-	if len(recs) > 0 {
-		pipeline.SetRecords(m, recs)
-	}
+func (d *decoder) scopeLogs(m *pipeline.ScopeLogs, p, end int) *DecodeError {
+	var e *DecodeError
+	m.Records, e = d.scopeItems(&m.Scope, &m.SchemaURL, p, end, scopeLogsFields, (*decoder).checkLogRecord)
 	return e
 }
 

@@ -14,7 +14,7 @@ type SpanDecoder struct {
 	d decoder
 }
 
-// Decode decodes one span record's payload (as NextRecord returns it). The
+// Decode decodes one span record's payload (as pipeline.Records.All yields it). The
 // Span and everything it refers to are valid until the next Decode and
 // alias rec: read them, never keep or change them.
 //

@@ -15,7 +15,7 @@ import (
 )
 
 // A decoded ScopeSpans keeps its spans as their records, a range of the
-// request; they decode (SpanDecoder, SpansOf) to exactly the spans sent,
+// request; they decode (SpanDecoder, ScopeSpans.Messages) to exactly the spans sent,
 // and proto.Marshal writes them back.
 func TestSpanRecordsOfDecodedRequest(t *testing.T) {
 	req := fullTraces()
@@ -29,9 +29,9 @@ func TestSpanRecordsOfDecodedRequest(t *testing.T) {
 	for i, rs := range b.Traces {
 		for j, ss := range rs.ScopeSpans {
 			want := req.ResourceSpans[i].ScopeSpans[j].Spans
-			recs := pipeline.Records(ss)
+			recs := ss.Records
 			if len(want) == 0 {
-				if len(recs) != 0 || pipeline.ScopeSpansCount(ss) != 0 {
+				if len(recs) != 0 || ss.Len() != 0 {
 					t.Error("no spans, but records")
 				}
 				continue
@@ -39,11 +39,11 @@ func TestSpanRecordsOfDecodedRequest(t *testing.T) {
 			if !bytes.Contains(data, recs) || &recs[0] == nil {
 				t.Error("span records are not a range of the request")
 			}
-			if n := pipeline.ScopeSpansCount(ss); n != len(want) {
-				t.Fatalf("ScopeSpansCount %d, sent %d", n, len(want))
+			if n := ss.Len(); n != len(want) {
+				t.Fatalf("ScopeSpans.Len %d, sent %d", n, len(want))
 			}
 			k := 0
-			for rec, rest, ok := pipeline.NextRecord(recs); ok; rec, rest, ok = pipeline.NextRecord(rest) {
+			for rec := range pipeline.Records(recs).All() {
 				s, err := dec.Decode(rec)
 				if err != nil {
 					t.Fatal(err)
@@ -53,19 +53,21 @@ func TestSpanRecordsOfDecodedRequest(t *testing.T) {
 				}
 				k++
 			}
-			got, err := pipeline.SpansOf(ss)
+			got, err := ss.Messages()
 			if err != nil || len(got) != len(want) {
-				t.Fatalf("SpansOf: %d spans, %v", len(got), err)
+				t.Fatalf("Messages: %d spans, %v", len(got), err)
 			}
 			for k := range got {
 				if !proto.Equal(got[k], want[k]) {
-					t.Errorf("SpansOf %d differs", k)
+					t.Errorf("Messages %d differs", k)
 				}
 			}
-			back, _ := proto.Marshal(ss)
+			// The records are the spans' encoding as field 2 of ScopeSpans.
+			back, _ := proto.Marshal(&tracepb.ScopeSpans{Scope: ss.Scope, SchemaUrl: ss.SchemaURL})
+			back = append(back, ss.Records...)
 			var again tracepb.ScopeSpans
 			if err := proto.Unmarshal(back, &again); err != nil || !proto.Equal(&again, req.ResourceSpans[i].ScopeSpans[j]) {
-				t.Errorf("proto.Marshal of the kept ScopeSpans does not read back as sent (%v)", err)
+				t.Errorf("the kept ScopeSpans with its records does not read back as sent (%v)", err)
 			}
 			checked++
 		}
@@ -157,7 +159,7 @@ func TestSpanRecordsNotContiguous(t *testing.T) {
 		t.Fatal(err)
 	}
 	got := b.Traces[0].ScopeSpans[0]
-	spans, err := pipeline.SpansOf(got)
+	spans, err := got.Messages()
 	if err != nil || len(spans) != 2 || spans[0].Name != "a" || spans[1].Name != "b" || got.Scope.GetName() != "lib" {
 		t.Fatalf("decoded %v (%v)", spans, err)
 	}
@@ -166,13 +168,13 @@ func TestSpanRecordsNotContiguous(t *testing.T) {
 		want = protowire.AppendTag(want, 2, protowire.BytesType)
 		want = protowire.AppendBytes(want, span(n))
 	}
-	if !bytes.Equal(pipeline.Records(got), want) {
-		t.Errorf("records %x, want %x", pipeline.Records(got), want)
+	if !bytes.Equal(got.Records, want) {
+		t.Errorf("records %x, want %x", got.Records, want)
 	}
 }
 
 // SplitRecords cuts after the k-th span record, skipping other fields
-// as NextRecord does, and the head cannot be appended into the tail.
+// as Records.All does, and the head cannot be appended into the tail.
 func TestSplitSpanRecords(t *testing.T) {
 	var recs []byte
 	for _, n := range []string{"a", "b", "c"} {
@@ -182,14 +184,14 @@ func TestSplitSpanRecords(t *testing.T) {
 		recs = protowire.AppendTag(recs, 9, protowire.VarintType) // not a span
 		recs = protowire.AppendVarint(recs, 1)
 	}
-	if n := pipeline.RecordCount(recs); n != 3 {
+	if n := pipeline.Records(recs).Len(); n != 3 {
 		t.Fatalf("%d spans, want 3", n)
 	}
 	for k := 0; k <= 4; k++ {
-		head, tail := pipeline.SplitRecords(recs, k)
+		head, tail := pipeline.Records(recs).Split(k)
 		want := min(k, 3)
-		if pipeline.RecordCount(head) != want || pipeline.RecordCount(tail) != 3-want {
-			t.Errorf("k=%d: %d + %d spans", k, pipeline.RecordCount(head), pipeline.RecordCount(tail))
+		if pipeline.Records(head).Len() != want || pipeline.Records(tail).Len() != 3-want {
+			t.Errorf("k=%d: %d + %d spans", k, pipeline.Records(head).Len(), pipeline.Records(tail).Len())
 		}
 		if !bytes.Equal(append(append([]byte(nil), head...), tail...), recs) {
 			t.Errorf("k=%d: head and tail are not the records", k)

@@ -45,13 +45,13 @@ func requestOf(b *pipeline.Batch) proto.Message {
 	switch b.Signal {
 	case pipeline.Traces:
 		// Received spans are kept as records: as messages to compare.
-		rss, err := pipeline.ExpandSpans(b.Traces)
+		rss, err := pipeline.TracesProto(b.Traces)
 		if err != nil {
 			panic(err) // the decoder checked every record
 		}
 		return &coltracepb.ExportTraceServiceRequest{ResourceSpans: rss}
 	case pipeline.Logs:
-		rls, err := pipeline.ExpandLogs(b.Logs)
+		rls, err := pipeline.LogsProto(b.Logs)
 		if err != nil {
 			panic(err)
 		}
@@ -161,20 +161,20 @@ func checkItemDecoders(t testing.TB, b *pipeline.Batch, data []byte) {
 	var sd otlpwire.SpanDecoder
 	for _, rs := range b.Traces {
 		for _, ss := range rs.ScopeSpans {
-			checkRecords(t, pipeline.Records(ss), new(tracepb.Span), func(rec []byte) (proto.Message, error) { return sd.Decode(rec) }, data)
+			checkRecords(t, ss.Records, new(tracepb.Span), func(rec []byte) (proto.Message, error) { return sd.Decode(rec) }, data)
 		}
 	}
 	var ld otlpwire.LogRecordDecoder
 	for _, rl := range b.Logs {
 		for _, sl := range rl.ScopeLogs {
-			checkRecords(t, pipeline.Records(sl), new(logspb.LogRecord), func(rec []byte) (proto.Message, error) { return ld.Decode(rec) }, data)
+			checkRecords(t, sl.Records, new(logspb.LogRecord), func(rec []byte) (proto.Message, error) { return ld.Decode(rec) }, data)
 		}
 	}
 }
 
 func checkRecords(t testing.TB, records []byte, want proto.Message, decode func([]byte) (proto.Message, error), data []byte) {
 	t.Helper()
-	for rec, rest, ok := pipeline.NextRecord(records); ok; rec, rest, ok = pipeline.NextRecord(rest) {
+	for rec := range pipeline.Records(records).All() {
 		proto.Reset(want)
 		if err := (proto.UnmarshalOptions{DiscardUnknown: true}).Unmarshal(rec, want); err != nil {
 			t.Fatalf("a kept record does not unmarshal: %v\ninput %x", err, data)
@@ -555,7 +555,7 @@ func TestDecodeExactCapacity(t *testing.T) {
 	}
 	checked := 0
 	for _, rs := range b.Traces {
-		if kvs := rs.GetResource().GetAttributes(); cap(kvs) != len(kvs) {
+		if kvs := rs.Resource.GetAttributes(); cap(kvs) != len(kvs) {
 			t.Errorf("resource attributes: len %d cap %d", len(kvs), cap(kvs))
 		}
 		if cap(rs.ScopeSpans) != len(rs.ScopeSpans) {
@@ -565,7 +565,7 @@ func TestDecodeExactCapacity(t *testing.T) {
 			if len(ss.Spans) != 0 {
 				t.Errorf("%d spans decoded as messages, want them kept as records", len(ss.Spans))
 			}
-			if recs := pipeline.Records(ss); len(recs) > 0 {
+			if recs := ss.Records; len(recs) > 0 {
 				if cap(recs) != len(recs) {
 					t.Errorf("span records: len %d cap %d", len(recs), cap(recs))
 				}
@@ -708,7 +708,7 @@ func TestDecodeMerge(t *testing.T) {
 	}
 	b, _ := otlpwire.UnmarshalRequest(pipeline.Traces, traces)
 	rs := b.Traces[0]
-	if len(rs.Resource.Attributes) != 2 || len(rs.Resource.EntityRefs) != 2 || rs.Resource.DroppedAttributesCount != 5 || rs.SchemaUrl != "u2" {
+	if len(rs.Resource.Attributes) != 2 || len(rs.Resource.EntityRefs) != 2 || rs.Resource.DroppedAttributesCount != 5 || rs.SchemaURL != "u2" {
 		t.Fatalf("resource not merged: %v", rs)
 	}
 	ss := rs.ScopeSpans[0]
@@ -716,7 +716,7 @@ func TestDecodeMerge(t *testing.T) {
 		t.Fatalf("scope not merged: %v", ss.Scope)
 	}
 	// The span is kept as its record: merged when the encoders decode it.
-	rec, _, ok := pipeline.NextRecord(pipeline.Records(ss))
+	rec, ok := firstRecord(ss.Records)
 	if !ok {
 		t.Fatal("no span record")
 	}
@@ -787,7 +787,7 @@ func TestDecodeUnknownFields(t *testing.T) {
 		t.Fatal(err)
 	}
 	b, _ := otlpwire.UnmarshalRequest(pipeline.Traces, traces)
-	rec, _, _ := pipeline.NextRecord(pipeline.Records(b.Traces[0].ScopeSpans[0]))
+	rec, _ := firstRecord(b.Traces[0].ScopeSpans[0].Records)
 	var dec otlpwire.SpanDecoder
 	s, err := dec.Decode(rec)
 	if err != nil {
@@ -1098,7 +1098,7 @@ func TestShortStringUTF8(t *testing.T) {
 		if err != nil {
 			t.Fatalf("ASCII name of %d bytes: %v", n, err)
 		}
-		if spans, err := pipeline.SpansOf(rss[0].ScopeSpans[0]); err != nil || spans[0].Name != name {
+		if spans, err := rss[0].ScopeSpans[0].Messages(); err != nil || spans[0].Name != name {
 			t.Fatalf("ASCII name of %d bytes read as %v, %v", n, spans, err)
 		}
 		for k := range n {
@@ -1116,4 +1116,12 @@ func TestShortStringUTF8(t *testing.T) {
 			}
 		}
 	}
+}
+
+// firstRecord is the first item of r.
+func firstRecord(r pipeline.Records) ([]byte, bool) {
+	for rec := range r.All() {
+		return rec, true
+	}
+	return nil, false
 }

@@ -2,7 +2,6 @@ package otlpwire
 
 import (
 	"github.com/otelstep/otelstep/pipeline"
-
 	commonpb "go.opentelemetry.io/proto/otlp/common/v1"
 	resourcepb "go.opentelemetry.io/proto/otlp/resource/v1"
 	tracepb "go.opentelemetry.io/proto/otlp/trace/v1"
@@ -15,7 +14,7 @@ import (
 
 var resourceSpansRequestFields = []string{1: "resource_spans"}
 
-func (d *decoder) traces() ([]*tracepb.ResourceSpans, *DecodeError) {
+func (d *decoder) traces() ([]*pipeline.ResourceSpans, *DecodeError) {
 	mark := d.rss.mark()
 	p, end := 0, d.n
 	// The spans, nearly all of the body, are kept as records, not decoded
@@ -56,7 +55,7 @@ func (d *decoder) traces() ([]*tracepb.ResourceSpans, *DecodeError) {
 
 var resourceSpansFields = []string{1: "resource", 2: "scope_spans", 3: "schema_url"}
 
-func (d *decoder) resourceSpans(m *tracepb.ResourceSpans, p, end int) *DecodeError {
+func (d *decoder) resourceSpans(m *pipeline.ResourceSpans, p, end int) *DecodeError {
 	mark := d.sss.mark()
 	for p < end {
 		tag, q := uint64(d.b[p]), p+1
@@ -84,7 +83,7 @@ func (d *decoder) resourceSpans(m *tracepb.ResourceSpans, p, end int) *DecodeErr
 			d.sss.push(ss)
 			p = z
 		case 3<<3 | wtLen:
-			if m.SchemaUrl, p, e = d.str(q, end); e != nil {
+			if m.SchemaURL, p, e = d.str(q, end); e != nil {
 				return e.in("schema_url")
 			}
 		default:
@@ -131,21 +130,19 @@ func (d *decoder) scopeField(s **commonpb.InstrumentationScope, q, end int) (int
 
 var scopeSpansFields = []string{1: "scope", 2: "spans", 3: "schema_url"}
 
-func (d *decoder) scopeSpans(m *tracepb.ScopeSpans, p, end int) *DecodeError {
-	recs, e := d.scopeItems(&m.Scope, &m.SchemaUrl, p, end, scopeSpansFields, (*decoder).checkSpan)
-	if len(recs) > 0 {
-		pipeline.SetRecords(m, recs)
-	}
+func (d *decoder) scopeSpans(m *pipeline.ScopeSpans, p, end int) *DecodeError {
+	var e *DecodeError
+	m.Records, e = d.scopeItems(&m.Scope, &m.SchemaURL, p, end, scopeSpansFields, (*decoder).checkSpan)
 	return e
 }
 
 // scopeItems decodes a ScopeSpans or ScopeLogs in [p, end): its scope and
 // schema_url into *scope and *schemaURL, and its items (field 2), each
-// checked with check, kept as their records (pipeline/records.go), which it
+// checked with check, kept as their records (pipeline.Records), which it
 // returns: [start, last) of the body while they are contiguous, as they are
 // from every SDK, else copied together.
 func (d *decoder) scopeItems(scope **commonpb.InstrumentationScope, schemaURL *string, p, end int, fields []string,
-	check func(d *decoder, a, z int) *DecodeError) ([]byte, *DecodeError) {
+	check func(d *decoder, a, z int) *DecodeError) (pipeline.Records, *DecodeError) {
 	from := p
 	n, start, last, contiguous := 0, -1, -1, true
 	for p < end {
@@ -197,8 +194,8 @@ func (d *decoder) scopeItems(scope **commonpb.InstrumentationScope, schemaURL *s
 
 // gatherRecords copies the item records (field 2) of the scope message in
 // [p, end), all checked already, into one buffer.
-func (d *decoder) gatherRecords(p, end int) []byte {
-	var out []byte
+func (d *decoder) gatherRecords(p, end int) pipeline.Records {
+	var out pipeline.Records
 	for rest := d.b[p:end]; ; {
 		num, typ, n := protowire.ConsumeTag(rest)
 		if n < 0 {

@@ -9,7 +9,7 @@ import (
 
 // AppendLogsRequest appends the encoding of an ExportLogsServiceRequest
 // holding rls to dst: AppendTracesRequest for log records.
-func (e *MetricsProtoEncoder) AppendLogsRequest(dst []byte, rls []*logspb.ResourceLogs) []byte {
+func (e *MetricsProtoEncoder) AppendLogsRequest(dst []byte, rls []*pipeline.ResourceLogs) []byte {
 	e.reset()
 	total := 0
 	for _, rl := range rls {
@@ -23,7 +23,7 @@ func (e *MetricsProtoEncoder) AppendLogsRequest(dst []byte, rls []*logspb.Resour
 	return dst
 }
 
-func (e *MetricsProtoEncoder) sizeResourceLogs(rl *logspb.ResourceLogs) int {
+func (e *MetricsProtoEncoder) sizeResourceLogs(rl *pipeline.ResourceLogs) int {
 	idx := e.mark()
 	n := 0
 	if rl.Resource != nil {
@@ -32,12 +32,12 @@ func (e *MetricsProtoEncoder) sizeResourceLogs(rl *logspb.ResourceLogs) int {
 	for _, sl := range rl.ScopeLogs {
 		n += lenField(2, e.sizeScopeLogs(sl))
 	}
-	n += strSize(3, rl.SchemaUrl)
+	n += strSize(3, rl.SchemaURL)
 	e.sizes[idx] = n
 	return n
 }
 
-func (e *MetricsProtoEncoder) appendResourceLogs(dst []byte, rl *logspb.ResourceLogs) []byte {
+func (e *MetricsProtoEncoder) appendResourceLogs(dst []byte, rl *pipeline.ResourceLogs) []byte {
 	if rl.Resource != nil {
 		dst = e.msg(dst, 1)
 		dst = e.appendResource(dst, rl.Resource)
@@ -46,10 +46,10 @@ func (e *MetricsProtoEncoder) appendResourceLogs(dst []byte, rl *logspb.Resource
 		dst = e.msg(dst, 2)
 		dst = e.appendScopeLogs(dst, sl)
 	}
-	return appendStr(dst, 3, rl.SchemaUrl)
+	return appendStr(dst, 3, rl.SchemaURL)
 }
 
-func (e *MetricsProtoEncoder) sizeScopeLogs(sl *logspb.ScopeLogs) int {
+func (e *MetricsProtoEncoder) sizeScopeLogs(sl *pipeline.ScopeLogs) int {
 	idx := e.mark()
 	n := 0
 	if sl.Scope != nil {
@@ -58,13 +58,13 @@ func (e *MetricsProtoEncoder) sizeScopeLogs(sl *logspb.ScopeLogs) int {
 	for _, r := range sl.LogRecords {
 		n += lenField(2, e.sizeLogRecord(r))
 	}
-	n += len(pipeline.Records(sl)) // received log records, as they came
-	n += strSize(3, sl.SchemaUrl)
+	n += len(sl.Records) // received log records, as they came
+	n += strSize(3, sl.SchemaURL)
 	e.sizes[idx] = n
 	return n
 }
 
-func (e *MetricsProtoEncoder) appendScopeLogs(dst []byte, sl *logspb.ScopeLogs) []byte {
+func (e *MetricsProtoEncoder) appendScopeLogs(dst []byte, sl *pipeline.ScopeLogs) []byte {
 	if sl.Scope != nil {
 		dst = e.msg(dst, 1)
 		dst = e.appendScope(dst, sl.Scope)
@@ -73,8 +73,8 @@ func (e *MetricsProtoEncoder) appendScopeLogs(dst []byte, sl *logspb.ScopeLogs) 
 		dst = e.msg(dst, 2)
 		dst = e.appendLogRecord(dst, r)
 	}
-	dst = append(dst, pipeline.Records(sl)...)
-	return appendStr(dst, 3, sl.SchemaUrl)
+	dst = append(dst, sl.Records...)
+	return appendStr(dst, 3, sl.SchemaURL)
 }
 
 func (e *MetricsProtoEncoder) sizeLogRecord(r *logspb.LogRecord) int {

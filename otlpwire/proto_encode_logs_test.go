@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"testing"
 
+	"github.com/otelstep/otelstep/pipeline"
 	collogspb "go.opentelemetry.io/proto/otlp/collector/logs/v1"
 	commonpb "go.opentelemetry.io/proto/otlp/common/v1"
 	logspb "go.opentelemetry.io/proto/otlp/logs/v1"
@@ -38,7 +39,7 @@ func TestLogsEncoderMatchesProtoMarshal(t *testing.T) {
 	var enc MetricsProtoEncoder
 	for i, rls := range cases {
 		want := &collogspb.ExportLogsServiceRequest{ResourceLogs: rls}
-		got := enc.AppendLogsRequest(nil, rls)
+		got := enc.AppendLogsRequest(nil, pipeline.LogsFromProto(rls))
 		if len(got) != proto.Size(want) {
 			t.Errorf("case %d: %d bytes, proto.Size says %d", i, len(got), proto.Size(want))
 		}

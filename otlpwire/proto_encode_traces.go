@@ -14,7 +14,7 @@ import (
 // traces ingest path's CPU (otelstep bench otlp --cpuprofile). Unknown
 // fields of the input messages are not written, as for metrics. The output
 // decodes to a message proto.Equal to the input (proto_encode_traces_test.go).
-func (e *MetricsProtoEncoder) AppendTracesRequest(dst []byte, rss []*tracepb.ResourceSpans) []byte {
+func (e *MetricsProtoEncoder) AppendTracesRequest(dst []byte, rss []*pipeline.ResourceSpans) []byte {
 	e.reset()
 	total := 0
 	for _, rs := range rss {
@@ -66,7 +66,7 @@ func appendEnum(dst []byte, num protowire.Number, v int32) []byte {
 	return appendVarint(dst, num, uint64(int64(v)))
 }
 
-func (e *MetricsProtoEncoder) sizeResourceSpans(rs *tracepb.ResourceSpans) int {
+func (e *MetricsProtoEncoder) sizeResourceSpans(rs *pipeline.ResourceSpans) int {
 	idx := e.mark()
 	n := 0
 	if rs.Resource != nil {
@@ -75,12 +75,12 @@ func (e *MetricsProtoEncoder) sizeResourceSpans(rs *tracepb.ResourceSpans) int {
 	for _, ss := range rs.ScopeSpans {
 		n += lenField(2, e.sizeScopeSpans(ss))
 	}
-	n += strSize(3, rs.SchemaUrl)
+	n += strSize(3, rs.SchemaURL)
 	e.sizes[idx] = n
 	return n
 }
 
-func (e *MetricsProtoEncoder) appendResourceSpans(dst []byte, rs *tracepb.ResourceSpans) []byte {
+func (e *MetricsProtoEncoder) appendResourceSpans(dst []byte, rs *pipeline.ResourceSpans) []byte {
 	if rs.Resource != nil {
 		dst = e.msg(dst, 1)
 		dst = e.appendResource(dst, rs.Resource)
@@ -89,10 +89,10 @@ func (e *MetricsProtoEncoder) appendResourceSpans(dst []byte, rs *tracepb.Resour
 		dst = e.msg(dst, 2)
 		dst = e.appendScopeSpans(dst, ss)
 	}
-	return appendStr(dst, 3, rs.SchemaUrl)
+	return appendStr(dst, 3, rs.SchemaURL)
 }
 
-func (e *MetricsProtoEncoder) sizeScopeSpans(ss *tracepb.ScopeSpans) int {
+func (e *MetricsProtoEncoder) sizeScopeSpans(ss *pipeline.ScopeSpans) int {
 	idx := e.mark()
 	n := 0
 	if ss.Scope != nil {
@@ -101,13 +101,13 @@ func (e *MetricsProtoEncoder) sizeScopeSpans(ss *tracepb.ScopeSpans) int {
 	for _, sp := range ss.Spans {
 		n += lenField(2, e.sizeSpan(sp))
 	}
-	n += len(pipeline.Records(ss)) // received spans, as they came
-	n += strSize(3, ss.SchemaUrl)
+	n += len(ss.Records) // received spans, as they came
+	n += strSize(3, ss.SchemaURL)
 	e.sizes[idx] = n
 	return n
 }
 
-func (e *MetricsProtoEncoder) appendScopeSpans(dst []byte, ss *tracepb.ScopeSpans) []byte {
+func (e *MetricsProtoEncoder) appendScopeSpans(dst []byte, ss *pipeline.ScopeSpans) []byte {
 	if ss.Scope != nil {
 		dst = e.msg(dst, 1)
 		dst = e.appendScope(dst, ss.Scope)
@@ -116,8 +116,8 @@ func (e *MetricsProtoEncoder) appendScopeSpans(dst []byte, ss *tracepb.ScopeSpan
 		dst = e.msg(dst, 2)
 		dst = e.appendSpan(dst, sp)
 	}
-	dst = append(dst, pipeline.Records(ss)...)
-	return appendStr(dst, 3, ss.SchemaUrl)
+	dst = append(dst, ss.Records...)
+	return appendStr(dst, 3, ss.SchemaURL)
 }
 
 func (e *MetricsProtoEncoder) sizeSpan(s *tracepb.Span) int {

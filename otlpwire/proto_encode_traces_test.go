@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"testing"
 
+	"github.com/otelstep/otelstep/pipeline"
 	coltracepb "go.opentelemetry.io/proto/otlp/collector/trace/v1"
 	commonpb "go.opentelemetry.io/proto/otlp/common/v1"
 	resourcepb "go.opentelemetry.io/proto/otlp/resource/v1"
@@ -59,7 +60,7 @@ func TestTracesEncoderMatchesProtoMarshal(t *testing.T) {
 	var enc MetricsProtoEncoder
 	for i, rss := range traceFixtures(t) {
 		want := &coltracepb.ExportTraceServiceRequest{ResourceSpans: rss}
-		got := enc.AppendTracesRequest(nil, rss)
+		got := enc.AppendTracesRequest(nil, pipeline.TracesFromProto(rss))
 		if len(got) != proto.Size(want) {
 			t.Errorf("fixture %d: %d bytes, proto.Size says %d", i, len(got), proto.Size(want))
 		}
@@ -71,7 +72,7 @@ func TestTracesEncoderMatchesProtoMarshal(t *testing.T) {
 			t.Errorf("fixture %d: decodes to another message", i)
 		}
 		// The same encoder again (its scratch reused) gives the same bytes.
-		if again := enc.AppendTracesRequest(nil, rss); !bytes.Equal(again, got) {
+		if again := enc.AppendTracesRequest(nil, pipeline.TracesFromProto(rss)); !bytes.Equal(again, got) {
 			t.Errorf("fixture %d: a second encoding differs", i)
 		}
 	}
@@ -85,7 +86,7 @@ func BenchmarkTracesEncoder(b *testing.B) {
 	var buf []byte
 	b.ReportAllocs()
 	for b.Loop() {
-		buf = enc.AppendTracesRequest(buf[:0], rss)
+		buf = enc.AppendTracesRequest(buf[:0], pipeline.TracesFromProto(rss))
 	}
 	b.ReportMetric(1000*float64(b.N)/b.Elapsed().Seconds(), "spans/s")
 }

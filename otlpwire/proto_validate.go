@@ -50,7 +50,7 @@ func IDSizeError(n, size int, hex bool) string {
 // Checking a span or log record without decoding it.
 //
 // The decoder checks every span and log record it keeps as a record
-// (pipeline/records.go). Decoding each into a scratch message to do so filled and
+// (pipeline.Records). Decoding each into a scratch message to do so filled and
 // cleared its slabs per item (clearing memory that holds pointers costs a
 // write barrier per word while the GC runs): a fifth of the instructions
 // of a traces request's way through otelstep. The valid* methods walk the

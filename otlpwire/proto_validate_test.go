@@ -30,16 +30,16 @@ func itemRecords(t testing.TB, s pipeline.Signal) [][]byte {
 		var all [][]byte
 		for _, rs := range b.Traces {
 			for _, ss := range rs.ScopeSpans {
-				all = append(all, pipeline.Records(ss))
+				all = append(all, ss.Records)
 			}
 		}
 		for _, rl := range b.Logs {
 			for _, sl := range rl.ScopeLogs {
-				all = append(all, pipeline.Records(sl))
+				all = append(all, sl.Records)
 			}
 		}
 		for _, records := range all {
-			for rec, rest, ok := pipeline.NextRecord(records); ok; rec, rest, ok = pipeline.NextRecord(rest) {
+			for rec := range pipeline.Records(records).All() {
 				recs = append(recs, rec)
 			}
 		}

@@ -262,13 +262,13 @@ func expandedRequest(t *testing.T, b *pipeline.Batch) proto.Message {
 	t.Helper()
 	switch b.Signal {
 	case pipeline.Traces:
-		rss, err := pipeline.ExpandSpans(b.Traces)
+		rss, err := pipeline.TracesProto(b.Traces)
 		if err != nil {
 			t.Fatal(err)
 		}
 		return &coltracepb.ExportTraceServiceRequest{ResourceSpans: rss}
 	case pipeline.Logs:
-		rls, err := pipeline.ExpandLogs(b.Logs)
+		rls, err := pipeline.LogsProto(b.Logs)
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -78,9 +78,9 @@ func TestDropEmpty(t *testing.T) {
 		built := &pipeline.Batch{Signal: c.sig}
 		switch m := proto.Clone(c.in).(type) {
 		case *coltracepb.ExportTraceServiceRequest:
-			built.Traces = m.ResourceSpans
+			built.Traces = pipeline.TracesFromProto(m.ResourceSpans)
 		case *collogspb.ExportLogsServiceRequest:
-			built.Logs = m.ResourceLogs
+			built.Logs = pipeline.LogsFromProto(m.ResourceLogs)
 		case *colmetricspb.ExportMetricsServiceRequest:
 			built.Metrics = m.ResourceMetrics
 		}
@@ -99,7 +99,7 @@ func TestDropEmpty(t *testing.T) {
 // A batch of only empty resources and scopes is left with none; one with
 // nothing empty is left as it is, its slices unchanged.
 func TestDropEmptyAllOrNothing(t *testing.T) {
-	b := &pipeline.Batch{Signal: pipeline.Traces, Traces: []*tracepb.ResourceSpans{{}, {ScopeSpans: []*tracepb.ScopeSpans{{}, {Scope: scopeNamed("s")}}}}}
+	b := &pipeline.Batch{Signal: pipeline.Traces, Traces: pipeline.TracesFromProto([]*tracepb.ResourceSpans{{}, {ScopeSpans: []*tracepb.ScopeSpans{{}, {Scope: scopeNamed("s")}}}})}
 	b.DropEmpty()
 	if b.Len() != 0 {
 		t.Errorf("%d resources left", b.Len())
@@ -109,7 +109,7 @@ func TestDropEmptyAllOrNothing(t *testing.T) {
 	if b.Len() != 0 {
 		t.Errorf("%d resources", b.Len())
 	}
-	full := []*logspb.ResourceLogs{{ScopeLogs: []*logspb.ScopeLogs{{LogRecords: []*logspb.LogRecord{{}}}}}}
+	full := []*pipeline.ResourceLogs{{ScopeLogs: []*pipeline.ScopeLogs{{LogRecords: []*logspb.LogRecord{{}}}}}}
 	scopes := full[0].ScopeLogs
 	b = &pipeline.Batch{Signal: pipeline.Logs, Logs: full}
 	b.DropEmpty()
@@ -123,13 +123,13 @@ func requestOf(b *pipeline.Batch) proto.Message {
 	switch b.Signal {
 	case pipeline.Traces:
 		// Received spans are kept as records: as messages to compare.
-		rss, err := pipeline.ExpandSpans(b.Traces)
+		rss, err := pipeline.TracesProto(b.Traces)
 		if err != nil {
 			panic(err) // the decoder checked every record
 		}
 		return &coltracepb.ExportTraceServiceRequest{ResourceSpans: rss}
 	case pipeline.Logs:
-		rls, err := pipeline.ExpandLogs(b.Logs)
+		rls, err := pipeline.LogsProto(b.Logs)
 		if err != nil {
 			panic(err)
 		}

@@ -15,9 +15,7 @@ import (
 	"context"
 	"errors"
 
-	logspb "go.opentelemetry.io/proto/otlp/logs/v1"
 	metricspb "go.opentelemetry.io/proto/otlp/metrics/v1"
-	tracepb "go.opentelemetry.io/proto/otlp/trace/v1"
 )
 
 // Signal is one of the three OTLP signals.
@@ -75,8 +73,8 @@ func SignalOfPath(path string) (Signal, bool) {
 type Batch struct {
 	Signal  Signal
 	Metrics []*metricspb.ResourceMetrics
-	Traces  []*tracepb.ResourceSpans
-	Logs    []*logspb.ResourceLogs
+	Traces  []*ResourceSpans
+	Logs    []*ResourceLogs
 	// Leases are the producers' claims on the batch's memory (lease.go):
 	// nil for a batch nobody wants back.
 	Leases []*Lease
@@ -106,11 +104,11 @@ func (b *Batch) Items() int {
 		}
 	case Traces:
 		for _, rs := range b.Traces {
-			n += ResourceSpansCount(rs)
+			n += rs.Len()
 		}
 	case Logs:
 		for _, rl := range b.Logs {
-			n += ResourceLogsCount(rl)
+			n += rl.Len()
 		}
 	}
 	return n
@@ -131,16 +129,16 @@ func (b *Batch) DropEmpty() {
 			return len(rm.ScopeMetrics) > 0
 		})
 	case Traces:
-		b.Traces = keepIf(b.Traces, func(rs *tracepb.ResourceSpans) bool {
-			rs.ScopeSpans = keepIf(rs.ScopeSpans, func(ss *tracepb.ScopeSpans) bool {
-				return len(ss.GetSpans()) > 0 || hasRecord(Records(ss))
+		b.Traces = keepIf(b.Traces, func(rs *ResourceSpans) bool {
+			rs.ScopeSpans = keepIf(rs.ScopeSpans, func(ss *ScopeSpans) bool {
+				return len(ss.Spans) > 0 || !ss.Records.Empty()
 			})
 			return len(rs.ScopeSpans) > 0
 		})
 	case Logs:
-		b.Logs = keepIf(b.Logs, func(rl *logspb.ResourceLogs) bool {
-			rl.ScopeLogs = keepIf(rl.ScopeLogs, func(sl *logspb.ScopeLogs) bool {
-				return len(sl.GetLogRecords()) > 0 || hasRecord(Records(sl))
+		b.Logs = keepIf(b.Logs, func(rl *ResourceLogs) bool {
+			rl.ScopeLogs = keepIf(rl.ScopeLogs, func(sl *ScopeLogs) bool {
+				return len(sl.LogRecords) > 0 || !sl.Records.Empty()
 			})
 			return len(rl.ScopeLogs) > 0
 		})
@@ -177,12 +175,6 @@ func scopeMetricsHasPoints(sm *metricspb.ScopeMetrics) bool {
 	return false
 }
 
-// hasRecord reports whether records holds an item record.
-func hasRecord(records []byte) bool {
-	_, _, ok := NextRecord(records)
-	return ok
-}
-
 // ResourceMetricsPoints returns the number of data points under one resource.
 func ResourceMetricsPoints(rm *metricspb.ResourceMetrics) int {
 	n := 0
@@ -197,24 +189,6 @@ func ScopeMetricsPoints(sm *metricspb.ScopeMetrics) int {
 	n := 0
 	for _, m := range sm.GetMetrics() {
 		n += MetricPoints(m)
-	}
-	return n
-}
-
-// ResourceSpansCount returns the number of spans under one resource.
-func ResourceSpansCount(rs *tracepb.ResourceSpans) int {
-	n := 0
-	for _, ss := range rs.GetScopeSpans() {
-		n += ScopeSpansCount(ss)
-	}
-	return n
-}
-
-// ResourceLogsCount returns the number of log records under one resource.
-func ResourceLogsCount(rl *logspb.ResourceLogs) int {
-	n := 0
-	for _, sl := range rl.GetScopeLogs() {
-		n += ScopeLogsCount(sl)
 	}
 	return n
 }

@@ -24,11 +24,14 @@ import (
 //     is where the saving comes from; marking a slice used once is harmless
 //     but only costs a cache entry).
 //
-// Appending to a marked slice is safe: the result either has a new backing
-// array, or (after re-slicing within the spare slot) overwrites the
-// header, and in both cases reads as unmarked. Shortening it (kvs[:k]) or
-// taking a suffix (kvs[i:]) reads as unmarked too: the header names the one
-// slice it was made for.
+// Appending to a marked slice is NOT safe: the header's slot is within the
+// slice's capacity, so an append of one element writes into it, in the
+// backing array every holder of the series' slice shares. The producer's
+// slice then reads as unmarked (its encodings are lost), and two appends
+// to one marked slice race. So the contract forbids appending, as it
+// forbids any other mutation. Shortening it (kvs[:k]) or taking a suffix
+// (kvs[i:]) reads as unmarked: the header names the one slice it was made
+// for.
 //
 // The sinks keep the encodings of a shared slice in its header
 // (Encoded/SetEncoded), so every sink and goroutine shares one copy, and it
@@ -77,9 +80,9 @@ func (k Encoding) slot() int {
 }
 
 // MarkShared returns a copy of kvs whose backing array holds one extra slot
-// past len with the header IsShared checks (cap is exactly len+1, so a
-// plain append reallocates and drops the mark). The caller promises what
-// the contract above says. An empty slice is returned as is, never marked:
+// past len with the header IsShared checks (cap is exactly len+1: an append
+// of one element overwrites the header, see above). The caller promises
+// what the contract above says. An empty slice is returned as is, never marked:
 // it has no encoding worth keeping and no element to identify it by.
 func MarkShared(kvs []*commonpb.KeyValue) []*commonpb.KeyValue {
 	if len(kvs) == 0 || IsShared(kvs) {

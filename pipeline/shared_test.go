@@ -40,10 +40,14 @@ func TestMarkShared(t *testing.T) {
 	if IsShared(s[:2:2]) {
 		t.Fatal("capped slice reads as shared")
 	}
-	// A plain append reallocates; an append within capacity overwrites the
-	// sentinel. Either way the result is unmarked.
-	if a := append(s, kv("c", "3")); IsShared(a) {
-		t.Fatal("appended slice reads as shared")
+	// An append of one element fits the capacity: it writes the header's
+	// slot in the shared backing array, so the result is unmarked and so is
+	// the producer's slice (why the contract forbids appending).
+	if a := append(s, kv("c", "3")); IsShared(a) || &a[0] != &s[0] {
+		t.Fatal("appended slice reads as shared, or was reallocated")
+	}
+	if IsShared(s) {
+		t.Fatal("the producer's slice still reads as shared after an append wrote its header's slot")
 	}
 	s2 := MarkShared([]*commonpb.KeyValue{kv("x", "1"), kv("y", "2")})
 	_ = append(s2[:1], kv("z", "3")) // overwrites s2[1]: a contract breach, but...

@@ -26,13 +26,13 @@ import (
 // name, its resource stamped with the token (the resource processor's
 // Authorization attribute, which the JSONL file does not keep).
 func liveTraceBatch(name string) *pipeline.Batch {
-	return &pipeline.Batch{Signal: pipeline.Traces, Traces: []*tracepb.ResourceSpans{{
+	return &pipeline.Batch{Signal: pipeline.Traces, Traces: pipeline.TracesFromProto([]*tracepb.ResourceSpans{{
 		Resource: &resourcepb.Resource{Attributes: []*commonpb.KeyValue{str("service.name", "svc"), str("Authorization", token)}},
 		ScopeSpans: []*tracepb.ScopeSpans{{Spans: []*tracepb.Span{{
 			Name: name, TraceId: bytes.Repeat([]byte{1}, 16), SpanId: []byte{1, 2, 3, 4, 5, 6, 7, 8},
 			StartTimeUnixNano: 1, EndTimeUnixNano: 2,
 		}}}},
-	}}}
+	}})}
 }
 
 // switchable is a backend that answers 503 while down.

@@ -12,6 +12,7 @@ import (
 	"testing"
 
 	"github.com/otelstep/otelstep/otlpwire"
+	"github.com/otelstep/otelstep/pipeline"
 	commonpb "go.opentelemetry.io/proto/otlp/common/v1"
 	metricspb "go.opentelemetry.io/proto/otlp/metrics/v1"
 	resourcepb "go.opentelemetry.io/proto/otlp/resource/v1"
@@ -26,10 +27,10 @@ func bigTraceLine(prefix string, n int) []byte {
 		spans[i] = &tracepb.Span{Name: fmt.Sprintf("%s-%d", prefix, i), TraceId: bytes.Repeat([]byte{1}, 16),
 			SpanId: []byte{1, 2, 3, 4, 5, 6, byte(i >> 8), byte(i)}, StartTimeUnixNano: 1, EndTimeUnixNano: 2}
 	}
-	return otlpwire.AppendTraces(nil, []*tracepb.ResourceSpans{{
+	return otlpwire.AppendTraces(nil, pipeline.TracesFromProto([]*tracepb.ResourceSpans{{
 		Resource:   &resourcepb.Resource{Attributes: []*commonpb.KeyValue{str("service.name", "svc")}},
 		ScopeSpans: []*tracepb.ScopeSpans{{Spans: spans}},
-	}})
+	}}))
 }
 
 // bigMetricLine is one line of a gauge of n points in one resource: a

@@ -499,12 +499,12 @@ func (r *run) decode(c *chunk) (*pipeline.Batch, []lineRange, int) {
 		case pipeline.Traces:
 			req, derr := otlpwire.DecodeTraces(l.data)
 			if err = derr; err == nil {
-				b.Traces = append(b.Traces, req.ResourceSpans...)
+				b.Traces = append(b.Traces, pipeline.TracesFromProto(req.ResourceSpans)...)
 			}
 		case pipeline.Logs:
 			req, derr := otlpwire.DecodeLogs(l.data)
 			if err = derr; err == nil {
-				b.Logs = append(b.Logs, req.ResourceLogs...)
+				b.Logs = append(b.Logs, pipeline.LogsFromProto(req.ResourceLogs)...)
 			}
 		}
 		r.sum.line(c.sig)

@@ -22,6 +22,7 @@ import (
 	"github.com/otelstep/otelstep/resource"
 	"github.com/otelstep/otelstep/sink"
 	commonpb "go.opentelemetry.io/proto/otlp/common/v1"
+	logspb "go.opentelemetry.io/proto/otlp/logs/v1"
 	resourcepb "go.opentelemetry.io/proto/otlp/resource/v1"
 	tracepb "go.opentelemetry.io/proto/otlp/trace/v1"
 	"google.golang.org/protobuf/proto"
@@ -75,12 +76,14 @@ func (b *fakeBackend) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	batch, err := otlpwire.UnmarshalRequest(sig, data)
+	var rss []*tracepb.ResourceSpans
+	var rls []*logspb.ResourceLogs
 	if err == nil {
 		// Spans and log records as messages: the decoder keeps them as records.
-		batch.Traces, err = pipeline.ExpandSpans(batch.Traces)
+		rss, err = pipeline.TracesProto(batch.Traces)
 	}
 	if err == nil {
-		batch.Logs, err = pipeline.ExpandLogs(batch.Logs)
+		rls, err = pipeline.LogsProto(batch.Logs)
 	}
 	if err != nil {
 		http.Error(w, err.Error(), 400)
@@ -93,7 +96,7 @@ func (b *fakeBackend) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	for _, rm := range batch.Metrics {
 		resources, msgs = append(resources, rm.Resource), append(msgs, rm)
 	}
-	for _, rs := range batch.Traces {
+	for _, rs := range rss {
 		resources, msgs = append(resources, rs.Resource), append(msgs, rs)
 		for _, ss := range rs.ScopeSpans {
 			for _, sp := range ss.Spans {
@@ -101,7 +104,7 @@ func (b *fakeBackend) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 			}
 		}
 	}
-	for _, rl := range batch.Logs {
+	for _, rl := range rls {
 		resources, msgs = append(resources, rl.Resource), append(msgs, rl)
 	}
 	b.mu.Lock()
@@ -194,7 +197,7 @@ func traceLine(name string) []byte {
 			StartTimeUnixNano: 1, EndTimeUnixNano: 2,
 		}}}},
 	}}
-	return otlpwire.AppendTraces(nil, rs)
+	return otlpwire.AppendTraces(nil, pipeline.TracesFromProto(rs))
 }
 
 // writeTraces writes n lines of spans prefix-0 .. prefix-(n-1).
@@ -277,23 +280,31 @@ func TestFixturesReplay(t *testing.T) {
 				if err != nil {
 					t.Fatal(err)
 				}
-				b.Traces = req.ResourceSpans
+				b.Traces = pipeline.TracesFromProto(req.ResourceSpans)
 			case pipeline.Logs:
 				req, err := otlpwire.DecodeLogs(l)
 				if err != nil {
 					t.Fatal(err)
 				}
-				b.Logs = req.ResourceLogs
+				b.Logs = pipeline.LogsFromProto(req.ResourceLogs)
 			}
 			resource.Stamp(b, "Authorization", token)
 			wantItems[sig] += int64(b.Items())
 			for _, m := range b.Metrics {
 				want[canonical(m)]++
 			}
-			for _, m := range b.Traces {
+			rss, err := pipeline.TracesProto(b.Traces)
+			if err != nil {
+				t.Fatal(err)
+			}
+			for _, m := range rss {
 				want[canonical(m)]++
 			}
-			for _, m := range b.Logs {
+			rls, err := pipeline.LogsProto(b.Logs)
+			if err != nil {
+				t.Fatal(err)
+			}
+			for _, m := range rls {
 				want[canonical(m)]++
 			}
 		}

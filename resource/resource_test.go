@@ -118,7 +118,7 @@ func TestProcessorStampsEverySignal(t *testing.T) {
 		t.Fatal(err)
 	}
 	ctx := context.Background()
-	_ = p.Consume(ctx, &pipeline.Batch{Signal: pipeline.Traces, Traces: []*tracepb.ResourceSpans{{}, {Resource: &resourcepb.Resource{}}}})
+	_ = p.Consume(ctx, &pipeline.Batch{Signal: pipeline.Traces, Traces: pipeline.TracesFromProto([]*tracepb.ResourceSpans{{}, {Resource: &resourcepb.Resource{}}})})
 	_ = p.Consume(ctx, &pipeline.Batch{Signal: pipeline.Metrics, Metrics: []*metricspb.ResourceMetrics{{}}})
 	for _, b := range got {
 		resources := 0
@@ -207,14 +207,14 @@ func TestStampReplacesEverySpelling(t *testing.T) {
 	kv := func(k, v string) *commonpb.KeyValue {
 		return &commonpb.KeyValue{Key: k, Value: &commonpb.AnyValue{Value: &commonpb.AnyValue_StringValue{StringValue: v}}}
 	}
-	b := &pipeline.Batch{Signal: pipeline.Logs, Logs: []*logspb.ResourceLogs{
+	b := &pipeline.Batch{Signal: pipeline.Logs, Logs: pipeline.LogsFromProto([]*logspb.ResourceLogs{
 		{Resource: &resourcepb.Resource{Attributes: []*commonpb.KeyValue{kv("Authorization", "old"), kv("a", "1"), kv("authorization", "old2")}}},
 		{}, // no resource at all
-	}}
+	})}
 	Stamp(b, "Authorization", "new")
 	for i, rl := range b.Logs {
 		var got []string
-		for _, a := range rl.GetResource().GetAttributes() {
+		for _, a := range rl.Resource.GetAttributes() {
 			got = append(got, a.Key+"="+a.GetValue().GetStringValue())
 		}
 		want := []string{"a=1", "Authorization=new"}

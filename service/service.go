@@ -449,10 +449,10 @@ func cloneBatch(b *pipeline.Batch) *pipeline.Batch {
 		out.Metrics = append(out.Metrics, proto.CloneOf(x))
 	}
 	for _, x := range b.Traces {
-		out.Traces = append(out.Traces, proto.CloneOf(x))
+		out.Traces = append(out.Traces, x.Clone())
 	}
 	for _, x := range b.Logs {
-		out.Logs = append(out.Logs, proto.CloneOf(x))
+		out.Logs = append(out.Logs, x.Clone())
 	}
 	return out
 }

@@ -63,9 +63,9 @@ func TestBatcherTimeoutTrigger(t *testing.T) {
 		t.Fatal("wrong items")
 	}
 	// A logs batch is batched separately.
-	_ = b.Consume(context.Background(), &pipeline.Batch{Signal: pipeline.Logs, Logs: []*logspb.ResourceLogs{{
+	_ = b.Consume(context.Background(), &pipeline.Batch{Signal: pipeline.Logs, Logs: pipeline.LogsFromProto([]*logspb.ResourceLogs{{
 		ScopeLogs: []*logspb.ScopeLogs{{LogRecords: []*logspb.LogRecord{{Body: &commonpb.AnyValue{}}}}},
-	}}})
+	}})})
 	waitFor(t, patience, func() bool { return len(rec.got()) == 2 }, "logs flush")
 	if g := rec.got()[1]; g.Signal != pipeline.Logs || g.Items() != 1 {
 		t.Fatal("logs batch wrong")

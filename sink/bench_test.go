@@ -19,6 +19,7 @@ import (
 	colmetricspb "go.opentelemetry.io/proto/otlp/collector/metrics/v1"
 	coltracepb "go.opentelemetry.io/proto/otlp/collector/trace/v1"
 	metricspb "go.opentelemetry.io/proto/otlp/metrics/v1"
+	tracepb "go.opentelemetry.io/proto/otlp/trace/v1"
 	"google.golang.org/protobuf/proto"
 )
 
@@ -195,7 +196,7 @@ func encodeProto(re *requestEncoder, msg proto.Message, gz bool, out *bytes.Buff
 // the process does, so the GC runs as it does there: compare two forms of
 // the path by instructions ("Counting instructions" in bench/README.md).
 func BenchmarkReceivedTraces(b *testing.B) {
-	body, _ := proto.Marshal(&coltracepb.ExportTraceServiceRequest{ResourceSpans: randomSpans(100).Traces})
+	body, _ := proto.Marshal(&coltracepb.ExportTraceServiceRequest{ResourceSpans: tracesProto(b, randomSpans(100).Traces)})
 	benchReceived(b, pipeline.Traces, body, 100)
 }
 
@@ -203,7 +204,7 @@ func BenchmarkReceivedTraces(b *testing.B) {
 func BenchmarkReceivedLogs(b *testing.B) {
 	rls := logsFixture(b)
 	body, _ := proto.Marshal(&collogspb.ExportLogsServiceRequest{ResourceLogs: rls})
-	benchReceived(b, pipeline.Logs, body, (&pipeline.Batch{Signal: pipeline.Logs, Logs: rls}).Items())
+	benchReceived(b, pipeline.Logs, body, (&pipeline.Batch{Signal: pipeline.Logs, Logs: pipeline.LogsFromProto(rls)}).Items())
 }
 
 func benchReceived(b *testing.B, sig pipeline.Signal, body []byte, items int) {
@@ -239,4 +240,13 @@ func sharedBench1000() *pipeline.Batch {
 		}
 	}
 	return batch
+}
+
+// tracesProto is rss as OTLP messages.
+func tracesProto(t testing.TB, rss []*pipeline.ResourceSpans) []*tracepb.ResourceSpans {
+	out, err := pipeline.TracesProto(rss)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return out
 }

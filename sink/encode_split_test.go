@@ -25,7 +25,6 @@ import (
 	metricspb "go.opentelemetry.io/proto/otlp/metrics/v1"
 	resourcepb "go.opentelemetry.io/proto/otlp/resource/v1"
 	tracepb "go.opentelemetry.io/proto/otlp/trace/v1"
-	"google.golang.org/protobuf/encoding/protowire"
 	"google.golang.org/protobuf/proto"
 )
 
@@ -34,14 +33,15 @@ import (
 func TestEncodeRequestTraces(t *testing.T) {
 	rss := traceFixtures(t)[0]
 	var out bytes.Buffer
-	if err := EncodeRequest(&pipeline.Batch{Signal: pipeline.Traces, Traces: rss}, false, &out); err != nil {
+	if err := EncodeRequest(&pipeline.Batch{Signal: pipeline.Traces, Traces: pipeline.TracesFromProto(rss)}, false, &out); err != nil {
 		t.Fatal(err)
 	}
 	b, err := otlpwire.UnmarshalRequest(pipeline.Traces, out.Bytes())
+	var got []*tracepb.ResourceSpans
 	if err == nil {
-		b.Traces, err = pipeline.ExpandSpans(b.Traces)
+		got, err = pipeline.TracesProto(b.Traces)
 	}
-	if err != nil || !proto.Equal(&coltracepb.ExportTraceServiceRequest{ResourceSpans: b.Traces}, &coltracepb.ExportTraceServiceRequest{ResourceSpans: rss}) {
+	if err != nil || !proto.Equal(&coltracepb.ExportTraceServiceRequest{ResourceSpans: got}, &coltracepb.ExportTraceServiceRequest{ResourceSpans: rss}) {
 		t.Fatalf("round trip through EncodeRequest: %v", err)
 	}
 }
@@ -63,14 +63,14 @@ func TestTracesEncoderForwardsReceivedSpans(t *testing.T) {
 		marked := 0
 		for _, rs := range b.Traces {
 			for _, ss := range rs.ScopeSpans {
-				if len(pipeline.Records(ss)) > 0 {
+				if len(ss.Records) > 0 {
 					marked++
 				}
 			}
 		}
 		// The JSONL line of received spans (decoded from their records
 		// as they are encoded) is the line of the same spans as messages.
-		if js, want := otlpwire.AppendTraces(nil, b.Traces), otlpwire.AppendTraces(nil, rss); !bytes.Equal(js, want) {
+		if js, want := otlpwire.AppendTraces(nil, b.Traces), otlpwire.AppendTraces(nil, pipeline.TracesFromProto(rss)); !bytes.Equal(js, want) {
 			t.Errorf("fixture %d: JSON of the received spans differs from the JSON of the spans sent\ngot  %.300s\nwant %.300s", i, js, want)
 		}
 		got := enc.AppendTracesRequest(nil, b.Traces)
@@ -95,7 +95,7 @@ func TestTracesEncoderForwardsReceivedSpans(t *testing.T) {
 				if err := proto.Unmarshal(enc.AppendTracesRequest(nil, part.Traces), &req); err != nil {
 					t.Fatal(err)
 				}
-				if n := (&pipeline.Batch{Signal: pipeline.Traces, Traces: req.ResourceSpans}).Items(); n != part.Items() {
+				if n := (&pipeline.Batch{Signal: pipeline.Traces, Traces: pipeline.TracesFromProto(req.ResourceSpans)}).Items(); n != part.Items() {
 					t.Fatalf("fixture %d split at %d: a part of %d spans encodes %d", i, k, part.Items(), n)
 				}
 				back = append(back, req.ResourceSpans...)
@@ -104,7 +104,7 @@ func TestTracesEncoderForwardsReceivedSpans(t *testing.T) {
 				if err != nil {
 					t.Fatal(err)
 				}
-				if n := (&pipeline.Batch{Signal: pipeline.Traces, Traces: js.ResourceSpans}).Items(); n != part.Items() {
+				if n := (&pipeline.Batch{Signal: pipeline.Traces, Traces: pipeline.TracesFromProto(js.ResourceSpans)}).Items(); n != part.Items() {
 					t.Fatalf("fixture %d split at %d: a part of %d spans has %d in its JSON", i, k, part.Items(), n)
 				}
 			}
@@ -136,21 +136,19 @@ func TestTracesEncoderForwardsReceivedSpans(t *testing.T) {
 // and splits as the same spans all as messages would.
 func TestMixedSpansAndRecords(t *testing.T) {
 	spans := benchSpans(6)[0].ScopeSpans[0].Spans
-	var recs []byte
+	var recs pipeline.Records
 	for _, s := range spans[2:] {
 		b, err := proto.Marshal(s)
 		if err != nil {
 			t.Fatal(err)
 		}
-		recs = protowire.AppendTag(recs, 2, protowire.BytesType)
-		recs = protowire.AppendBytes(recs, b)
+		recs = pipeline.AppendRecord(recs, b)
 	}
-	mixed := &tracepb.ScopeSpans{Spans: spans[:2:2]}
-	pipeline.SetRecords(mixed, recs)
-	mixedRS := []*tracepb.ResourceSpans{{Resource: &resourcepb.Resource{}, ScopeSpans: []*tracepb.ScopeSpans{mixed}}}
-	plainRS := []*tracepb.ResourceSpans{{Resource: &resourcepb.Resource{}, ScopeSpans: []*tracepb.ScopeSpans{{Spans: spans}}}}
-	if n := pipeline.ScopeSpansCount(mixed); n != len(spans) {
-		t.Fatalf("ScopeSpansCount %d, want %d", n, len(spans))
+	mixed := &pipeline.ScopeSpans{Spans: spans[:2:2], Records: recs}
+	mixedRS := []*pipeline.ResourceSpans{{Resource: &resourcepb.Resource{}, ScopeSpans: []*pipeline.ScopeSpans{mixed}}}
+	plainRS := []*pipeline.ResourceSpans{{Resource: &resourcepb.Resource{}, ScopeSpans: []*pipeline.ScopeSpans{{Spans: spans}}}}
+	if n := mixed.Len(); n != len(spans) {
+		t.Fatalf("ScopeSpans.Len %d, want %d", n, len(spans))
 	}
 	var enc otlpwire.MetricsProtoEncoder
 	if got, want := enc.AppendTracesRequest(nil, mixedRS), enc.AppendTracesRequest(nil, plainRS); !bytes.Equal(got, want) {
@@ -196,7 +194,7 @@ func TestLogsEncoderForwardsReceivedRecords(t *testing.T) {
 			if len(sl.LogRecords) != 0 {
 				t.Fatal("log records decoded as messages, want them kept as records")
 			}
-			if len(pipeline.Records(sl)) > 0 {
+			if len(sl.Records) > 0 {
 				kept++
 			}
 		}
@@ -204,7 +202,7 @@ func TestLogsEncoderForwardsReceivedRecords(t *testing.T) {
 	if kept == 0 {
 		t.Fatal("no log records kept as records")
 	}
-	if js, wantJS := otlpwire.AppendLogs(nil, b.Logs), otlpwire.AppendLogs(nil, rls); !bytes.Equal(js, wantJS) {
+	if js, wantJS := otlpwire.AppendLogs(nil, b.Logs), otlpwire.AppendLogs(nil, pipeline.LogsFromProto(rls)); !bytes.Equal(js, wantJS) {
 		t.Errorf("JSON of the received log records differs\ngot  %.300s\nwant %.300s", js, wantJS)
 	}
 	if got := enc.AppendLogsRequest(nil, b.Logs); !bytes.Equal(got, data) {
@@ -235,7 +233,7 @@ func TestLogsEncoderForwardsReceivedRecords(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			if n := (&pipeline.Batch{Signal: pipeline.Logs, Logs: js.ResourceLogs}).Items(); n != part.Items() {
+			if n := (&pipeline.Batch{Signal: pipeline.Logs, Logs: pipeline.LogsFromProto(js.ResourceLogs)}).Items(); n != part.Items() {
 				t.Fatalf("split at %d: a part of %d log records has %d in its JSON", k, part.Items(), n)
 			}
 			for _, rl := range req.ResourceLogs {

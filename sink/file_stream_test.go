@@ -16,7 +16,6 @@ import (
 	"github.com/otelstep/otelstep/pipeline"
 	logspb "go.opentelemetry.io/proto/otlp/logs/v1"
 	metricspb "go.opentelemetry.io/proto/otlp/metrics/v1"
-	tracepb "go.opentelemetry.io/proto/otlp/trace/v1"
 )
 
 // sizeWriter records the size of every Write.
@@ -42,7 +41,7 @@ func bigBatches(t *testing.T) []*pipeline.Batch {
 	for i := range 100 {
 		ms = append(ms, metricsBatch(fmt.Sprint("m", i), 300).Metrics...)
 	}
-	var ts []*tracepb.ResourceSpans
+	var ts []*pipeline.ResourceSpans
 	for range 50 {
 		ts = append(ts, randomSpans(100).Traces...)
 	}
@@ -53,7 +52,7 @@ func bigBatches(t *testing.T) []*pipeline.Batch {
 	return []*pipeline.Batch{
 		{Signal: pipeline.Metrics, Metrics: ms},
 		{Signal: pipeline.Traces, Traces: ts},
-		{Signal: pipeline.Logs, Logs: ls},
+		{Signal: pipeline.Logs, Logs: pipeline.LogsFromProto(ls)},
 	}
 }
 

@@ -51,14 +51,14 @@ func randomSpans(n int) *pipeline.Batch {
 			Attributes: attrs, Status: &tracepb.Status{}}
 	}
 	res := &resourcepb.Resource{Attributes: []*commonpb.KeyValue{strKV("service.name", "bench"), strKV("slurm.job.id", "123456")}}
-	return &pipeline.Batch{Signal: pipeline.Traces, Traces: []*tracepb.ResourceSpans{{Resource: res, ScopeSpans: []*tracepb.ScopeSpans{{Spans: spans}}}}}
+	return &pipeline.Batch{Signal: pipeline.Traces, Traces: pipeline.TracesFromProto([]*tracepb.ResourceSpans{{Resource: res, ScopeSpans: []*tracepb.ScopeSpans{{Spans: spans}}}})}
 }
 
 // BenchmarkGzipLevel compares the gzip encoders for each signal's export
 // body, reporting the compression ratio with the time: the HTTP sink picks
 // per signal the fastest that compresses as well as level 1 (gzipLevel).
 func BenchmarkGzipLevel(b *testing.B) {
-	logs := &pipeline.Batch{Signal: pipeline.Logs, Logs: logsFixture(b)}
+	logs := &pipeline.Batch{Signal: pipeline.Logs, Logs: pipeline.LogsFromProto(logsFixture(b))}
 	batches := []struct {
 		name string
 		b    *pipeline.Batch
@@ -132,7 +132,7 @@ func fixtureTargets(b testing.TB, n int) *pipeline.Batch {
 func TestEncodeRequestGzipEachSignal(t *testing.T) {
 	// hugeResource: one metrics resource of several pieces goes through
 	// gzip in pieces too (MetricsProtoEncoder.flush).
-	batches := []*pipeline.Batch{randomSpans(300), bench1000(), {Signal: pipeline.Logs, Logs: logsFixture(t)}, hugeResource(40_000)}
+	batches := []*pipeline.Batch{randomSpans(300), bench1000(), {Signal: pipeline.Logs, Logs: pipeline.LogsFromProto(logsFixture(t))}, hugeResource(40_000)}
 	for _, b := range bigBatches(t) {
 		batches = append(batches, b)
 	}

@@ -2,9 +2,7 @@ package sink
 
 import (
 	"github.com/otelstep/otelstep/pipeline"
-	logspb "go.opentelemetry.io/proto/otlp/logs/v1"
 	metricspb "go.opentelemetry.io/proto/otlp/metrics/v1"
-	tracepb "go.opentelemetry.io/proto/otlp/trace/v1"
 )
 
 // SplitBatch returns the first max (at least 1) items of b and the rest
@@ -23,9 +21,9 @@ func splitBatch(b *pipeline.Batch, max int) (head, rest *pipeline.Batch) {
 	case pipeline.Metrics:
 		head.Metrics, rest.Metrics = splitSlice(b.Metrics, max, pipeline.ResourceMetricsPoints, splitRM)
 	case pipeline.Traces:
-		head.Traces, rest.Traces = splitSlice(b.Traces, max, pipeline.ResourceSpansCount, splitRS)
+		head.Traces, rest.Traces = splitSlice(b.Traces, max, (*pipeline.ResourceSpans).Len, splitRS)
 	case pipeline.Logs:
-		head.Logs, rest.Logs = splitSlice(b.Logs, max, pipeline.ResourceLogsCount, splitRL)
+		head.Logs, rest.Logs = splitSlice(b.Logs, max, (*pipeline.ResourceLogs).Len, splitRL)
 	}
 	if rest.Len() == 0 {
 		rest = nil
@@ -98,45 +96,38 @@ func splitMetric(m *metricspb.Metric, k int) (*metricspb.Metric, *metricspb.Metr
 	return h, r
 }
 
-func splitRS(rs *tracepb.ResourceSpans, k int) (*tracepb.ResourceSpans, *tracepb.ResourceSpans) {
-	h := &tracepb.ResourceSpans{Resource: rs.Resource, SchemaUrl: rs.SchemaUrl}
-	r := &tracepb.ResourceSpans{Resource: rs.Resource, SchemaUrl: rs.SchemaUrl}
-	h.ScopeSpans, r.ScopeSpans = splitSlice(rs.ScopeSpans, k,
-		pipeline.ScopeSpansCount,
-		func(ss *tracepb.ScopeSpans, k int) (*tracepb.ScopeSpans, *tracepb.ScopeSpans) {
-			h := &tracepb.ScopeSpans{Scope: ss.Scope, SchemaUrl: ss.SchemaUrl}
-			r := &tracepb.ScopeSpans{Scope: ss.Scope, SchemaUrl: ss.SchemaUrl}
-			h.Spans, r.Spans = splitItems(ss, ss.Spans, h, r, k)
+func splitRS(rs *pipeline.ResourceSpans, k int) (*pipeline.ResourceSpans, *pipeline.ResourceSpans) {
+	h := &pipeline.ResourceSpans{Resource: rs.Resource, SchemaURL: rs.SchemaURL}
+	r := &pipeline.ResourceSpans{Resource: rs.Resource, SchemaURL: rs.SchemaURL}
+	h.ScopeSpans, r.ScopeSpans = splitSlice(rs.ScopeSpans, k, (*pipeline.ScopeSpans).Len,
+		func(ss *pipeline.ScopeSpans, k int) (*pipeline.ScopeSpans, *pipeline.ScopeSpans) {
+			h := &pipeline.ScopeSpans{Scope: ss.Scope, SchemaURL: ss.SchemaURL}
+			r := &pipeline.ScopeSpans{Scope: ss.Scope, SchemaURL: ss.SchemaURL}
+			h.Spans, r.Spans, h.Records, r.Records = splitItems(ss.Spans, ss.Records, k)
 			return h, r
 		})
 	return h, r
 }
 
-func splitRL(rl *logspb.ResourceLogs, k int) (*logspb.ResourceLogs, *logspb.ResourceLogs) {
-	h := &logspb.ResourceLogs{Resource: rl.Resource, SchemaUrl: rl.SchemaUrl}
-	r := &logspb.ResourceLogs{Resource: rl.Resource, SchemaUrl: rl.SchemaUrl}
-	h.ScopeLogs, r.ScopeLogs = splitSlice(rl.ScopeLogs, k,
-		pipeline.ScopeLogsCount,
-		func(sl *logspb.ScopeLogs, k int) (*logspb.ScopeLogs, *logspb.ScopeLogs) {
-			h := &logspb.ScopeLogs{Scope: sl.Scope, SchemaUrl: sl.SchemaUrl}
-			r := &logspb.ScopeLogs{Scope: sl.Scope, SchemaUrl: sl.SchemaUrl}
-			h.LogRecords, r.LogRecords = splitItems(sl, sl.LogRecords, h, r, k)
+func splitRL(rl *pipeline.ResourceLogs, k int) (*pipeline.ResourceLogs, *pipeline.ResourceLogs) {
+	h := &pipeline.ResourceLogs{Resource: rl.Resource, SchemaURL: rl.SchemaURL}
+	r := &pipeline.ResourceLogs{Resource: rl.Resource, SchemaURL: rl.SchemaURL}
+	h.ScopeLogs, r.ScopeLogs = splitSlice(rl.ScopeLogs, k, (*pipeline.ScopeLogs).Len,
+		func(sl *pipeline.ScopeLogs, k int) (*pipeline.ScopeLogs, *pipeline.ScopeLogs) {
+			h := &pipeline.ScopeLogs{Scope: sl.Scope, SchemaURL: sl.SchemaURL}
+			r := &pipeline.ScopeLogs{Scope: sl.Scope, SchemaURL: sl.SchemaURL}
+			h.LogRecords, r.LogRecords, h.Records, r.Records = splitItems(sl.LogRecords, sl.Records, k)
 			return h, r
 		})
 	return h, r
 }
 
-// splitItems splits the first k items of scope message s (its messages,
-// then its received records) into head h and the rest into r: it returns
-// the two message slices and sets the records of each.
-func splitItems[S pipeline.Scope, T any](s S, msgs []T, h, r S, k int) (hm, rm []T) {
-	recs := pipeline.Records(s)
+// splitItems splits the first k items of a scope (its messages msgs, then
+// its records recs) from the rest.
+func splitItems[T any](msgs []T, recs pipeline.Records, k int) (hm, rm []T, hr, rr pipeline.Records) {
 	if k <= len(msgs) {
-		pipeline.SetRecords(r, recs)
-		return msgs[:k:k], msgs[k:]
+		return msgs[:k:k], msgs[k:], nil, recs
 	}
-	a, b := pipeline.SplitRecords(recs, k-len(msgs))
-	pipeline.SetRecords(h, a)
-	pipeline.SetRecords(r, b)
-	return msgs, nil
+	hr, rr = recs.Split(k - len(msgs))
+	return msgs, nil, hr, rr
 }

@@ -6,8 +6,6 @@ import (
 
 	tracepb "go.opentelemetry.io/proto/otlp/trace/v1"
 	"google.golang.org/protobuf/proto"
-
-	"github.com/otelstep/otelstep/pipeline"
 )
 
 // FuzzScanSpan: whatever protobuf decodes as a Span, scanSpan reads as
@@ -17,14 +15,16 @@ func FuzzScanSpan(f *testing.F) {
 	b := recordBatch(f, goldenRequest(f))
 	for _, rs := range b.Traces {
 		for _, ss := range rs.ScopeSpans {
-			for rec, rest, ok := pipeline.NextRecord(pipeline.Records(ss)); ok; rec, rest, ok = pipeline.NextRecord(rest) {
+			for rec := range ss.Records.All() {
 				f.Add(rec)
 			}
 		}
 	}
 	lb := recordBatch(f, loadRequest(2))
-	rec, _, _ := pipeline.NextRecord(pipeline.Records(lb.Traces[0].ScopeSpans[0]))
-	f.Add(rec)
+	for rec := range lb.Traces[0].ScopeSpans[0].Records.All() {
+		f.Add(rec)
+		break
+	}
 	c := newConnector(f, Config{Dimensions: []Dimension{{Name: "service.name.override"}, {Name: "nemo.gym.sandbox.provider"}, {Name: "attr.3"}}}, &recorder{})
 	f.Fuzz(func(t *testing.T, rec []byte) {
 		var scanned spanFields

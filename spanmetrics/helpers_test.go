@@ -191,10 +191,10 @@ func recordBatch(t testing.TB, req *coltracepb.ExportTraceServiceRequest) *pipel
 			if len(ss.Spans) > 0 {
 				t.Fatal("the decoder made span messages")
 			}
-			n += pipeline.RecordCount(pipeline.Records(ss))
+			n += ss.Records.Len()
 		}
 	}
-	if want := (&pipeline.Batch{Signal: pipeline.Traces, Traces: req.ResourceSpans}).Items(); n != want {
+	if want := (&pipeline.Batch{Signal: pipeline.Traces, Traces: pipeline.TracesFromProto(req.ResourceSpans)}).Items(); n != want {
 		t.Fatalf("%d span records, want %d", n, want)
 	}
 	return b
@@ -203,15 +203,15 @@ func recordBatch(t testing.TB, req *coltracepb.ExportTraceServiceRequest) *pipel
 // messageBatch is req with its spans as messages (the OTLP/JSON receiver's).
 func messageBatch(req *coltracepb.ExportTraceServiceRequest) *pipeline.Batch {
 	c := proto.Clone(req).(*coltracepb.ExportTraceServiceRequest)
-	return &pipeline.Batch{Signal: pipeline.Traces, Traces: c.ResourceSpans}
+	return &pipeline.Batch{Signal: pipeline.Traces, Traces: pipeline.TracesFromProto(c.ResourceSpans)}
 }
 
 // tracesBatch is one resource's spans as messages.
 func tracesBatch(res []*commonpb.KeyValue, spans ...*tracepb.Span) *pipeline.Batch {
-	return &pipeline.Batch{Signal: pipeline.Traces, Traces: []*tracepb.ResourceSpans{{
+	return &pipeline.Batch{Signal: pipeline.Traces, Traces: pipeline.TracesFromProto([]*tracepb.ResourceSpans{{
 		Resource:   &resourcepb.Resource{Attributes: res},
 		ScopeSpans: []*tracepb.ScopeSpans{{Spans: spans}},
-	}}}
+	}})}
 }
 
 // span returns a span of d's duration, starting at 1 s.

@@ -70,7 +70,7 @@ func (c *Connector) fromSpan(sp *tracepb.Span, sf *spanFields) {
 	}
 }
 
-// scanSpan reads a span record (as pipeline.NextRecord returns it) into sf
+// scanSpan reads a span record (as pipeline.Records.All yields it) into sf
 // and c.hits, reading only the fields it needs, as protobuf would decode
 // them (the last of a repeated scalar field wins, status messages merge);
 // false if the record is malformed, which the receiver's decoder never

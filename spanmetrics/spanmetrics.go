@@ -16,7 +16,6 @@ import (
 	commonpb "go.opentelemetry.io/proto/otlp/common/v1"
 	metricspb "go.opentelemetry.io/proto/otlp/metrics/v1"
 	resourcepb "go.opentelemetry.io/proto/otlp/resource/v1"
-	tracepb "go.opentelemetry.io/proto/otlp/trace/v1"
 	"google.golang.org/protobuf/encoding/protowire"
 	"google.golang.org/protobuf/proto"
 )
@@ -369,11 +368,11 @@ func (c *Connector) Enqueue(_ context.Context, b *pipeline.Batch) error {
 }
 
 // aggregate counts the spans of one ResourceSpans; c.mu is held.
-func (c *Connector) aggregate(rs *tracepb.ResourceSpans, now uint64) {
-	attrs := rs.GetResource().GetAttributes()
+func (c *Connector) aggregate(rs *pipeline.ResourceSpans, now uint64) {
+	attrs := rs.Resource.GetAttributes()
 	svc := findAttr(attrs, serviceNameKey)
 	if svc == nil {
-		n := uint64(pipeline.ResourceSpansCount(rs))
+		n := uint64(rs.Len())
 		c.noService += n
 		c.noServiceTotal += n
 		return
@@ -381,7 +380,7 @@ func (c *Connector) aggregate(rs *tracepb.ResourceSpans, now uint64) {
 	r := c.resources[string(c.resourceKey(attrs))]
 	if r == nil {
 		if len(c.resources) >= maxResources {
-			n := uint64(pipeline.ResourceSpansCount(rs))
+			n := uint64(rs.Len())
 			c.overflow += n
 			c.overflowTotal += n
 			return
@@ -389,12 +388,12 @@ func (c *Connector) aggregate(rs *tracepb.ResourceSpans, now uint64) {
 		r = c.newResource(attrs, svc)
 	}
 	sf := &c.span
-	for _, ss := range rs.GetScopeSpans() {
-		for _, sp := range ss.GetSpans() {
+	for _, ss := range rs.ScopeSpans {
+		for _, sp := range ss.Spans {
 			c.fromSpan(sp, sf)
 			c.observe(r, sf, now)
 		}
-		for rec, rest, ok := pipeline.NextRecord(pipeline.Records(ss)); ok; rec, rest, ok = pipeline.NextRecord(rest) {
+		for rec := range ss.Records.All() {
 			if !c.scanSpan(rec, sf) {
 				c.bad++
 				c.badTotal++

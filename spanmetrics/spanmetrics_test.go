@@ -92,9 +92,8 @@ func TestRecordsAndMessages(t *testing.T) {
 		for j, ss := range rs.ScopeSpans {
 			all := req.ResourceSpans[i].ScopeSpans[j].Spans
 			half := len(all) / 2
-			_, tail := pipeline.SplitRecords(pipeline.Records(ss), half)
+			_, ss.Records = ss.Records.Split(half)
 			ss.Spans = all[:half]
-			pipeline.SetRecords(ss, tail)
 		}
 	}
 	both := run(mixed)

@@ -30,8 +30,10 @@ import (
 	sdkresource "go.opentelemetry.io/otel/sdk/resource"
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
 	commonpb "go.opentelemetry.io/proto/otlp/common/v1"
+	logspb "go.opentelemetry.io/proto/otlp/logs/v1"
 	metricspb "go.opentelemetry.io/proto/otlp/metrics/v1"
 	resourcepb "go.opentelemetry.io/proto/otlp/resource/v1"
+	tracepb "go.opentelemetry.io/proto/otlp/trace/v1"
 	"google.golang.org/protobuf/proto"
 )
 
@@ -171,12 +173,14 @@ func (b *backend) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	batch, err := otlpwire.UnmarshalRequest(sig, data)
+	var rss []*tracepb.ResourceSpans
+	var rls []*logspb.ResourceLogs
 	if err == nil {
 		// Spans and log records as messages: the decoder keeps them as records.
-		batch.Traces, err = pipeline.ExpandSpans(batch.Traces)
+		rss, err = pipeline.TracesProto(batch.Traces)
 	}
 	if err == nil {
-		batch.Logs, err = pipeline.ExpandLogs(batch.Logs)
+		rls, err = pipeline.LogsProto(batch.Logs)
 	}
 	if err != nil {
 		http.Error(w, err.Error(), 400)
@@ -187,7 +191,7 @@ func (b *backend) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		b.metrics = append(b.metrics, rm)
 		b.count("metrics", rm)
 	}
-	for _, rs := range batch.Traces {
+	for _, rs := range rss {
 		check(rs.Resource, "traces")
 		b.count("traces", rs)
 		for _, ss := range rs.ScopeSpans {
@@ -196,7 +200,7 @@ func (b *backend) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 			}
 		}
 	}
-	for _, rl := range batch.Logs {
+	for _, rl := range rls {
 		check(rl.Resource, "logs")
 		b.count("logs", rl)
 		for _, sl := range rl.ScopeLogs {

@@ -31,22 +31,6 @@ func limitFileSize(t testing.TB, p *proctest.Process, limit uint64) {
 	}
 }
 
-// largestFile is the size of the largest file in dir.
-func largestFile(t testing.TB, dir string) int64 {
-	t.Helper()
-	ents, err := os.ReadDir(dir)
-	if err != nil {
-		t.Fatal(err)
-	}
-	var m int64
-	for _, e := range ents {
-		if fi, err := e.Info(); err == nil {
-			m = max(m, fi.Size())
-		}
-	}
-	return m
-}
-
 // healthBody is the health endpoint's status and body.
 func healthBody(addr string) (int, string) {
 	resp, err := http.Get("http://" + addr + "/")
@@ -80,30 +64,37 @@ func TestDiskFull(t *testing.T) {
 	before := l.Answered()
 	waitFor(t, "the first spans in the JSONL", func() bool { it, err := readJSONL(n.Otel); return err == nil && it.Missing(before) == 0 })
 
-	// The files may grow a little more, then no more.
-	limit := uint64(largestFile(t, n.Otel) + 4096)
+	// traces.jsonl may grow a little more, then no more (the limit is on
+	// every file: metrics.jsonl, larger, cannot grow at all, so the
+	// scrapes wait from now).
+	fi, err := os.Stat(filepath.Join(n.Otel, "traces.jsonl"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	limit := uint64(fi.Size() + 4096)
 	limitFileSize(t, p, limit)
 	cc, err := grpc.NewClient(n.GRPC, grpc.WithTransportCredentials(insecure.NewCredentials()))
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer cc.Close()
-	reason := ""
 	for i := 0; ; i++ {
-		// Spans are taken until a write fails.
-		if code, _ := l.post(n.HTTP, fmt.Sprintf("filling%d", i), 20); code != 200 && code != 503 {
-			t.Fatalf("while the file fills: answered %d", code)
-		}
-		if code, body := healthBody(n.Health); code == 503 {
-			reason = body
+		// Spans are taken until a write of traces.jsonl fails: then
+		// they are refused at once.
+		code, _ := l.post(n.HTTP, fmt.Sprintf("filling%d", i), 20)
+		if code == 503 {
 			break
 		}
+		if code != 200 {
+			t.Fatalf("while the file fills: answered %d", code)
+		}
 		if i > 100_000 {
-			t.Fatalf("health never said the JSONL cannot be written (%d bytes allowed):\n%s", limit, p.Out.String())
+			t.Fatalf("spans still taken with traces.jsonl unable to grow past %d bytes:\n%s", limit, p.Out.String())
 		}
 	}
-	if !strings.Contains(reason, "file too large") || !strings.Contains(reason, filepath.Join(n.Otel)) {
-		t.Errorf("health's reason does not say which file and why: %s", reason)
+	code, reason := healthBody(n.Health)
+	if code != 503 || !strings.Contains(reason, "file too large") || !strings.Contains(reason, filepath.Join(n.Otel, "traces.jsonl")) {
+		t.Errorf("health: %d %s; want 503 saying which file and why", code, reason)
 	}
 	answeredBefore := l.Answered().Total()
 	// While it cannot write: every request is answered retry-later, and
@@ -151,6 +142,6 @@ func TestDiskFull(t *testing.T) {
 	}
 	lost := in.Missing(answered) + be.Got().Missing(answered)
 	n.checkNoToken(t, p)
-	report(t, fmt.Sprintf("files limited to %d KiB: %d spans answered 200 before health said 503; then %d HTTP 503 + %d gRPC UNAVAILABLE, RSS ≤ %d MiB; after: %d spans answered 200 in all, all in the JSONL and at the backend; %s",
+	report(t, fmt.Sprintf("files limited to %d KiB: %d spans answered 200 before the first 503; then %d HTTP 503 + %d gRPC UNAVAILABLE, RSS ≤ %d MiB; after: %d spans answered 200 in all, all in the JSONL and at the backend; %s",
 		limit>>10, answeredBefore, refusedHTTP, refusedGRPC, rssMax>>20, answered.Total(), figure), lost)
 }

@@ -99,10 +99,15 @@ func (a *admission) inUse() int64 {
 
 // budgetReader takes from g what it reads from r, a body of unknown
 // size, in steps of at least admissionStep, and fails with errOverBudget
-// when the budget has no room for the next step.
+// when the budget has no room for the next step. It reads at most limit
+// bytes (0: no limit) and takes no more than that and a step: a caller's
+// buffer grown to twice what was read (bytes.Buffer.ReadFrom) would
+// otherwise ask for as much again, and a gzip bomb, a body that is only
+// too large (413), be told to retry later instead.
 type budgetReader struct {
 	r       io.Reader
 	g       *grant
+	limit   int64
 	read    int64
 	granted int64
 }
@@ -110,6 +115,14 @@ type budgetReader struct {
 const admissionStep = 256 << 10
 
 func (b *budgetReader) Read(p []byte) (int, error) {
+	if b.limit > 0 {
+		if b.read >= b.limit {
+			return 0, io.EOF
+		}
+		if left := b.limit - b.read; int64(len(p)) > left {
+			p = p[:left]
+		}
+	}
 	if b.read+int64(len(p)) > b.granted {
 		step := max(int64(len(p)), admissionStep)
 		if !b.g.grow(step) {

@@ -226,7 +226,7 @@ func (r *Receiver) readBodyOf(w http.ResponseWriter, req *http.Request, enc stri
 		return buf, bd, nil
 	}
 	var buf bytes.Buffer
-	br := &budgetReader{r: io.LimitReader(src, r.maxBody+1), g: g}
+	br := &budgetReader{r: src, g: g, limit: r.maxBody + 1}
 	n, err := buf.ReadFrom(br)
 	br.settle()
 	if isOverBudget(err) {

@@ -216,6 +216,10 @@ type Exit struct {
 // killed (Code -1).
 func (p *Process) Terminate(t testing.TB) Exit {
 	t.Helper()
+	// Read now too: on a busy machine the sampler may not have run yet.
+	if hwm, err := statusField(p.Cmd.Process.Pid, "VmHWM"); err == nil {
+		p.peakRSS.Store(max(p.peakRSS.Load(), hwm))
+	}
 	sent := time.Now()
 	if err := p.Cmd.Process.Signal(syscall.SIGTERM); err != nil {
 		t.Fatal(err)

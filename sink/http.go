@@ -84,8 +84,10 @@ const httpWorkers = 2
 
 // DefaultQueueBytes is HTTPOptions.QueueBytes when unset: with a backend
 // down or hung, what waits for it stays within a job's memory whatever the
-// batches' sizes (1000 requests of a few MB each were gigabytes).
-const DefaultQueueBytes = 32 << 20
+// batches' sizes (1000 requests of a few MB each were gigabytes). What the
+// queue drops is in the JSONL, and the backfill sends it from there once
+// the backend answers again, so a small queue loses nothing.
+const DefaultQueueBytes = 16 << 20
 
 // HTTP is the OTLP/HTTP exporter sink (protobuf, gzip). One queue is shared
 // by every signal; two workers send. Enqueue never waits on the backend:

@@ -140,10 +140,8 @@ func TestFetchBodySizeLimit(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			var written atomic.Int64
-			start := time.Now()
 			b, log := scrapeLogged(t, bigHandler(256<<20, tc.gz, tc.withLength, &written), func(tg *Target) {
-				// generous: compressing the stream is slow under -race
-				tg.BodySizeLimit, tg.Interval, tg.Timeout = limit, 30*time.Second, 30*time.Second
+				tg.BodySizeLimit = limit // the timeout stays a minute: compressing the stream is slow under -race
 			})
 			if upOf(t, b) != 0 {
 				t.Error("up != 0")
@@ -155,9 +153,6 @@ func TestFetchBodySizeLimit(t *testing.T) {
 			// could not push the whole 256 MiB (decompressed) through.
 			if w := written.Load(); w > 64<<20 {
 				t.Errorf("server wrote %d bytes: body read far past the limit", w)
-			}
-			if d := time.Since(start); d > 20*time.Second {
-				t.Errorf("took %v", d)
 			}
 		})
 	}

@@ -406,6 +406,7 @@ func (r *run) process(c *chunk) {
 			skipped++
 		}
 	}
+	lineBytes := c.bytes // of the lines' JSON, which decode lets go of
 	b, ranges, bad := r.decode(c)
 	skipped += bad
 	if len(ranges) > 0 {
@@ -413,8 +414,8 @@ func (r *run) process(c *chunk) {
 			resource.Stamp(b, "Authorization", r.o.Token)
 		}
 		delivered := false
-		if !r.o.DryRun && len(c.lines) == 1 && len(c.lines[0].data) > r.o.BatchBytes && b.Items() > 1 {
-			delivered = r.deliverPieces(c, b, ranges[0].no, len(c.lines[0].data), &skipped)
+		if !r.o.DryRun && len(c.lines) == 1 && lineBytes > int64(r.o.BatchBytes) && b.Items() > 1 {
+			delivered = r.deliverPieces(c, b, ranges[0].no, int(lineBytes), &skipped)
 		} else {
 			delivered = r.deliver(r.ctx, c, b, ranges, &skipped)
 		}
@@ -482,12 +483,17 @@ type lineRange struct {
 }
 
 // decode turns the chunk's lines into one batch, reporting the lines that
-// do not decode.
+// do not decode. It lets go of each line's JSON once decoded (the batch
+// holds copies): a line of many megabytes is sent in pieces for as long
+// as the backend takes them, and holding it too would double what the
+// line costs.
 func (r *run) decode(c *chunk) (*pipeline.Batch, []lineRange, int) {
 	b := &pipeline.Batch{Signal: c.sig}
 	var ranges []lineRange
 	bad := 0
-	for _, l := range c.lines {
+	for i := range c.lines {
+		l := c.lines[i]
+		c.lines[i].data = nil
 		from := b.Len()
 		var err error
 		switch c.sig {

@@ -379,6 +379,13 @@ func (h *HTTP) encode(b *pipeline.Batch, items int) *body {
 		h.log.Error("otlp/http exporter: encoding failed", "error", err)
 		return nil
 	}
+	// gzip's writes grew the buffer by doubling: up to twice the body.
+	// A body too big to be kept for reuse (putBody) is held only until it
+	// is sent, and the queue (while the backend is down or hung) and the
+	// workers hold several: give it a buffer of its length.
+	if c, n := bd.buf.Cap(), bd.buf.Len(); c > maxKeptOut && c-n > n/8 {
+		bd.buf = *bytes.NewBuffer(bytes.Clone(bd.buf.Bytes()))
+	}
 	return bd
 }
 

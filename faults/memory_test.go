@@ -234,3 +234,46 @@ func TestHungBackendQueueBounded(t *testing.T) {
 	report(t, fmt.Sprintf("%d requests of %.1f MB to a hung backend: %d told to retry later, %.0f batches dropped by the exporter, peak RSS %d MiB while hung; %s",
 		requests, float64(size0)/1e6, retried, dropped, hungPeak>>20, figure), lost)
 }
+
+// As TestHungBackendQueueBounded, then the backend answers again before
+// the stop: the exporter sends what its queue held and the backfill what
+// it dropped, read back from the JSONL, whose lines (the batcher's, of
+// several requests) are longer than a backfill request and are sent in
+// pieces.
+func TestHungBackendThenBackfill(t *testing.T) {
+	be := NewBackend(t)
+	be.Set(Hung)
+	n := configure(t, Setup{Backend: be.URL(), Exporter: fastRetry})
+	p := n.start(t)
+	l := newLedger()
+	pr := newProgress()
+	const spans, payload = 2000, 2000
+	noise := hexNoise(8 << 20)
+	requests := size(24, 200)
+	for i := range requests {
+		names := spanNames(fmt.Sprintf("hungup%d", i), spans)
+		l.postUntilTaken(t, pr, n.HTTP, names, payloadRequest(names, payload, noise, i*spans))
+	}
+	answered := l.Answered()
+	waitFor(t, "the exporter counting batches dropped", func() bool {
+		return metricValue(t, n.Health, `otelstep_exporter_dropped_batches_total{exporter="otlp_http"}`) > 0
+	})
+	dropped := metricValue(t, n.Health, `otelstep_exporter_dropped_batches_total{exporter="otlp_http"}`)
+	be.Set(Up)
+	waitFor(t, "every span answered 200 at the backend", func() bool {
+		return be.Got().Missing(answered) == 0
+	})
+	peak, err := p.PeakRSS()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if peak >= rssBound {
+		t.Errorf("peak RSS %d MiB while the backend hung and the backfill sent, bound %d MiB", peak>>20, rssBound>>20)
+	}
+	e := p.Stop(t)
+	figure := checkExit(t, p, e)
+	lost := n.jsonl(t).Missing(answered) + be.Got().Missing(answered)
+	n.checkNoToken(t, p)
+	report(t, fmt.Sprintf("%d requests of spans to a hung backend, %.0f batches dropped by the exporter, then the backend up: all at the backend, peak RSS %d MiB; %s",
+		requests, dropped, peak>>20, figure), lost)
+}

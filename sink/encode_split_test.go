@@ -6,7 +6,6 @@ import (
 	"context"
 	"fmt"
 	"io"
-	"math"
 	"net/http"
 	"net/http/httptest"
 	"os"
@@ -15,12 +14,12 @@ import (
 	"testing"
 
 	"github.com/klauspost/compress/gzip"
+	"github.com/otelstep/otelstep/internal/otlptest"
 	"github.com/otelstep/otelstep/otlpwire"
 	"github.com/otelstep/otelstep/pipeline"
 	collogspb "go.opentelemetry.io/proto/otlp/collector/logs/v1"
 	colmetricspb "go.opentelemetry.io/proto/otlp/collector/metrics/v1"
 	coltracepb "go.opentelemetry.io/proto/otlp/collector/trace/v1"
-	commonpb "go.opentelemetry.io/proto/otlp/common/v1"
 	logspb "go.opentelemetry.io/proto/otlp/logs/v1"
 	metricspb "go.opentelemetry.io/proto/otlp/metrics/v1"
 	resourcepb "go.opentelemetry.io/proto/otlp/resource/v1"
@@ -135,7 +134,7 @@ func TestTracesEncoderForwardsReceivedSpans(t *testing.T) {
 // records (as after a producer appends spans to a received scope), encodes
 // and splits as the same spans all as messages would.
 func TestMixedSpansAndRecords(t *testing.T) {
-	spans := benchSpans(6)[0].ScopeSpans[0].Spans
+	spans := otlptest.BenchSpans(6)[0].ScopeSpans[0].Spans
 	var recs pipeline.Records
 	for _, s := range spans[2:] {
 		b, err := proto.Marshal(s)
@@ -287,10 +286,10 @@ func TestSinksSharedBatches(t *testing.T) {
 	_ = web.Start(context.Background())
 	_ = file.Start(context.Background())
 	fan := NewFanout(file, web)
-	sim := newScrapeSim(30)
+	sim := otlptest.NewScrapeSim(30)
 	var sent [][]*metricspb.ResourceMetrics
 	for n := range 12 {
-		rms := sim.batch(n)
+		rms := sim.Batch(n)
 		rms[0].Resource.Attributes = append(rms[0].Resource.Attributes, strKV("batch.id", fmt.Sprint(n)))
 		sent = append(sent, rms)
 		if err := fan.Consume(context.Background(), &pipeline.Batch{Signal: pipeline.Metrics, Metrics: rms}); err != nil {
@@ -361,140 +360,6 @@ func traceFixtures(t testing.TB) [][]*tracepb.ResourceSpans {
 		}
 		out = append(out, req.ResourceSpans)
 	})
-	str := func(k, v string) *commonpb.KeyValue {
-		return &commonpb.KeyValue{Key: k, Value: &commonpb.AnyValue{Value: &commonpb.AnyValue_StringValue{StringValue: v}}}
-	}
-	full := &tracepb.Span{
-		TraceId: bytes.Repeat([]byte{0xab}, 16), SpanId: bytes.Repeat([]byte{0xcd}, 8), ParentSpanId: []byte{1, 2, 3, 4, 5, 6, 7, 8},
-		TraceState: "k=v", Name: "op", Kind: tracepb.Span_SPAN_KIND_CONSUMER, Flags: 0x101,
-		StartTimeUnixNano: 1, EndTimeUnixNano: 1<<63 + 5,
-		Attributes: []*commonpb.KeyValue{str("a", "b"), {Key: "i", Value: &commonpb.AnyValue{Value: &commonpb.AnyValue_IntValue{IntValue: -7}}},
-			{Key: "arr", Value: &commonpb.AnyValue{Value: &commonpb.AnyValue_ArrayValue{ArrayValue: &commonpb.ArrayValue{Values: []*commonpb.AnyValue{{Value: &commonpb.AnyValue_BoolValue{BoolValue: true}}}}}}},
-			{Key: "nil-value"}},
-		DroppedAttributesCount: 3,
-		Events:                 []*tracepb.Span_Event{{TimeUnixNano: 9, Name: "ev", Attributes: []*commonpb.KeyValue{str("e", "1")}, DroppedAttributesCount: 1}, {}},
-		DroppedEventsCount:     2,
-		Links:                  []*tracepb.Span_Link{{TraceId: bytes.Repeat([]byte{9}, 16), SpanId: bytes.Repeat([]byte{8}, 8), TraceState: "x", Attributes: []*commonpb.KeyValue{str("l", "2")}, DroppedAttributesCount: 4, Flags: 1}, {}},
-		DroppedLinksCount:      5,
-		Status:                 &tracepb.Status{Message: "bad", Code: tracepb.Status_STATUS_CODE_ERROR},
-	}
-	out = append(out,
-		[]*tracepb.ResourceSpans{{
-			Resource:  &resourcepb.Resource{Attributes: []*commonpb.KeyValue{str("service.name", "s")}, DroppedAttributesCount: 1},
-			SchemaUrl: "https://schema/1",
-			ScopeSpans: []*tracepb.ScopeSpans{
-				{Scope: &commonpb.InstrumentationScope{Name: "lib", Version: "1", Attributes: []*commonpb.KeyValue{str("x", "y")}, DroppedAttributesCount: 2},
-					SchemaUrl: "https://schema/2", Spans: []*tracepb.Span{full, {}, {Status: &tracepb.Status{}}, {Kind: tracepb.Span_SpanKind(-1)}}},
-				{}, // empty scope spans
-			},
-		}, {}}, // a resource-less ResourceSpans
-		nil,
-	)
+	out = append(out, otlptest.EdgeSpans()...)
 	return out
-}
-
-func benchSpans(n int) []*tracepb.ResourceSpans {
-	spans := make([]*tracepb.Span, n)
-	for i := range spans {
-		attrs := make([]*commonpb.KeyValue, 8)
-		for j := range attrs {
-			attrs[j] = &commonpb.KeyValue{Key: "attr." + string(rune('a'+j)), Value: &commonpb.AnyValue{Value: &commonpb.AnyValue_StringValue{StringValue: "abcdefghijklmnop"}}}
-		}
-		spans[i] = &tracepb.Span{TraceId: bytes.Repeat([]byte{byte(i)}, 16), SpanId: bytes.Repeat([]byte{byte(i)}, 8), Name: "op",
-			Kind: tracepb.Span_SPAN_KIND_SERVER, StartTimeUnixNano: uint64(i), EndTimeUnixNano: uint64(i) + 1e6, Attributes: attrs, Status: &tracepb.Status{}}
-	}
-	return []*tracepb.ResourceSpans{{Resource: &resourcepb.Resource{}, ScopeSpans: []*tracepb.ScopeSpans{{Spans: spans}}}}
-}
-
-// scrapeSim builds batches the way the scraper does: each series keeps one
-// marked attribute slice for its whole life and gets a new value every
-// scrape; a series dies, one appears, and some points carry fresh, unmarked
-// attributes.
-type scrapeSim struct {
-	gauge, hist, summ, exp [][]*commonpb.KeyValue
-	exemplarAttrs          []*commonpb.KeyValue
-}
-
-func newScrapeSim(series int) *scrapeSim {
-	s := &scrapeSim{exemplarAttrs: pipeline.MarkShared([]*commonpb.KeyValue{strKV("trace", "x")})}
-	odd := []*commonpb.KeyValue{
-		{Key: "i", Value: &commonpb.AnyValue{Value: &commonpb.AnyValue_IntValue{IntValue: -3}}},
-		{Key: "b", Value: &commonpb.AnyValue{Value: &commonpb.AnyValue_BoolValue{}}},
-		{Key: "d", Value: &commonpb.AnyValue{Value: &commonpb.AnyValue_DoubleValue{DoubleValue: math.NaN()}}},
-		{Key: "y", Value: &commonpb.AnyValue{Value: &commonpb.AnyValue_BytesValue{BytesValue: []byte{0, 255}}}},
-		{Key: "a", Value: &commonpb.AnyValue{Value: &commonpb.AnyValue_ArrayValue{ArrayValue: &commonpb.ArrayValue{Values: []*commonpb.AnyValue{{Value: &commonpb.AnyValue_IntValue{IntValue: 1}}}}}}},
-		{Key: "nil-value"},
-	}
-	for i := range series {
-		attrs := []*commonpb.KeyValue{strKV("cpu", fmt.Sprint(i)), strKV("mode", "us\"er\u00e9"), strKV("host", "h")}
-		if i%7 == 0 {
-			attrs = append(attrs, odd...)
-		}
-		s.gauge = append(s.gauge, pipeline.MarkShared(attrs))
-		s.hist = append(s.hist, pipeline.MarkShared([]*commonpb.KeyValue{strKV("h", fmt.Sprint(i)), strKV("job", "j")}))
-		s.summ = append(s.summ, pipeline.MarkShared([]*commonpb.KeyValue{strKV("q", fmt.Sprint(i))}))
-		s.exp = append(s.exp, pipeline.MarkShared([]*commonpb.KeyValue{strKV("e", fmt.Sprint(i))}))
-	}
-	s.summ = append(s.summ, s.gauge[1][1:]) // a suffix: not shared
-	s.hist = append(s.hist, s.gauge[2])     // field 9 here, 7 in the gauge
-	return s
-}
-
-var simValues = []float64{math.NaN(), math.Inf(1), math.Inf(-1), math.Copysign(0, -1), 0, 1e-7, 123.456}
-
-// batch returns scrape n (values change with n; from scrape 2 the last
-// gauge series is replaced by a new one).
-func (s *scrapeSim) batch(n int) []*metricspb.ResourceMetrics {
-	if n == 2 {
-		s.gauge[len(s.gauge)-1] = pipeline.MarkShared([]*commonpb.KeyValue{strKV("cpu", "new")})
-	}
-	ts := uint64(1700000000000000000 + n*15e9)
-	var gauge, sum []*metricspb.NumberDataPoint
-	for i, a := range s.gauge {
-		v := simValues[(i+n)%len(simValues)]
-		gauge = append(gauge, &metricspb.NumberDataPoint{Attributes: a, TimeUnixNano: ts, Value: &metricspb.NumberDataPoint_AsDouble{AsDouble: v}})
-		p := &metricspb.NumberDataPoint{Attributes: a, StartTimeUnixNano: 1, TimeUnixNano: ts, Value: &metricspb.NumberDataPoint_AsInt{AsInt: int64(i * n)}}
-		if i%5 == 0 {
-			p.Exemplars = []*metricspb.Exemplar{{FilteredAttributes: s.exemplarAttrs, TimeUnixNano: ts, Value: &metricspb.Exemplar_AsDouble{AsDouble: v},
-				TraceId: bytes.Repeat([]byte{byte(n + 1)}, 16), SpanId: bytes.Repeat([]byte{byte(i + 1)}, 8)}}
-		}
-		if i%11 == 0 {
-			p.Flags = 1
-		}
-		sum = append(sum, p)
-	}
-	gauge = append(gauge,
-		&metricspb.NumberDataPoint{Attributes: []*commonpb.KeyValue{strKV("fresh", fmt.Sprint(n))}, TimeUnixNano: ts, Value: &metricspb.NumberDataPoint_AsDouble{AsDouble: float64(n)}},
-		&metricspb.NumberDataPoint{TimeUnixNano: ts})
-	var hist []*metricspb.HistogramDataPoint
-	for i, a := range s.hist {
-		sm := float64(n * i)
-		hist = append(hist, &metricspb.HistogramDataPoint{Attributes: a, TimeUnixNano: ts, Count: uint64(n), Sum: &sm,
-			BucketCounts: []uint64{uint64(n), 0}, ExplicitBounds: []float64{0.5},
-			Exemplars: []*metricspb.Exemplar{{FilteredAttributes: s.exemplarAttrs, Value: &metricspb.Exemplar_AsInt{AsInt: int64(n)}}}})
-	}
-	var summ []*metricspb.SummaryDataPoint
-	for i, a := range s.summ {
-		summ = append(summ, &metricspb.SummaryDataPoint{Attributes: a, TimeUnixNano: ts, Count: uint64(n), Sum: simValues[(i+n)%len(simValues)],
-			QuantileValues: []*metricspb.SummaryDataPoint_ValueAtQuantile{{Quantile: 0.5, Value: float64(n)}, {Quantile: 1, Value: math.Inf(1)}}})
-	}
-	var exp []*metricspb.ExponentialHistogramDataPoint
-	for _, a := range s.exp {
-		exp = append(exp, &metricspb.ExponentialHistogramDataPoint{Attributes: a, TimeUnixNano: ts, Count: uint64(n), Scale: 2,
-			Positive: &metricspb.ExponentialHistogramDataPoint_Buckets{Offset: -1, BucketCounts: []uint64{uint64(n)}}})
-	}
-	return []*metricspb.ResourceMetrics{{
-		Resource: &resourcepb.Resource{Attributes: pipeline.MarkShared([]*commonpb.KeyValue{strKV("service.name", "s"), strKV("Authorization", "Bearer t0k")})},
-		ScopeMetrics: []*metricspb.ScopeMetrics{{
-			Scope: &commonpb.InstrumentationScope{Name: "otelstep", Attributes: pipeline.MarkShared([]*commonpb.KeyValue{strKV("scope", "attr")})},
-			Metrics: []*metricspb.Metric{
-				{Name: "g", Unit: "1", Data: &metricspb.Metric_Gauge{Gauge: &metricspb.Gauge{DataPoints: gauge}}},
-				{Name: "c_total", Data: &metricspb.Metric_Sum{Sum: &metricspb.Sum{DataPoints: sum, AggregationTemporality: 2, IsMonotonic: true}}},
-				{Name: "h", Data: &metricspb.Metric_Histogram{Histogram: &metricspb.Histogram{DataPoints: hist, AggregationTemporality: 2}}},
-				{Name: "s", Data: &metricspb.Metric_Summary{Summary: &metricspb.Summary{DataPoints: summ}}},
-				{Name: "e", Data: &metricspb.Metric_ExponentialHistogram{ExponentialHistogram: &metricspb.ExponentialHistogram{DataPoints: exp}}},
-				{Name: "meta", Metadata: pipeline.MarkShared([]*commonpb.KeyValue{strKV("prometheus.type", "gauge")})},
-			},
-		}},
-	}}
 }

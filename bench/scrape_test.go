@@ -69,7 +69,7 @@ func benchScrapePath(b *testing.B, file string, shift bool) {
 	var pb, js []byte
 	var zbuf bytes.Buffer
 	zw, _ := gzip.NewWriterLevel(&zbuf, gzip.BestSpeed)
-	var enc otlpwire.MetricsProtoEncoder // long-lived, as each sink's: its buffers are reused
+	var enc otlpwire.ProtoEncoder // long-lived, as each sink's: its buffers are reused
 	var jenc otlpwire.MetricsEncoder
 	ts := time.Now()
 	b.ReportAllocs()
@@ -81,7 +81,7 @@ func benchScrapePath(b *testing.B, file string, shift bool) {
 		if err != nil {
 			b.Fatal(err)
 		}
-		pb = enc.AppendRequest(pb[:0], rms)
+		pb = enc.AppendMetricsRequest(pb[:0], rms)
 		zbuf.Reset()
 		zw.Reset(&zbuf)
 		_, _ = zw.Write(pb)

@@ -286,15 +286,15 @@ func decodeHTTP(sig pipeline.Signal, ct string, body []byte) (*pipeline.Batch, p
 	switch sig {
 	case pipeline.Metrics:
 		var m *colmetricspb.ExportMetricsServiceRequest
-		m, err = decodeMetricsJSON(body)
+		m, err = otlpwire.DecodeMetrics(body)
 		b.Metrics = m.GetResourceMetrics()
 	case pipeline.Traces:
 		var m *coltracepb.ExportTraceServiceRequest
-		m, err = decodeTracesJSON(body)
+		m, err = otlpwire.DecodeTraces(body)
 		b.Traces = pipeline.TracesFromProto(m.GetResourceSpans())
 	default:
 		var m *collogspb.ExportLogsServiceRequest
-		m, err = decodeLogsJSON(body)
+		m, err = otlpwire.DecodeLogs(body)
 		b.Logs = pipeline.LogsFromProto(m.GetResourceLogs())
 	}
 	if err != nil {

@@ -238,7 +238,7 @@ func TestBadHexIDsRefused(t *testing.T) {
 			t.Errorf("%s: %d %s", tc.span, resp.StatusCode, out)
 			continue
 		}
-		want := "otlpin: cannot decode application/json traces request: otlpjson: decode traces: resourceSpans[0].scopeSpans[0].spans[1]." + tc.want
+		want := "otlpin: cannot decode application/json traces request: otlpwire: decode OTLP/JSON traces: resourceSpans[0].scopeSpans[0].spans[1]." + tc.want
 		if st.Message != want {
 			t.Errorf("message\n got %s\nwant %s", st.Message, want)
 		}

@@ -8,7 +8,7 @@
 //     (proto_validate.go: ValidID, IDSizeError). Spans and log records are
 //     checked and kept as their wire records; SpanDecoder and
 //     LogRecordDecoder decode them one at a time.
-//   - Protobuf encoding (proto_encode*.go): MetricsProtoEncoder appends an
+//   - Protobuf encoding (proto_encode*.go): ProtoEncoder appends an
 //     export request of any signal to a caller-owned buffer.
 //   - OTLP/JSON decoding (json_decode*.go, json_scan.go): DecodeMetrics,
 //     DecodeTraces and DecodeLogs.

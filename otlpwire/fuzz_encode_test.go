@@ -57,11 +57,11 @@ func FuzzEncode(f *testing.F) {
 // of the bytes with want.
 func checkEncoders(t *testing.T, what string, b *pipeline.Batch, want proto.Message) {
 	t.Helper()
-	var enc MetricsProtoEncoder
+	var enc ProtoEncoder
 	var pb, js []byte
 	switch b.Signal {
 	case pipeline.Metrics:
-		pb, js = enc.AppendRequest(nil, b.Metrics), AppendMetrics(nil, b.Metrics)
+		pb, js = enc.AppendMetricsRequest(nil, b.Metrics), AppendMetrics(nil, b.Metrics)
 	case pipeline.Traces:
 		pb, js = enc.AppendTracesRequest(nil, b.Traces), AppendTraces(nil, b.Traces)
 	case pipeline.Logs:

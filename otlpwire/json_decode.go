@@ -33,7 +33,7 @@ func DecodeMetrics(data []byte) (*colmetricspb.ExportMetricsServiceRequest, erro
 		})
 	})
 	if err != nil {
-		return nil, fmt.Errorf("otlpjson: decode metrics: %w", err)
+		return nil, fmt.Errorf("otlpwire: decode OTLP/JSON metrics: %w", err)
 	}
 	return req, nil
 }
@@ -49,7 +49,7 @@ func DecodeTraces(data []byte) (*coltracepb.ExportTraceServiceRequest, error) {
 		})
 	})
 	if err != nil {
-		return nil, fmt.Errorf("otlpjson: decode traces: %w", err)
+		return nil, fmt.Errorf("otlpwire: decode OTLP/JSON traces: %w", err)
 	}
 	return req, nil
 }
@@ -65,7 +65,7 @@ func DecodeLogs(data []byte) (*collogspb.ExportLogsServiceRequest, error) {
 		})
 	})
 	if err != nil {
-		return nil, fmt.Errorf("otlpjson: decode logs: %w", err)
+		return nil, fmt.Errorf("otlpwire: decode OTLP/JSON logs: %w", err)
 	}
 	return req, nil
 }

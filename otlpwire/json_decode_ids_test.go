@@ -74,7 +74,7 @@ func TestJSONDecodeIDLengths(t *testing.T) {
 				odd = " an odd number of hex digits,"
 			}
 			msg := fmt.Sprintf("%s of %d hex digits,%s must be %d hex digits (%d bytes) or empty", what, n, odd, c.digits, c.digits/2)
-			prefix := "otlpjson: decode " + s.name + ": " + c.path + ": at byte "
+			prefix := "otlpwire: decode OTLP/JSON " + s.name + ": " + c.path + ": at byte "
 			if err == nil || !strings.HasPrefix(err.Error(), prefix) || !strings.HasSuffix(err.Error(), ": "+msg) {
 				t.Errorf("%s of %d hex digits:\n got %v\nwant %s...: %s", c.name, n, err, prefix, msg)
 				continue

@@ -25,7 +25,7 @@ var pjUnmarshalOpts = protojson.UnmarshalOptions{DiscardUnknown: true}
 func pjDecodeMetrics(data []byte) (*colmetricspb.ExportMetricsServiceRequest, error) {
 	req := &colmetricspb.ExportMetricsServiceRequest{}
 	if err := pjDecode(data, req); err != nil {
-		return nil, fmt.Errorf("otlpjson: decode metrics: %w", err)
+		return nil, fmt.Errorf("otlpwire: decode OTLP/JSON metrics: %w", err)
 	}
 	return req, nil
 }
@@ -33,7 +33,7 @@ func pjDecodeMetrics(data []byte) (*colmetricspb.ExportMetricsServiceRequest, er
 func pjDecodeTraces(data []byte) (*coltracepb.ExportTraceServiceRequest, error) {
 	req := &coltracepb.ExportTraceServiceRequest{}
 	if err := pjDecode(data, req); err != nil {
-		return nil, fmt.Errorf("otlpjson: decode traces: %w", err)
+		return nil, fmt.Errorf("otlpwire: decode OTLP/JSON traces: %w", err)
 	}
 	return req, nil
 }
@@ -41,7 +41,7 @@ func pjDecodeTraces(data []byte) (*coltracepb.ExportTraceServiceRequest, error) 
 func pjDecodeLogs(data []byte) (*collogspb.ExportLogsServiceRequest, error) {
 	req := &collogspb.ExportLogsServiceRequest{}
 	if err := pjDecode(data, req); err != nil {
-		return nil, fmt.Errorf("otlpjson: decode logs: %w", err)
+		return nil, fmt.Errorf("otlpwire: decode OTLP/JSON logs: %w", err)
 	}
 	return req, nil
 }

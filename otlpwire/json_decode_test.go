@@ -454,7 +454,7 @@ func TestDecodeErrorsNew(t *testing.T) {
 	const attr = `{"resourceLogs":[{"resource":{"attributes":[{"key":"k"},{"key":"k","value":%s}]}}]}`
 	cases := []struct {
 		format, in string
-		path, msg  string // the error must be "otlpjson: decode <signal>: <path>: at byte N: <msg...>"
+		path, msg  string // the error must be "otlpwire: decode OTLP/JSON <signal>: <path>: at byte N: <msg...>"
 	}{
 		{dp, `{"asDouble":"x"}`, "resourceMetrics[0].scopeMetrics[0].metrics[1].sum.dataPoints[0].asDouble", "want a number"},
 		{dp, `{"asDouble":true}`, "resourceMetrics[0].scopeMetrics[0].metrics[1].sum.dataPoints[0].asDouble", "want a number"},
@@ -512,7 +512,7 @@ func TestDecodeErrorsNew(t *testing.T) {
 		if _, perr := s.ref(in); perr == nil {
 			t.Errorf("%s: protojson path accepts what the new decoder rejects (%v)", in, err)
 		}
-		prefix := "otlpjson: decode " + s.name + ": " + c.path + ": at byte "
+		prefix := "otlpwire: decode OTLP/JSON " + s.name + ": " + c.path + ": at byte "
 		msg := err.Error()
 		if !strings.HasPrefix(msg, prefix) || !strings.Contains(msg[len(prefix):], c.msg) {
 			t.Errorf("%s:\n got error %q\nwant %q...%q", in, msg, prefix, c.msg)
@@ -552,7 +552,7 @@ func TestDecodeSyntaxErrors(t *testing.T) {
 		if _, perr := pjDecodeTraces([]byte(in)); perr == nil {
 			t.Errorf("%q: protojson path accepts it", in)
 		}
-		if !strings.HasPrefix(err.Error(), "otlpjson: decode traces: ") {
+		if !strings.HasPrefix(err.Error(), "otlpwire: decode OTLP/JSON traces: ") {
 			t.Errorf("%q: %v", in, err)
 		}
 		checkOffset(t, []byte(in), err.Error())

@@ -508,14 +508,14 @@ func TestJSONDecodeErrors(t *testing.T) {
 		in   string
 		want []string
 	}{
-		{decT, `{"resourceSpans":[{"scopeSpans":[{"spans":[{"traceId":"zz"}]}]}]}`, []string{"otlpjson: decode traces:", "traceId", "not hex"}},
-		{decT, `{"resourceSpans":[{"scopeSpans":[{"spans":[{"parentSpanId":"abc"}]}]}]}`, []string{"otlpjson: decode traces:", "parentSpanId", "odd"}},
-		{decL, `{"resourceLogs":[{"scopeLogs":[{"logRecords":[{"spanId":"0102030405060708x0"}]}]}]}`, []string{"otlpjson: decode logs:", "spanId"}},
-		{decM, `{"resourceMetrics":[{"scopeMetrics":[{"metrics":[{"gauge":{"dataPoints":[{"exemplars":[{"traceId":"AQID"}]}]}}]}]}]}`, []string{"otlpjson: decode metrics:", "traceId"}},
-		{decM, `{"resourceMetrics":[`, []string{"otlpjson: decode metrics:"}},
-		{decM, `{"resourceMetrics":"x`, []string{"otlpjson: decode metrics:", "unterminated"}},
-		{decL, `not json`, []string{"otlpjson: decode logs:"}},
-		{decT, `{"resourceSpans":[{"scopeSpans":[{"spans":[{"startTimeUnixNano":"-1"}]}]}]}`, []string{"otlpjson: decode traces:"}},
+		{decT, `{"resourceSpans":[{"scopeSpans":[{"spans":[{"traceId":"zz"}]}]}]}`, []string{"otlpwire: decode OTLP/JSON traces:", "traceId", "not hex"}},
+		{decT, `{"resourceSpans":[{"scopeSpans":[{"spans":[{"parentSpanId":"abc"}]}]}]}`, []string{"otlpwire: decode OTLP/JSON traces:", "parentSpanId", "odd"}},
+		{decL, `{"resourceLogs":[{"scopeLogs":[{"logRecords":[{"spanId":"0102030405060708x0"}]}]}]}`, []string{"otlpwire: decode OTLP/JSON logs:", "spanId"}},
+		{decM, `{"resourceMetrics":[{"scopeMetrics":[{"metrics":[{"gauge":{"dataPoints":[{"exemplars":[{"traceId":"AQID"}]}]}}]}]}]}`, []string{"otlpwire: decode OTLP/JSON metrics:", "traceId"}},
+		{decM, `{"resourceMetrics":[`, []string{"otlpwire: decode OTLP/JSON metrics:"}},
+		{decM, `{"resourceMetrics":"x`, []string{"otlpwire: decode OTLP/JSON metrics:", "unterminated"}},
+		{decL, `not json`, []string{"otlpwire: decode OTLP/JSON logs:"}},
+		{decT, `{"resourceSpans":[{"scopeSpans":[{"spans":[{"startTimeUnixNano":"-1"}]}]}]}`, []string{"otlpwire: decode OTLP/JSON traces:"}},
 	}
 	for _, c := range cases {
 		err := c.f([]byte(c.in))

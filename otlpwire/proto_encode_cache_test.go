@@ -14,11 +14,11 @@ import (
 
 // checkCached encodes rms with e and with a cacheless encoder: the bytes
 // must be identical, of proto.Size's length, and decode to rms.
-func checkCached(t *testing.T, e *MetricsProtoEncoder, rms []*metricspb.ResourceMetrics) {
+func checkCached(t *testing.T, e *ProtoEncoder, rms []*metricspb.ResourceMetrics) {
 	t.Helper()
-	plain := MetricsProtoEncoder{nocache: true}
-	want := plain.AppendRequest(nil, rms)
-	got := e.AppendRequest(nil, rms)
+	plain := ProtoEncoder{nocache: true}
+	want := plain.AppendMetricsRequest(nil, rms)
+	got := e.AppendMetricsRequest(nil, rms)
 	if !bytes.Equal(got, want) {
 		t.Fatalf("cached encoding differs from the uncached one (%d vs %d bytes)", len(got), len(want))
 	}
@@ -37,7 +37,7 @@ func checkCached(t *testing.T, e *MetricsProtoEncoder, rms []*metricspb.Resource
 
 func TestMetricsEncoderSharedScrapes(t *testing.T) {
 	sim := otlptest.NewScrapeSim(60)
-	var e MetricsProtoEncoder
+	var e ProtoEncoder
 	var last []*metricspb.ResourceMetrics
 	for n := range 6 {
 		last = sim.Batch(n)
@@ -84,18 +84,18 @@ func TestMetricsEncoderSharedScrapes(t *testing.T) {
 
 // Corrupting a cached entry shows up in the output: the second request is
 // served from the cache.
-func TestMetricsProtoEncoderServesFromCache(t *testing.T) {
+func TestProtoEncoderServesFromCache(t *testing.T) {
 	attrs := pipeline.MarkShared([]*commonpb.KeyValue{sv("k", "v")})
 	rms := rm2(&metricspb.ResourceMetrics{ScopeMetrics: []*metricspb.ScopeMetrics{{Metrics: []*metricspb.Metric{{Name: "g",
 		Data: &metricspb.Metric_Gauge{Gauge: &metricspb.Gauge{DataPoints: []*metricspb.NumberDataPoint{{Attributes: attrs}}}}}}}}})
-	var e MetricsProtoEncoder
-	first := e.AppendRequest(nil, rms)
+	var e ProtoEncoder
+	first := e.AppendMetricsRequest(nil, rms)
 	cached := pipeline.Encoded(attrs, pipeline.ProtoField(7))
 	if cached == nil {
 		t.Fatal("not stored")
 	}
 	cached[len(cached)-1] = 'X' // the last byte of the value "v"
-	second := e.AppendRequest(nil, rms)
+	second := e.AppendMetricsRequest(nil, rms)
 	if bytes.Equal(first, second) || !bytes.Contains(second, []byte("X")) {
 		t.Fatal("second encoding not served from the cache")
 	}
@@ -103,12 +103,12 @@ func TestMetricsProtoEncoderServesFromCache(t *testing.T) {
 
 // A marked slice appended to (over its sentinel or into a new array) is
 // encoded afresh, with its new element.
-func TestMetricsProtoEncoderAppendedSliceNotCached(t *testing.T) {
+func TestProtoEncoderAppendedSliceNotCached(t *testing.T) {
 	point := func(a []*commonpb.KeyValue) []*metricspb.ResourceMetrics {
 		return rm2(&metricspb.ResourceMetrics{ScopeMetrics: []*metricspb.ScopeMetrics{{Metrics: []*metricspb.Metric{{Name: "g",
 			Data: &metricspb.Metric_Gauge{Gauge: &metricspb.Gauge{DataPoints: []*metricspb.NumberDataPoint{{Attributes: a}}}}}}}}})
 	}
-	var e MetricsProtoEncoder
+	var e ProtoEncoder
 	s := pipeline.MarkShared([]*commonpb.KeyValue{sv("a", "1")})
 	checkCached(t, &e, point(s))
 	grown := append(s[:1:2], sv("b", "2")) // same array, over the sentinel
@@ -123,33 +123,33 @@ func TestMetricsProtoEncoderAppendedSliceNotCached(t *testing.T) {
 
 // Unmarked slices may be mutated in place between batches (processors may
 // do that): they must be encoded afresh every time.
-func TestMetricsProtoEncoderUnsharedMutatedInPlace(t *testing.T) {
+func TestProtoEncoderUnsharedMutatedInPlace(t *testing.T) {
 	attrs := make([]*commonpb.KeyValue, 1, 4) // spare capacity, but no mark
 	attrs[0] = sv("k", "before")
 	rms := rm2(&metricspb.ResourceMetrics{ScopeMetrics: []*metricspb.ScopeMetrics{{Metrics: []*metricspb.Metric{{Name: "g",
 		Data: &metricspb.Metric_Gauge{Gauge: &metricspb.Gauge{DataPoints: []*metricspb.NumberDataPoint{{Attributes: attrs}}}}}}}}})
-	var e MetricsProtoEncoder
+	var e ProtoEncoder
 	checkCached(t, &e, rms)
 	attrs[0] = sv("k", "after")
 	checkCached(t, &e, rms)
 }
 
-// BenchmarkMetricsProtoEncoderShared is the HTTP sink's steady state: the same
+// BenchmarkProtoEncoderShared is the HTTP sink's steady state: the same
 // 1000 shared series every request with new values. "uncached" is the
 // encoder as before the cache (pooled, nocache).
-func BenchmarkMetricsProtoEncoderShared(b *testing.B) {
+func BenchmarkProtoEncoderShared(b *testing.B) {
 	batch := &pipeline.Batch{Signal: pipeline.Metrics, Metrics: sharedBatch1000(true)}
 	for _, c := range []struct {
 		name string
-		enc  MetricsProtoEncoder
-	}{{"uncached", MetricsProtoEncoder{nocache: true}}, {"cached", MetricsProtoEncoder{}}} {
+		enc  ProtoEncoder
+	}{{"uncached", ProtoEncoder{nocache: true}}, {"cached", ProtoEncoder{}}} {
 		b.Run(c.name, func(b *testing.B) {
 			e := c.enc
-			buf := e.AppendRequest(nil, batch.Metrics)
+			buf := e.AppendMetricsRequest(nil, batch.Metrics)
 			b.ReportAllocs()
 			b.ResetTimer()
 			for b.Loop() {
-				buf = e.AppendRequest(buf[:0], batch.Metrics)
+				buf = e.AppendMetricsRequest(buf[:0], batch.Metrics)
 			}
 			b.ReportMetric(1000*float64(b.N)/b.Elapsed().Seconds(), "points/s")
 		})

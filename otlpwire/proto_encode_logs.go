@@ -9,7 +9,7 @@ import (
 
 // AppendLogsRequest appends the encoding of an ExportLogsServiceRequest
 // holding rls to dst: AppendTracesRequest for log records.
-func (e *MetricsProtoEncoder) AppendLogsRequest(dst []byte, rls []*pipeline.ResourceLogs) []byte {
+func (e *ProtoEncoder) AppendLogsRequest(dst []byte, rls []*pipeline.ResourceLogs) []byte {
 	e.reset()
 	total := 0
 	for _, rl := range rls {
@@ -23,7 +23,7 @@ func (e *MetricsProtoEncoder) AppendLogsRequest(dst []byte, rls []*pipeline.Reso
 	return dst
 }
 
-func (e *MetricsProtoEncoder) sizeResourceLogs(rl *pipeline.ResourceLogs) int {
+func (e *ProtoEncoder) sizeResourceLogs(rl *pipeline.ResourceLogs) int {
 	idx := e.mark()
 	n := 0
 	if rl.Resource != nil {
@@ -37,7 +37,7 @@ func (e *MetricsProtoEncoder) sizeResourceLogs(rl *pipeline.ResourceLogs) int {
 	return n
 }
 
-func (e *MetricsProtoEncoder) appendResourceLogs(dst []byte, rl *pipeline.ResourceLogs) []byte {
+func (e *ProtoEncoder) appendResourceLogs(dst []byte, rl *pipeline.ResourceLogs) []byte {
 	if rl.Resource != nil {
 		dst = e.msg(dst, 1)
 		dst = e.appendResource(dst, rl.Resource)
@@ -49,7 +49,7 @@ func (e *MetricsProtoEncoder) appendResourceLogs(dst []byte, rl *pipeline.Resour
 	return appendStr(dst, 3, rl.SchemaURL)
 }
 
-func (e *MetricsProtoEncoder) sizeScopeLogs(sl *pipeline.ScopeLogs) int {
+func (e *ProtoEncoder) sizeScopeLogs(sl *pipeline.ScopeLogs) int {
 	idx := e.mark()
 	n := 0
 	if sl.Scope != nil {
@@ -64,7 +64,7 @@ func (e *MetricsProtoEncoder) sizeScopeLogs(sl *pipeline.ScopeLogs) int {
 	return n
 }
 
-func (e *MetricsProtoEncoder) appendScopeLogs(dst []byte, sl *pipeline.ScopeLogs) []byte {
+func (e *ProtoEncoder) appendScopeLogs(dst []byte, sl *pipeline.ScopeLogs) []byte {
 	if sl.Scope != nil {
 		dst = e.msg(dst, 1)
 		dst = e.appendScope(dst, sl.Scope)
@@ -77,7 +77,7 @@ func (e *MetricsProtoEncoder) appendScopeLogs(dst []byte, sl *pipeline.ScopeLogs
 	return appendStr(dst, 3, sl.SchemaURL)
 }
 
-func (e *MetricsProtoEncoder) sizeLogRecord(r *logspb.LogRecord) int {
+func (e *ProtoEncoder) sizeLogRecord(r *logspb.LogRecord) int {
 	idx := e.mark()
 	n := fixed64Size(1, r.TimeUnixNano) + enumSize(2, int32(r.SeverityNumber)) + strSize(3, r.SeverityText)
 	if r.Body != nil {
@@ -89,7 +89,7 @@ func (e *MetricsProtoEncoder) sizeLogRecord(r *logspb.LogRecord) int {
 	return n
 }
 
-func (e *MetricsProtoEncoder) appendLogRecord(dst []byte, r *logspb.LogRecord) []byte {
+func (e *ProtoEncoder) appendLogRecord(dst []byte, r *logspb.LogRecord) []byte {
 	dst = appendFixed64(dst, 1, r.TimeUnixNano)
 	dst = appendEnum(dst, 2, int32(r.SeverityNumber))
 	dst = appendStr(dst, 3, r.SeverityText)

@@ -36,7 +36,7 @@ func TestLogsEncoderMatchesProtoMarshal(t *testing.T) {
 		}},
 		{},
 	}, nil)
-	var enc MetricsProtoEncoder
+	var enc ProtoEncoder
 	for i, rls := range cases {
 		want := &collogspb.ExportLogsServiceRequest{ResourceLogs: rls}
 		got := enc.AppendLogsRequest(nil, pipeline.LogsFromProto(rls))

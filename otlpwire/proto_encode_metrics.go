@@ -12,7 +12,7 @@ import (
 	"google.golang.org/protobuf/proto"
 )
 
-// MetricsProtoEncoder writes ExportMetricsServiceRequest in protobuf wire format
+// ProtoEncoder writes ExportMetricsServiceRequest in protobuf wire format
 // without reflection: the generic proto.Marshal was half of the scrape
 // path's CPU (bench/, -cpuprofile). It runs in two passes: sizes are
 // computed once, bottom-up, and kept in pre-order; the append pass reads
@@ -30,8 +30,8 @@ import (
 // path's CPU was sizing and appending them). The zero value is ready to
 // use.
 //
-// A MetricsProtoEncoder is not safe for concurrent use.
-type MetricsProtoEncoder struct {
+// A ProtoEncoder is not safe for concurrent use.
+type ProtoEncoder struct {
 	sizes []int
 	pos   int
 
@@ -42,7 +42,7 @@ type MetricsProtoEncoder struct {
 	// without a second lookup.
 	attrs   [][]byte
 	apos    int
-	sub     *MetricsProtoEncoder // encodes a slice for the cache
+	sub     *ProtoEncoder // encodes a slice for the cache
 	scratch []byte
 
 	// flush, when set, is called between two data points (and two
@@ -58,25 +58,25 @@ type MetricsProtoEncoder struct {
 
 // SetFlush sets the flush function and its threshold (see the flush
 // field); a nil flush appends a whole request to dst.
-func (e *MetricsProtoEncoder) SetFlush(flush func(dst []byte) []byte, at int) {
+func (e *ProtoEncoder) SetFlush(flush func(dst []byte) []byte, at int) {
 	e.flush, e.flushAt = flush, at
 }
 
 // maybeFlush hands dst to e.flush once it holds e.flushAt bytes.
-func (e *MetricsProtoEncoder) maybeFlush(dst []byte) []byte {
+func (e *ProtoEncoder) maybeFlush(dst []byte) []byte {
 	if e.flush != nil && len(dst) >= e.flushAt {
 		return e.flush(dst)
 	}
 	return dst
 }
 
-func (e *MetricsProtoEncoder) mark() int { e.sizes = append(e.sizes, 0); return len(e.sizes) - 1 }
+func (e *ProtoEncoder) mark() int { e.sizes = append(e.sizes, 0); return len(e.sizes) - 1 }
 
-func (e *MetricsProtoEncoder) next() int { n := e.sizes[e.pos]; e.pos++; return n }
+func (e *ProtoEncoder) next() int { n := e.sizes[e.pos]; e.pos++; return n }
 
-// AppendRequest appends the encoding of an ExportMetricsServiceRequest
+// AppendMetricsRequest appends the encoding of an ExportMetricsServiceRequest
 // holding rms to dst.
-func (e *MetricsProtoEncoder) AppendRequest(dst []byte, rms []*metricspb.ResourceMetrics) []byte {
+func (e *ProtoEncoder) AppendMetricsRequest(dst []byte, rms []*metricspb.ResourceMetrics) []byte {
 	e.reset()
 	total := 0
 	for _, rm := range rms {
@@ -95,7 +95,7 @@ func (e *MetricsProtoEncoder) AppendRequest(dst []byte, rms []*metricspb.Resourc
 
 // reset readies the encoder for a request: both passes start afresh, and
 // no reference to a series' stored encoding outlives the request.
-func (e *MetricsProtoEncoder) reset() {
+func (e *ProtoEncoder) reset() {
 	e.sizes, e.pos = e.sizes[:0], 0
 	clear(e.attrs)
 	e.attrs, e.apos = e.attrs[:0], 0
@@ -103,14 +103,14 @@ func (e *MetricsProtoEncoder) reset() {
 
 // sizeScope records and returns the size of an InstrumentationScope (one
 // mark: its attributes' marks follow), shared by the three signals.
-func (e *MetricsProtoEncoder) sizeScope(s *commonpb.InstrumentationScope) int {
+func (e *ProtoEncoder) sizeScope(s *commonpb.InstrumentationScope) int {
 	idx := e.mark()
 	m := strSize(1, s.Name) + strSize(2, s.Version) + e.sizeKeyValues(3, s.Attributes) + varintSize(4, uint64(s.DroppedAttributesCount))
 	e.sizes[idx] = m
 	return m
 }
 
-func (e *MetricsProtoEncoder) appendScope(dst []byte, s *commonpb.InstrumentationScope) []byte {
+func (e *ProtoEncoder) appendScope(dst []byte, s *commonpb.InstrumentationScope) []byte {
 	dst = appendStr(dst, 1, s.Name)
 	dst = appendStr(dst, 2, s.Version)
 	dst = e.appendKeyValues(dst, 3, s.Attributes)
@@ -119,7 +119,7 @@ func (e *MetricsProtoEncoder) appendScope(dst []byte, s *commonpb.Instrumentatio
 
 // msg writes the tag and the length (the next recorded size) of a nested
 // message field.
-func (e *MetricsProtoEncoder) msg(dst []byte, num protowire.Number) []byte {
+func (e *ProtoEncoder) msg(dst []byte, num protowire.Number) []byte {
 	dst = appendTag(dst, num, protowire.BytesType)
 	return appendUvarint(dst, uint64(e.next()))
 }
@@ -192,7 +192,7 @@ func appendVarint(dst []byte, num protowire.Number, v uint64) []byte {
 	return appendUvarint(dst, v)
 }
 
-func (e *MetricsProtoEncoder) sizeResourceMetrics(rm *metricspb.ResourceMetrics) int {
+func (e *ProtoEncoder) sizeResourceMetrics(rm *metricspb.ResourceMetrics) int {
 	idx := e.mark()
 	n := 0
 	if rm.Resource != nil {
@@ -206,7 +206,7 @@ func (e *MetricsProtoEncoder) sizeResourceMetrics(rm *metricspb.ResourceMetrics)
 	return n
 }
 
-func (e *MetricsProtoEncoder) appendResourceMetrics(dst []byte, rm *metricspb.ResourceMetrics) []byte {
+func (e *ProtoEncoder) appendResourceMetrics(dst []byte, rm *metricspb.ResourceMetrics) []byte {
 	if rm.Resource != nil {
 		dst = e.msg(dst, 1)
 		dst = e.appendResource(dst, rm.Resource)
@@ -218,7 +218,7 @@ func (e *MetricsProtoEncoder) appendResourceMetrics(dst []byte, rm *metricspb.Re
 	return appendStr(dst, 3, rm.SchemaUrl)
 }
 
-func (e *MetricsProtoEncoder) sizeResource(r *resourcepb.Resource) int {
+func (e *ProtoEncoder) sizeResource(r *resourcepb.Resource) int {
 	idx := e.mark()
 	n := e.sizeKeyValues(1, r.Attributes)
 	n += varintSize(2, uint64(r.DroppedAttributesCount))
@@ -229,7 +229,7 @@ func (e *MetricsProtoEncoder) sizeResource(r *resourcepb.Resource) int {
 	return n
 }
 
-func (e *MetricsProtoEncoder) appendResource(dst []byte, r *resourcepb.Resource) []byte {
+func (e *ProtoEncoder) appendResource(dst []byte, r *resourcepb.Resource) []byte {
 	dst = e.appendKeyValues(dst, 1, r.Attributes)
 	dst = appendVarint(dst, 2, uint64(r.DroppedAttributesCount))
 	for _, er := range r.EntityRefs {
@@ -240,7 +240,7 @@ func (e *MetricsProtoEncoder) appendResource(dst []byte, r *resourcepb.Resource)
 	return dst
 }
 
-func (e *MetricsProtoEncoder) sizeKeyValues(num protowire.Number, kvs []*commonpb.KeyValue) int {
+func (e *ProtoEncoder) sizeKeyValues(num protowire.Number, kvs []*commonpb.KeyValue) int {
 	n := 0
 	for _, kv := range kvs {
 		idx := e.mark()
@@ -255,7 +255,7 @@ func (e *MetricsProtoEncoder) sizeKeyValues(num protowire.Number, kvs []*commonp
 	return n
 }
 
-func (e *MetricsProtoEncoder) appendKeyValues(dst []byte, num protowire.Number, kvs []*commonpb.KeyValue) []byte {
+func (e *ProtoEncoder) appendKeyValues(dst []byte, num protowire.Number, kvs []*commonpb.KeyValue) []byte {
 	for _, kv := range kvs {
 		dst = e.msg(dst, num)
 		dst = appendStr(dst, 1, kv.Key)
@@ -271,14 +271,14 @@ func (e *MetricsProtoEncoder) appendKeyValues(dst []byte, num protowire.Number, 
 // shareable reports whether kvs may be served from its stored encoding: the
 // producer marked the slice (and e is not the encoder making one). It depends only on kvs, so the
 // size and append passes agree.
-func (e *MetricsProtoEncoder) shareable(kvs []*commonpb.KeyValue) bool {
+func (e *ProtoEncoder) shareable(kvs []*commonpb.KeyValue) bool {
 	return !e.nocache && pipeline.IsShared(kvs)
 }
 
 // sizePointAttrs is sizeKeyValues for a data point's attributes: a shared
 // slice is sized from its cached encoding; an unshared one pays one check
 // (and one call: this does not fit the inlining budget).
-func (e *MetricsProtoEncoder) sizePointAttrs(num protowire.Number, kvs []*commonpb.KeyValue) int {
+func (e *ProtoEncoder) sizePointAttrs(num protowire.Number, kvs []*commonpb.KeyValue) int {
 	if e.shareable(kvs) {
 		return e.sizeSharedAttrs(num, kvs)
 	}
@@ -287,7 +287,7 @@ func (e *MetricsProtoEncoder) sizePointAttrs(num protowire.Number, kvs []*common
 
 // sizeSharedAttrs looks shared kvs up (filling the cache on a miss) and
 // records the outcome for appendSharedAttrs.
-func (e *MetricsProtoEncoder) sizeSharedAttrs(num protowire.Number, kvs []*commonpb.KeyValue) int {
+func (e *ProtoEncoder) sizeSharedAttrs(num protowire.Number, kvs []*commonpb.KeyValue) int {
 	b := e.cachedKeyValues(num, kvs)
 	e.attrs = append(e.attrs, b)
 	if b == nil {
@@ -298,7 +298,7 @@ func (e *MetricsProtoEncoder) sizeSharedAttrs(num protowire.Number, kvs []*commo
 
 // appendPointAttrs is appendKeyValues for a data point's attributes,
 // following the decision the size pass recorded.
-func (e *MetricsProtoEncoder) appendPointAttrs(dst []byte, num protowire.Number, kvs []*commonpb.KeyValue) []byte {
+func (e *ProtoEncoder) appendPointAttrs(dst []byte, num protowire.Number, kvs []*commonpb.KeyValue) []byte {
 	if e.shareable(kvs) {
 		return e.appendSharedAttrs(dst, num, kvs)
 	}
@@ -307,7 +307,7 @@ func (e *MetricsProtoEncoder) appendPointAttrs(dst []byte, num protowire.Number,
 
 // appendSharedAttrs writes what sizeSharedAttrs recorded for kvs: the
 // cached bytes, or the usual encoding when it found the cache full.
-func (e *MetricsProtoEncoder) appendSharedAttrs(dst []byte, num protowire.Number, kvs []*commonpb.KeyValue) []byte {
+func (e *ProtoEncoder) appendSharedAttrs(dst []byte, num protowire.Number, kvs []*commonpb.KeyValue) []byte {
 	b := e.attrs[e.apos]
 	e.apos++
 	if b == nil {
@@ -318,14 +318,14 @@ func (e *MetricsProtoEncoder) appendSharedAttrs(dst []byte, num protowire.Number
 
 // cachedKeyValues returns the field-num-tagged KeyValue messages of shared
 // kvs as stored with the slice, encoding and storing them on a miss.
-func (e *MetricsProtoEncoder) cachedKeyValues(num protowire.Number, kvs []*commonpb.KeyValue) []byte {
+func (e *ProtoEncoder) cachedKeyValues(num protowire.Number, kvs []*commonpb.KeyValue) []byte {
 	kind := pipeline.ProtoField(int32(num))
 	if b := pipeline.Encoded(kvs, kind); b != nil {
 		return b
 	}
 	// A separate encoder, because e is in the middle of its size pass.
 	if e.sub == nil {
-		e.sub = &MetricsProtoEncoder{nocache: true}
+		e.sub = &ProtoEncoder{nocache: true}
 	}
 	s := e.sub
 	s.sizes, s.pos = s.sizes[:0], 0
@@ -336,7 +336,7 @@ func (e *MetricsProtoEncoder) cachedKeyValues(num protowire.Number, kvs []*commo
 
 // AnyValue's oneof members are written even when zero: presence is the
 // value's type.
-func (e *MetricsProtoEncoder) sizeAnyValue(v *commonpb.AnyValue) int {
+func (e *ProtoEncoder) sizeAnyValue(v *commonpb.AnyValue) int {
 	idx := e.mark()
 	n := 0
 	switch x := v.Value.(type) {
@@ -358,7 +358,7 @@ func (e *MetricsProtoEncoder) sizeAnyValue(v *commonpb.AnyValue) int {
 	return n
 }
 
-func (e *MetricsProtoEncoder) appendAnyValue(dst []byte, v *commonpb.AnyValue) []byte {
+func (e *ProtoEncoder) appendAnyValue(dst []byte, v *commonpb.AnyValue) []byte {
 	switch x := v.Value.(type) {
 	case *commonpb.AnyValue_StringValue:
 		dst = appendTag(dst, 1, protowire.BytesType)
@@ -382,7 +382,7 @@ func (e *MetricsProtoEncoder) appendAnyValue(dst []byte, v *commonpb.AnyValue) [
 	return dst
 }
 
-func (e *MetricsProtoEncoder) sizeScopeMetrics(sm *metricspb.ScopeMetrics) int {
+func (e *ProtoEncoder) sizeScopeMetrics(sm *metricspb.ScopeMetrics) int {
 	idx := e.mark()
 	n := 0
 	if sm.Scope != nil {
@@ -396,7 +396,7 @@ func (e *MetricsProtoEncoder) sizeScopeMetrics(sm *metricspb.ScopeMetrics) int {
 	return n
 }
 
-func (e *MetricsProtoEncoder) appendScopeMetrics(dst []byte, sm *metricspb.ScopeMetrics) []byte {
+func (e *ProtoEncoder) appendScopeMetrics(dst []byte, sm *metricspb.ScopeMetrics) []byte {
 	if sm.Scope != nil {
 		dst = e.msg(dst, 1)
 		dst = e.appendScope(dst, sm.Scope)
@@ -409,7 +409,7 @@ func (e *MetricsProtoEncoder) appendScopeMetrics(dst []byte, sm *metricspb.Scope
 	return appendStr(dst, 3, sm.SchemaUrl)
 }
 
-func (e *MetricsProtoEncoder) sizeMetric(m *metricspb.Metric) int {
+func (e *ProtoEncoder) sizeMetric(m *metricspb.Metric) int {
 	idx := e.mark()
 	n := strSize(1, m.Name) + strSize(2, m.Description) + strSize(3, m.Unit)
 	switch d := m.Data.(type) {
@@ -447,7 +447,7 @@ func (e *MetricsProtoEncoder) sizeMetric(m *metricspb.Metric) int {
 	return n
 }
 
-func (e *MetricsProtoEncoder) appendMetric(dst []byte, m *metricspb.Metric) []byte {
+func (e *ProtoEncoder) appendMetric(dst []byte, m *metricspb.Metric) []byte {
 	dst = appendStr(dst, 1, m.Name)
 	dst = appendStr(dst, 2, m.Description)
 	dst = appendStr(dst, 3, m.Unit)
@@ -477,7 +477,7 @@ func (e *MetricsProtoEncoder) appendMetric(dst []byte, m *metricspb.Metric) []by
 	return e.appendPointAttrs(dst, 12, m.Metadata)
 }
 
-func (e *MetricsProtoEncoder) sizeNumberPoints(pts []*metricspb.NumberDataPoint) int {
+func (e *ProtoEncoder) sizeNumberPoints(pts []*metricspb.NumberDataPoint) int {
 	n := 0
 	for _, p := range pts {
 		idx := e.mark()
@@ -497,7 +497,7 @@ func (e *MetricsProtoEncoder) sizeNumberPoints(pts []*metricspb.NumberDataPoint)
 	return n
 }
 
-func (e *MetricsProtoEncoder) appendNumberPoints(dst []byte, pts []*metricspb.NumberDataPoint) []byte {
+func (e *ProtoEncoder) appendNumberPoints(dst []byte, pts []*metricspb.NumberDataPoint) []byte {
 	for _, p := range pts {
 		dst = e.maybeFlush(dst)
 		dst = e.msg(dst, 1)
@@ -518,7 +518,7 @@ func (e *MetricsProtoEncoder) appendNumberPoints(dst []byte, pts []*metricspb.Nu
 	return dst
 }
 
-func (e *MetricsProtoEncoder) sizeExemplars(num protowire.Number, exs []*metricspb.Exemplar) int {
+func (e *ProtoEncoder) sizeExemplars(num protowire.Number, exs []*metricspb.Exemplar) int {
 	n := 0
 	for _, x := range exs {
 		idx := e.mark()
@@ -542,7 +542,7 @@ func (e *MetricsProtoEncoder) sizeExemplars(num protowire.Number, exs []*metrics
 	return n
 }
 
-func (e *MetricsProtoEncoder) appendExemplars(dst []byte, num protowire.Number, exs []*metricspb.Exemplar) []byte {
+func (e *ProtoEncoder) appendExemplars(dst []byte, num protowire.Number, exs []*metricspb.Exemplar) []byte {
 	for _, x := range exs {
 		dst = e.msg(dst, num)
 		dst = appendFixed64(dst, 2, x.TimeUnixNano)
@@ -582,7 +582,7 @@ func appendOptDouble(dst []byte, num protowire.Number, v *float64) []byte {
 	return protowire.AppendFixed64(dst, math.Float64bits(*v))
 }
 
-func (e *MetricsProtoEncoder) sizeHistogramPoints(pts []*metricspb.HistogramDataPoint) int {
+func (e *ProtoEncoder) sizeHistogramPoints(pts []*metricspb.HistogramDataPoint) int {
 	n := 0
 	for _, p := range pts {
 		idx := e.mark()
@@ -604,7 +604,7 @@ func (e *MetricsProtoEncoder) sizeHistogramPoints(pts []*metricspb.HistogramData
 	return n
 }
 
-func (e *MetricsProtoEncoder) appendHistogramPoints(dst []byte, pts []*metricspb.HistogramDataPoint) []byte {
+func (e *ProtoEncoder) appendHistogramPoints(dst []byte, pts []*metricspb.HistogramDataPoint) []byte {
 	for _, p := range pts {
 		dst = e.maybeFlush(dst)
 		dst = e.msg(dst, 1)
@@ -650,7 +650,7 @@ func appendDouble(dst []byte, num protowire.Number, v float64) []byte {
 	return protowire.AppendFixed64(dst, math.Float64bits(v))
 }
 
-func (e *MetricsProtoEncoder) sizeSummaryPoints(pts []*metricspb.SummaryDataPoint) int {
+func (e *ProtoEncoder) sizeSummaryPoints(pts []*metricspb.SummaryDataPoint) int {
 	n := 0
 	for _, p := range pts {
 		idx := e.mark()
@@ -667,7 +667,7 @@ func (e *MetricsProtoEncoder) sizeSummaryPoints(pts []*metricspb.SummaryDataPoin
 	return n
 }
 
-func (e *MetricsProtoEncoder) appendSummaryPoints(dst []byte, pts []*metricspb.SummaryDataPoint) []byte {
+func (e *ProtoEncoder) appendSummaryPoints(dst []byte, pts []*metricspb.SummaryDataPoint) []byte {
 	for _, p := range pts {
 		dst = e.maybeFlush(dst)
 		dst = e.msg(dst, 1)

@@ -35,8 +35,8 @@ func fixtureRequests(t testing.TB) []*colmetricspb.ExportMetricsServiceRequest {
 
 func checkRoundTrip(t *testing.T, req *colmetricspb.ExportMetricsServiceRequest) {
 	t.Helper()
-	var e MetricsProtoEncoder
-	data := e.AppendRequest(nil, req.ResourceMetrics)
+	var e ProtoEncoder
+	data := e.AppendMetricsRequest(nil, req.ResourceMetrics)
 	if want := proto.Size(req); len(data) != want {
 		t.Errorf("encoded %d bytes, proto.Size says %d", len(data), want)
 	}
@@ -96,12 +96,12 @@ func TestMetricsEncoderAllFields(t *testing.T) {
 
 func BenchmarkMetricsEncoder(b *testing.B) {
 	reqs := fixtureRequests(b)
-	var e MetricsProtoEncoder
+	var e ProtoEncoder
 	var buf []byte
 	b.ReportAllocs()
 	for b.Loop() {
 		for _, r := range reqs {
-			buf = e.AppendRequest(buf[:0], r.ResourceMetrics)
+			buf = e.AppendMetricsRequest(buf[:0], r.ResourceMetrics)
 		}
 	}
 }

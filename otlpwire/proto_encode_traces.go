@@ -9,12 +9,12 @@ import (
 )
 
 // AppendTracesRequest appends the encoding of an ExportTraceServiceRequest
-// holding rss to dst, with the same two-pass scheme as AppendRequest: the
+// holding rss to dst, with the same two-pass scheme as AppendMetricsRequest: the
 // generic proto.Marshal of a batch of spans was a quarter of the OTLP
 // traces ingest path's CPU (otelstep bench otlp --cpuprofile). Unknown
 // fields of the input messages are not written, as for metrics. The output
 // decodes to a message proto.Equal to the input (proto_encode_traces_test.go).
-func (e *MetricsProtoEncoder) AppendTracesRequest(dst []byte, rss []*pipeline.ResourceSpans) []byte {
+func (e *ProtoEncoder) AppendTracesRequest(dst []byte, rss []*pipeline.ResourceSpans) []byte {
 	e.reset()
 	total := 0
 	for _, rs := range rss {
@@ -66,7 +66,7 @@ func appendEnum(dst []byte, num protowire.Number, v int32) []byte {
 	return appendVarint(dst, num, uint64(int64(v)))
 }
 
-func (e *MetricsProtoEncoder) sizeResourceSpans(rs *pipeline.ResourceSpans) int {
+func (e *ProtoEncoder) sizeResourceSpans(rs *pipeline.ResourceSpans) int {
 	idx := e.mark()
 	n := 0
 	if rs.Resource != nil {
@@ -80,7 +80,7 @@ func (e *MetricsProtoEncoder) sizeResourceSpans(rs *pipeline.ResourceSpans) int 
 	return n
 }
 
-func (e *MetricsProtoEncoder) appendResourceSpans(dst []byte, rs *pipeline.ResourceSpans) []byte {
+func (e *ProtoEncoder) appendResourceSpans(dst []byte, rs *pipeline.ResourceSpans) []byte {
 	if rs.Resource != nil {
 		dst = e.msg(dst, 1)
 		dst = e.appendResource(dst, rs.Resource)
@@ -92,7 +92,7 @@ func (e *MetricsProtoEncoder) appendResourceSpans(dst []byte, rs *pipeline.Resou
 	return appendStr(dst, 3, rs.SchemaURL)
 }
 
-func (e *MetricsProtoEncoder) sizeScopeSpans(ss *pipeline.ScopeSpans) int {
+func (e *ProtoEncoder) sizeScopeSpans(ss *pipeline.ScopeSpans) int {
 	idx := e.mark()
 	n := 0
 	if ss.Scope != nil {
@@ -107,7 +107,7 @@ func (e *MetricsProtoEncoder) sizeScopeSpans(ss *pipeline.ScopeSpans) int {
 	return n
 }
 
-func (e *MetricsProtoEncoder) appendScopeSpans(dst []byte, ss *pipeline.ScopeSpans) []byte {
+func (e *ProtoEncoder) appendScopeSpans(dst []byte, ss *pipeline.ScopeSpans) []byte {
 	if ss.Scope != nil {
 		dst = e.msg(dst, 1)
 		dst = e.appendScope(dst, ss.Scope)
@@ -120,7 +120,7 @@ func (e *MetricsProtoEncoder) appendScopeSpans(dst []byte, ss *pipeline.ScopeSpa
 	return appendStr(dst, 3, ss.SchemaURL)
 }
 
-func (e *MetricsProtoEncoder) sizeSpan(s *tracepb.Span) int {
+func (e *ProtoEncoder) sizeSpan(s *tracepb.Span) int {
 	idx := e.mark()
 	n := bytesSize(1, s.TraceId) + bytesSize(2, s.SpanId) + strSize(3, s.TraceState) + bytesSize(4, s.ParentSpanId) +
 		strSize(5, s.Name) + enumSize(6, int32(s.Kind)) +
@@ -149,7 +149,7 @@ func (e *MetricsProtoEncoder) sizeSpan(s *tracepb.Span) int {
 	return n
 }
 
-func (e *MetricsProtoEncoder) appendSpan(dst []byte, s *tracepb.Span) []byte {
+func (e *ProtoEncoder) appendSpan(dst []byte, s *tracepb.Span) []byte {
 	dst = appendBytes(dst, 1, s.TraceId)
 	dst = appendBytes(dst, 2, s.SpanId)
 	dst = appendStr(dst, 3, s.TraceState)

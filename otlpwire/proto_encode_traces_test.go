@@ -28,7 +28,7 @@ func traceFixtures(t testing.TB) [][]*tracepb.ResourceSpans {
 }
 
 func TestTracesEncoderMatchesProtoMarshal(t *testing.T) {
-	var enc MetricsProtoEncoder
+	var enc ProtoEncoder
 	for i, rss := range traceFixtures(t) {
 		want := &coltracepb.ExportTraceServiceRequest{ResourceSpans: rss}
 		got := enc.AppendTracesRequest(nil, pipeline.TracesFromProto(rss))
@@ -53,7 +53,7 @@ func TestTracesEncoderMatchesProtoMarshal(t *testing.T) {
 // the load generator's shape (8 string attributes).
 func BenchmarkTracesEncoder(b *testing.B) {
 	rss := pipeline.TracesFromProto(otlptest.BenchSpans(1000))
-	var enc MetricsProtoEncoder
+	var enc ProtoEncoder
 	var buf []byte
 	b.ReportAllocs()
 	for b.Loop() {

@@ -48,7 +48,7 @@ func TestEncodeRequestTraces(t *testing.T) {
 // Received spans go out as the bytes they came in (pipeline.Records), and
 // a batch split inside a ScopeSpans still encodes each half's own spans.
 func TestTracesEncoderForwardsReceivedSpans(t *testing.T) {
-	var enc otlpwire.MetricsProtoEncoder
+	var enc otlpwire.ProtoEncoder
 	for i, rss := range traceFixtures(t) {
 		want := &coltracepb.ExportTraceServiceRequest{ResourceSpans: rss}
 		data, err := proto.MarshalOptions{Deterministic: true}.Marshal(want)
@@ -149,7 +149,7 @@ func TestMixedSpansAndRecords(t *testing.T) {
 	if n := mixed.Len(); n != len(spans) {
 		t.Fatalf("ScopeSpans.Len %d, want %d", n, len(spans))
 	}
-	var enc otlpwire.MetricsProtoEncoder
+	var enc otlpwire.ProtoEncoder
 	if got, want := enc.AppendTracesRequest(nil, mixedRS), enc.AppendTracesRequest(nil, plainRS); !bytes.Equal(got, want) {
 		t.Error("protobuf of the mixed scope differs")
 	}
@@ -173,7 +173,7 @@ func TestMixedSpansAndRecords(t *testing.T) {
 // their JSONL is the JSONL of the same log records as messages, and a batch
 // split inside a ScopeLogs still encodes each half's own log records.
 func TestLogsEncoderForwardsReceivedRecords(t *testing.T) {
-	var enc otlpwire.MetricsProtoEncoder
+	var enc otlpwire.ProtoEncoder
 	rls := logsFixture(t)
 	for len(rls) < 3 {
 		rls = append(rls, logsFixture(t)...)

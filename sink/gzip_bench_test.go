@@ -76,7 +76,7 @@ func BenchmarkGzipLevel(b *testing.B) {
 		case pipeline.Logs:
 			raw = re.enc.AppendLogsRequest(nil, bt.b.Logs)
 		case pipeline.Metrics:
-			raw = re.enc.AppendRequest(nil, bt.b.Metrics)
+			raw = re.enc.AppendMetricsRequest(nil, bt.b.Metrics)
 		}
 		for _, lv := range levels {
 			b.Run(bt.name+"/"+lv.name, func(b *testing.B) {
@@ -131,7 +131,7 @@ func fixtureTargets(b testing.TB, n int) *pipeline.Batch {
 // piece at a time, never held whole as raw protobuf.
 func TestEncodeRequestGzipEachSignal(t *testing.T) {
 	// hugeResource: one metrics resource of several pieces goes through
-	// gzip in pieces too (MetricsProtoEncoder.flush).
+	// gzip in pieces too (ProtoEncoder.flush).
 	batches := []*pipeline.Batch{randomSpans(300), bench1000(), {Signal: pipeline.Logs, Logs: pipeline.LogsFromProto(logsFixture(t))}, hugeResource(40_000)}
 	for _, b := range bigBatches(t) {
 		batches = append(batches, b)

@@ -45,7 +45,7 @@ var requestEncPool = sync.Pool{New: func() any { return new(requestEncoder) }}
 // these pieces loses them at every GC, and the traces path then spent a
 // tenth of its CPU re-growing buffers and re-initialising gzip.
 type requestEncoder struct {
-	enc otlpwire.MetricsProtoEncoder
+	enc otlpwire.ProtoEncoder
 	raw []byte
 	zw  [3]*gzip.Writer // by signal, each at gzipLevel(signal)
 }
@@ -80,7 +80,7 @@ func (re *requestEncoder) encode(b *pipeline.Batch, gz bool, out *bytes.Buffer) 
 	var appendReq func(dst []byte, i, j int) []byte // resources i to j-1
 	switch b.Signal {
 	case pipeline.Metrics:
-		appendReq = func(dst []byte, i, j int) []byte { return enc.AppendRequest(dst, b.Metrics[i:j]) }
+		appendReq = func(dst []byte, i, j int) []byte { return enc.AppendMetricsRequest(dst, b.Metrics[i:j]) }
 	case pipeline.Traces:
 		appendReq = func(dst []byte, i, j int) []byte { return enc.AppendTracesRequest(dst, b.Traces[i:j]) }
 	case pipeline.Logs:
@@ -100,7 +100,7 @@ func (re *requestEncoder) encode(b *pipeline.Batch, gz bool, out *bytes.Buffer) 
 	}
 	// The raw protobuf goes through gzip a piece at a time: after the
 	// resource that fills a piece, and within a metrics resource bigger
-	// than a piece (otlpwire.MetricsProtoEncoder.SetFlush).
+	// than a piece (otlpwire.ProtoEncoder.SetFlush).
 	var werr error
 	write := func(raw []byte) []byte {
 		if werr == nil {

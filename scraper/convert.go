@@ -15,7 +15,6 @@ import (
 	"strings"
 	"sync"
 	"time"
-	"unsafe"
 
 	"github.com/otelstep/otelstep/pipeline"
 	"github.com/prometheus/common/model"
@@ -1567,16 +1566,12 @@ func clip(b []byte, n int) string {
 // complete entry the parser returned. It counts newlines up to the last
 // series/comment returned; good enough to name the line in an error.
 func lineOf(page, last []byte) (int, string) {
-	off := 0
-	if len(last) > 0 && len(page) > 0 {
-		d := uintptr(unsafe.Pointer(unsafe.SliceData(last))) - uintptr(unsafe.Pointer(unsafe.SliceData(page)))
-		if d < uintptr(len(page)) {
-			off = int(d)
-			if i := bytes.IndexByte(page[off:], '\n'); i >= 0 {
-				off += i + 1
-			} else {
-				off = len(page)
-			}
+	off, ok := offsetIn(page, last)
+	if ok {
+		if i := bytes.IndexByte(page[off:], '\n'); i >= 0 {
+			off += i + 1
+		} else {
+			off = len(page)
 		}
 	}
 	line := bytes.Count(page[:off], []byte{'\n'}) + 1

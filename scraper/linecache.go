@@ -5,7 +5,6 @@ import (
 	"math"
 	"strconv"
 	"sync"
-	"unsafe"
 
 	"github.com/prometheus/common/model"
 	"github.com/prometheus/prometheus/model/textparse"
@@ -262,7 +261,7 @@ func sampleTail(page []byte, i int) (v float64, ts int64, hasTS bool, next int, 
 			j++
 		}
 		var err error
-		ts, err = strconv.ParseInt(unsafe.String(&page[s], j-s), 10, 64)
+		ts, err = strconv.ParseInt(string(page[s:j]), 10, 64) // not kept: no copy to the heap
 		if err != nil {
 			return 0, 0, false, 0, false
 		}
@@ -305,7 +304,7 @@ func parseValue(tok []byte) (float64, bool) {
 	if bytes.ContainsAny(tok, "pP") { // PromParser refuses hex floats
 		return 0, false
 	}
-	v, err := strconv.ParseFloat(unsafe.String(unsafe.SliceData(tok), len(tok)), 64)
+	v, err := strconv.ParseFloat(string(tok), 64) // not kept: no copy to the heap
 	if err != nil {
 		return 0, false
 	}
@@ -536,13 +535,19 @@ func (t *metaLines) get(om bool, kind textparse.Entry, span []byte, build func(s
 }
 
 // offsetIn is the offset of sub in page, if sub is a non-empty slice of it.
+// A slice's capacity runs to the end of its array, so a slice of page made
+// by a plain slice expression (as textparse makes the ones it returns, of
+// the page or of page[from:] it was given) starts cap(page)-cap(sub) bytes
+// into page; the addresses of its first byte and of page's byte there,
+// equal or not, tell such a slice from a copy (an unescaped HELP text, a
+// unit) or a slice of another array.
 func offsetIn(page, sub []byte) (int, bool) {
 	if len(sub) == 0 || len(page) == 0 {
 		return 0, false
 	}
-	d := uintptr(unsafe.Pointer(unsafe.SliceData(sub))) - uintptr(unsafe.Pointer(unsafe.SliceData(page)))
-	if d >= uintptr(len(page)) || int(d)+len(sub) > len(page) {
+	off := cap(page) - cap(sub)
+	if off < 0 || off >= len(page) || len(sub) > len(page)-off || &page[off] != &sub[0] {
 		return 0, false
 	}
-	return int(d), true
+	return off, true
 }

@@ -481,3 +481,48 @@ func TestLineCacheRoomGivenBack(t *testing.T) {
 		}
 	}
 }
+
+// offsetIn finds where a slice of the page starts, through any slice of a
+// slice (textparse is given page[from:]) and whatever room the page has
+// past its length; a copy of the same bytes, or a slice of another array,
+// is not in the page.
+func TestOffsetIn(t *testing.T) {
+	page := append(make([]byte, 0, 64), "a 1\nbc 2\nbc 2\n"...)
+	for _, c := range []struct {
+		sub  []byte
+		off  int
+		isIn bool
+	}{
+		{page[4:6], 4, true},
+		{page[4:][5:7], 9, true},
+		{page[0:1], 0, true},
+		{page[len(page)-1:], len(page) - 1, true},
+		{page[4:4], 0, false},                     // empty
+		{[]byte("bc"), 0, false},                  // a copy
+		{bytes.Clone(page)[4:6], 0, false},        // same offset, another array
+		{page[len(page) : len(page)+1], 0, false}, // past the length
+	} {
+		off, ok := offsetIn(page, c.sub)
+		if ok != c.isIn || ok && off != c.off {
+			t.Errorf("offsetIn(%q) = %d, %v; want %d, %v", c.sub, off, ok, c.off, c.isIn)
+		}
+	}
+}
+
+// Reading a sample's value and timestamp allocates nothing, also for the
+// values strconv parses (the string conversions handed to it stay on the
+// stack).
+func TestSampleTailNoAlloc(t *testing.T) {
+	page := []byte("x 1.7976931348623157e+308 1700000000000\n")
+	var v float64
+	allocs := testing.AllocsPerRun(100, func() {
+		var ok bool
+		v, _, _, _, ok = sampleTail(page, 1)
+		if !ok {
+			t.Fatal("sampleTail refused the line")
+		}
+	})
+	if allocs != 0 || v != math.MaxFloat64 {
+		t.Fatalf("sampleTail: %v allocations a line, value %v", allocs, v)
+	}
+}

@@ -278,7 +278,6 @@ type Converter struct {
 	om      bool         // this scrape's page is OpenMetrics
 	created []createdRef // this scrape's B_created gauge samples
 	lc      lineCache    // the previous page's lines
-	strs    strChunks    // raw series keys, in page order
 	// keys interns the series keys of the job's targets (serieskeys.go);
 	// nil for a job of one target.
 	keys  *seriesKeys
@@ -1239,7 +1238,7 @@ func (c *Converter) famFor(name string) (famName, outName string, typ model.Metr
 // metric_relabel_configs, then the collector's label-to-attribute rules.
 // It returns nil, with c.failed set, for a series that fails the scrape.
 func (c *Converter) newEntry(p textparse.Parser, b []byte) *seriesEntry {
-	rawKey := c.keys.str(b, &c.strs, &c.keyed)
+	rawKey := c.keys.str(b, &c.keyed)
 	se := &seriesEntry{key: rawKey}
 	if err := c.resolve(p, se); err != nil {
 		c.failed = fmt.Errorf("series %s: %w", clip(b, 120), err)

@@ -477,10 +477,9 @@ func (lc *lineCache) recordMeta(page, sub []byte, kind textparse.Entry, typ mode
 type metaLines struct {
 	mu    sync.Mutex
 	lines map[metaKey]*metaLine
-	strs  strChunks // the lines' bytes
 	// texts interns the families' HELP texts (famState), which the
-	// targets of a job repeat: at 84 targets, 0.5 MB of copies. Their
-	// bytes are made in strs too; it is bounded as lines is.
+	// targets of a job repeat: at 84 targets, 0.5 MB of copies. It is
+	// bounded as lines is.
 	texts map[string]string
 }
 
@@ -513,7 +512,7 @@ func (t *metaLines) text(b []byte) string {
 	if len(t.texts) >= maxMetaLines {
 		clear(t.texts)
 	}
-	s := t.strs.str(b)
+	s := string(b)
 	t.texts[s] = s
 	return s
 }
@@ -529,7 +528,7 @@ func (t *metaLines) get(om bool, kind textparse.Entry, span []byte, build func(s
 	if len(t.lines) >= maxMetaLines {
 		clear(t.lines)
 	}
-	m := build(t.strs.str(span))
+	m := build(string(span))
 	t.lines[metaKey{om, kind, m.span}] = m
 	return m
 }

@@ -6,9 +6,7 @@ import "sync"
 // of a job run the same exporter, so their pages mostly hold the same
 // series bytes: on the 84-target mix all of them, and on a cluster the
 // nodes' CPUs, devices and modes repeat. Shared, the keys cost one target's
-// memory instead of one copy a target, and they stay in page order, which
-// the line cache's comparisons rely on (strchunks.go): a key is made in
-// the chunks of the first target to see it.
+// memory instead of one copy a target.
 //
 // A table that does not pay for itself turns itself off. Each entry costs
 // a map slot beside the key it shares, so a job whose targets serve
@@ -33,17 +31,16 @@ type seriesKeys struct {
 
 func newSeriesKeys() *seriesKeys { return &seriesKeys{keys: map[string]string{}} }
 
-// str returns a string equal to b: the table's, else a new one made in
-// local and entered, and sets *looked. A nil table makes every key in
-// local.
-func (t *seriesKeys) str(b []byte, local *strChunks, looked *bool) string {
+// str returns a string equal to b: the table's, else a new one, entered,
+// and sets *looked. A nil table makes every key anew.
+func (t *seriesKeys) str(b []byte, looked *bool) string {
 	if t == nil {
-		return local.str(b)
+		return string(b)
 	}
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	if t.keys == nil {
-		return local.str(b)
+		return string(b)
 	}
 	*looked = true
 	if s, ok := t.keys[string(b)]; ok {
@@ -51,7 +48,7 @@ func (t *seriesKeys) str(b []byte, local *strChunks, looked *bool) string {
 		return s
 	}
 	t.misses++
-	s := local.str(b)
+	s := string(b)
 	t.keys[s] = s
 	return s
 }

@@ -119,9 +119,10 @@ func TestSeriesKeysOffWhenNothingIsShared(t *testing.T) {
 	if m := findPoints(rm, "b"); m == nil || len(m.GetGauge().DataPoints) != 2 {
 		t.Fatalf("b: %v", m)
 	}
-	// off: new series get keys of their own, and scrapes go on
+	// off: new series get keys of their own, and scrapes go on (a key of
+	// more than one byte: Go's one-byte strings all share static bytes)
 	for _, c := range convs {
-		if _, err := c.Convert(append([]byte("c 1\n"), pages[0]...), ctText, time.Now()); err != nil {
+		if _, err := c.Convert(append([]byte("cc 1\n"), pages[0]...), ctText, time.Now()); err != nil {
 			t.Fatal(err)
 		}
 	}

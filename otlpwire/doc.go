@@ -7,7 +7,9 @@
 //     pipeline.Batch, with the collector's validation rules
 //     (proto_validate.go: ValidID, IDSizeError). Spans and log records are
 //     checked and kept as their wire records; SpanDecoder and
-//     LogRecordDecoder decode them one at a time.
+//     LogRecordDecoder decode them one at a time; ScanSpan and ScanValue
+//     (span_scan.go) read a span record's name, kind, times, status code
+//     and chosen attributes without decoding it.
 //   - Protobuf encoding (proto_encode*.go): ProtoEncoder appends an
 //     export request of any signal to a caller-owned buffer.
 //   - OTLP/JSON decoding (json_decode*.go, json_scan.go): DecodeMetrics,

@@ -64,7 +64,7 @@
 // batch's leases (b.Release), so the batch's memory may go back to its pool
 // at once; on an error it keeps nothing and releases nothing (the caller
 // still owns the batch). Spans may be Span messages, records kept as
-// received (pipeline.Records), or both. A batch a flush sends downstream is
+// received (pipeline.Records, read with otlpwire.ScanSpan), or both. A batch a flush sends downstream is
 // the callee's once Consume returns nil; its data point attribute slices
 // are shared between flushes (pipeline.MarkShared) and must not be changed,
 // everything else in it is new each flush.

@@ -304,3 +304,8 @@ func valueText(v *commonpb.AnyValue) string {
 	b, _ := proto.MarshalOptions{Deterministic: true}.Marshal(v)
 	return fmt.Sprintf("proto:%x", b)
 }
+
+// sameFields reports whether a and b read the same span.
+func sameFields(a, b spanFields) bool {
+	return string(a.name) == string(b.name) && a.kind == b.kind && a.code == b.code && a.start == b.start && a.end == b.end
+}

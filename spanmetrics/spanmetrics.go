@@ -130,6 +130,12 @@ type Connector struct {
 	rkey []byte    // the resource key of the resource at hand
 	idx  []int     // the resource's attributes in key order
 	sent []*series // the series the last flush sent (delta: to put back)
+
+	// The dimensions' names, the values otlpwire.ScanSpan reads for them,
+	// and a Span message's name, copied (spanFields.name).
+	dimNames []string
+	vals     [][]byte
+	nameBuf  []byte
 }
 
 // dim is a configured dimension, ready for use.
@@ -242,6 +248,10 @@ func New(name string, cfg Config, next pipeline.Consumer, log *slog.Logger) (*Co
 		c.dims = append(c.dims, nd)
 	}
 	c.hits = make([]hit, len(c.dims))
+	for _, d := range c.dims {
+		c.dimNames = append(c.dimNames, d.name)
+	}
+	c.vals = make([][]byte, len(c.dims))
 
 	for i, n := range kindNames {
 		c.kindKVs[i] = strKV(spanKindKey, n)
@@ -404,6 +414,7 @@ func (c *Connector) aggregate(rs *pipeline.ResourceSpans, now uint64) {
 	}
 	c.span = spanFields{} // holds no reference into the batch past Enqueue
 	clear(c.hits)
+	clear(c.vals)
 }
 
 // resourceKey returns the resource key of attrs in c.rkey: every attribute,
@@ -453,7 +464,7 @@ func (c *Connector) newResource(attrs []*commonpb.KeyValue, svc *commonpb.AnyVal
 // and a missing value from the next one's.
 func (c *Connector) observe(r *resource, sf *spanFields, now uint64) {
 	k := c.key[:0]
-	k = protowire.AppendString(k, sf.name)
+	k = protowire.AppendBytes(k, sf.name)
 	k = append(k, sf.kind, sf.code)
 	for i := range c.dims {
 		switch h := &c.hits[i]; {
@@ -494,7 +505,7 @@ func (c *Connector) observe(r *resource, sf *spanFields, now uint64) {
 // newSeries makes the series of the span in sf, copying what it keeps.
 func (c *Connector) newSeries(r *resource, sf *spanFields, now uint64) *series {
 	attrs := make([]*commonpb.KeyValue, 0, 5+len(c.dims))
-	attrs = append(attrs, r.serviceKV, strKV(spanNameKey, strings.Clone(sf.name)),
+	attrs = append(attrs, r.serviceKV, strKV(spanNameKey, string(sf.name)),
 		c.kindKVs[sf.kind], c.codeKVs[sf.code], c.instanceKV)
 	for i, d := range c.dims {
 		switch h := &c.hits[i]; {

@@ -26,13 +26,7 @@ import (
 func DecodeMetrics(data []byte) (*colmetricspb.ExportMetricsServiceRequest, error) {
 	req := &colmetricspb.ExportMetricsServiceRequest{}
 	d := newDecoder(data)
-	err := d.document(func() error {
-		return d.message(metricsRequestField, 0, func(int) (err error) {
-			req.ResourceMetrics, err = jsonList(d, &d.resourceMetrics, d.resourceMetricsMsg)
-			return err
-		})
-	})
-	if err != nil {
+	if err := jsonRequest(d, "resourceMetrics", "resource_metrics", &req.ResourceMetrics, &d.resourceMetrics, d.resourceMetricsMsg); err != nil {
 		return nil, fmt.Errorf("otlpwire: decode OTLP/JSON metrics: %w", err)
 	}
 	return req, nil
@@ -42,13 +36,7 @@ func DecodeMetrics(data []byte) (*colmetricspb.ExportMetricsServiceRequest, erro
 func DecodeTraces(data []byte) (*coltracepb.ExportTraceServiceRequest, error) {
 	req := &coltracepb.ExportTraceServiceRequest{}
 	d := newDecoder(data)
-	err := d.document(func() error {
-		return d.message(tracesRequestField, 0, func(int) (err error) {
-			req.ResourceSpans, err = jsonList(d, &d.resourceSpans, d.resourceSpansMsg)
-			return err
-		})
-	})
-	if err != nil {
+	if err := jsonRequest(d, "resourceSpans", "resource_spans", &req.ResourceSpans, &d.resourceSpans, d.resourceSpansMsg); err != nil {
 		return nil, fmt.Errorf("otlpwire: decode OTLP/JSON traces: %w", err)
 	}
 	return req, nil
@@ -58,13 +46,7 @@ func DecodeTraces(data []byte) (*coltracepb.ExportTraceServiceRequest, error) {
 func DecodeLogs(data []byte) (*collogspb.ExportLogsServiceRequest, error) {
 	req := &collogspb.ExportLogsServiceRequest{}
 	d := newDecoder(data)
-	err := d.document(func() error {
-		return d.message(logsRequestField, 0, func(int) (err error) {
-			req.ResourceLogs, err = jsonList(d, &d.resourceLogs, d.resourceLogsMsg)
-			return err
-		})
-	})
-	if err != nil {
+	if err := jsonRequest(d, "resourceLogs", "resource_logs", &req.ResourceLogs, &d.resourceLogs, d.resourceLogsMsg); err != nil {
 		return nil, fmt.Errorf("otlpwire: decode OTLP/JSON logs: %w", err)
 	}
 	return req, nil
@@ -205,29 +187,6 @@ func (d *jsonDecoder) members(index func([]byte) (int, string), oneof, seen uint
 			return nil
 		}
 	}
-}
-
-// ---- requests ----
-
-func metricsRequestField(k []byte) (int, string) {
-	if s := string(k); s == "resourceMetrics" || s == "resource_metrics" {
-		return 0, "resourceMetrics"
-	}
-	return -1, ""
-}
-
-func tracesRequestField(k []byte) (int, string) {
-	if s := string(k); s == "resourceSpans" || s == "resource_spans" {
-		return 0, "resourceSpans"
-	}
-	return -1, ""
-}
-
-func logsRequestField(k []byte) (int, string) {
-	if s := string(k); s == "resourceLogs" || s == "resource_logs" {
-		return 0, "resourceLogs"
-	}
-	return -1, ""
 }
 
 // ---- common ----
@@ -509,12 +468,3 @@ func (d *jsonDecoder) scope() (*commonpb.InstrumentationScope, error) {
 		return err
 	})
 }
-
-// Fields shared by ResourceMetrics, ResourceSpans and ResourceLogs, and by
-// ScopeMetrics, ScopeSpans and ScopeLogs: the resource or scope, the list
-// of children and schemaUrl.
-const (
-	envHeader = iota
-	envChildren
-	envSchemaURL
-)

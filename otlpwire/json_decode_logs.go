@@ -4,56 +4,19 @@ import (
 	logspb "go.opentelemetry.io/proto/otlp/logs/v1"
 )
 
-func resourceLogsField(k []byte) (int, string) {
-	switch string(k) {
-	case "resource":
-		return envHeader, "resource"
-	case "scopeLogs", "scope_logs":
-		return envChildren, "scopeLogs"
-	case "schemaUrl", "schema_url":
-		return envSchemaURL, "schemaUrl"
-	}
-	return -1, ""
+// The resource and scope messages of logs: see json_decode_envelope.go.
+
+var (
+	resourceLogsNames = envelopeNames{"resource", "scopeLogs", "scope_logs"}
+	scopeLogsNames    = envelopeNames{"scope", "logRecords", "log_records"}
+)
+
+func (d *jsonDecoder) resourceLogsMsg(m *logspb.ResourceLogs) error {
+	return jsonEnvelope(d, &resourceLogsNames, &m.Resource, d.resource, &m.ScopeLogs, &d.scopeLogs, d.scopeLogsMsg, &m.SchemaUrl)
 }
 
-func (d *jsonDecoder) resourceLogsMsg(rl *logspb.ResourceLogs) error {
-	return d.message(resourceLogsField, 0, func(f int) (err error) {
-		switch f {
-		case envHeader:
-			rl.Resource, err = d.resource()
-		case envChildren:
-			rl.ScopeLogs, err = jsonList(d, &d.scopeLogs, d.scopeLogsMsg)
-		case envSchemaURL:
-			rl.SchemaUrl, err = d.str()
-		}
-		return err
-	})
-}
-
-func scopeLogsField(k []byte) (int, string) {
-	switch string(k) {
-	case "scope":
-		return envHeader, "scope"
-	case "logRecords", "log_records":
-		return envChildren, "logRecords"
-	case "schemaUrl", "schema_url":
-		return envSchemaURL, "schemaUrl"
-	}
-	return -1, ""
-}
-
-func (d *jsonDecoder) scopeLogsMsg(sl *logspb.ScopeLogs) error {
-	return d.message(scopeLogsField, 0, func(f int) (err error) {
-		switch f {
-		case envHeader:
-			sl.Scope, err = d.scope()
-		case envChildren:
-			sl.LogRecords, err = jsonList(d, &d.logRecords, d.logRecord)
-		case envSchemaURL:
-			sl.SchemaUrl, err = d.str()
-		}
-		return err
-	})
+func (d *jsonDecoder) scopeLogsMsg(m *logspb.ScopeLogs) error {
+	return jsonEnvelope(d, &scopeLogsNames, &m.Scope, d.scope, &m.LogRecords, &d.logRecords, d.logRecord, &m.SchemaUrl)
 }
 
 // Fields of LogRecord.

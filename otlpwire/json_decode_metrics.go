@@ -4,56 +4,19 @@ import (
 	metricspb "go.opentelemetry.io/proto/otlp/metrics/v1"
 )
 
-func resourceMetricsField(k []byte) (int, string) {
-	switch string(k) {
-	case "resource":
-		return envHeader, "resource"
-	case "scopeMetrics", "scope_metrics":
-		return envChildren, "scopeMetrics"
-	case "schemaUrl", "schema_url":
-		return envSchemaURL, "schemaUrl"
-	}
-	return -1, ""
+// The resource and scope messages of metrics: see json_decode_envelope.go.
+
+var (
+	resourceMetricsNames = envelopeNames{"resource", "scopeMetrics", "scope_metrics"}
+	scopeMetricsNames    = envelopeNames{"scope", "metrics", "metrics"}
+)
+
+func (d *jsonDecoder) resourceMetricsMsg(m *metricspb.ResourceMetrics) error {
+	return jsonEnvelope(d, &resourceMetricsNames, &m.Resource, d.resource, &m.ScopeMetrics, &d.scopeMetrics, d.scopeMetricsMsg, &m.SchemaUrl)
 }
 
-func (d *jsonDecoder) resourceMetricsMsg(rm *metricspb.ResourceMetrics) error {
-	return d.message(resourceMetricsField, 0, func(f int) (err error) {
-		switch f {
-		case envHeader:
-			rm.Resource, err = d.resource()
-		case envChildren:
-			rm.ScopeMetrics, err = jsonList(d, &d.scopeMetrics, d.scopeMetricsMsg)
-		case envSchemaURL:
-			rm.SchemaUrl, err = d.str()
-		}
-		return err
-	})
-}
-
-func scopeMetricsField(k []byte) (int, string) {
-	switch string(k) {
-	case "scope":
-		return envHeader, "scope"
-	case "metrics":
-		return envChildren, "metrics"
-	case "schemaUrl", "schema_url":
-		return envSchemaURL, "schemaUrl"
-	}
-	return -1, ""
-}
-
-func (d *jsonDecoder) scopeMetricsMsg(sm *metricspb.ScopeMetrics) error {
-	return d.message(scopeMetricsField, 0, func(f int) (err error) {
-		switch f {
-		case envHeader:
-			sm.Scope, err = d.scope()
-		case envChildren:
-			sm.Metrics, err = jsonList(d, &d.metrics, d.metric)
-		case envSchemaURL:
-			sm.SchemaUrl, err = d.str()
-		}
-		return err
-	})
+func (d *jsonDecoder) scopeMetricsMsg(m *metricspb.ScopeMetrics) error {
+	return jsonEnvelope(d, &scopeMetricsNames, &m.Scope, d.scope, &m.Metrics, &d.metrics, d.metric, &m.SchemaUrl)
 }
 
 // The common metric data messages are allocated together with the oneof

@@ -4,56 +4,19 @@ import (
 	tracepb "go.opentelemetry.io/proto/otlp/trace/v1"
 )
 
-func resourceSpansField(k []byte) (int, string) {
-	switch string(k) {
-	case "resource":
-		return envHeader, "resource"
-	case "scopeSpans", "scope_spans":
-		return envChildren, "scopeSpans"
-	case "schemaUrl", "schema_url":
-		return envSchemaURL, "schemaUrl"
-	}
-	return -1, ""
+// The resource and scope messages of traces: see json_decode_envelope.go.
+
+var (
+	resourceSpansNames = envelopeNames{"resource", "scopeSpans", "scope_spans"}
+	scopeSpansNames    = envelopeNames{"scope", "spans", "spans"}
+)
+
+func (d *jsonDecoder) resourceSpansMsg(m *tracepb.ResourceSpans) error {
+	return jsonEnvelope(d, &resourceSpansNames, &m.Resource, d.resource, &m.ScopeSpans, &d.scopeSpans, d.scopeSpansMsg, &m.SchemaUrl)
 }
 
-func (d *jsonDecoder) resourceSpansMsg(rs *tracepb.ResourceSpans) error {
-	return d.message(resourceSpansField, 0, func(f int) (err error) {
-		switch f {
-		case envHeader:
-			rs.Resource, err = d.resource()
-		case envChildren:
-			rs.ScopeSpans, err = jsonList(d, &d.scopeSpans, d.scopeSpansMsg)
-		case envSchemaURL:
-			rs.SchemaUrl, err = d.str()
-		}
-		return err
-	})
-}
-
-func scopeSpansField(k []byte) (int, string) {
-	switch string(k) {
-	case "scope":
-		return envHeader, "scope"
-	case "spans":
-		return envChildren, "spans"
-	case "schemaUrl", "schema_url":
-		return envSchemaURL, "schemaUrl"
-	}
-	return -1, ""
-}
-
-func (d *jsonDecoder) scopeSpansMsg(ss *tracepb.ScopeSpans) error {
-	return d.message(scopeSpansField, 0, func(f int) (err error) {
-		switch f {
-		case envHeader:
-			ss.Scope, err = d.scope()
-		case envChildren:
-			ss.Spans, err = jsonList(d, &d.spans, d.span)
-		case envSchemaURL:
-			ss.SchemaUrl, err = d.str()
-		}
-		return err
-	})
+func (d *jsonDecoder) scopeSpansMsg(m *tracepb.ScopeSpans) error {
+	return jsonEnvelope(d, &scopeSpansNames, &m.Scope, d.scope, &m.Spans, &d.spans, d.span, &m.SchemaUrl)
 }
 
 // Fields of Span.

@@ -3,6 +3,7 @@ package otlpwire
 import (
 	"github.com/otelstep/otelstep/pipeline"
 	logspb "go.opentelemetry.io/proto/otlp/logs/v1"
+	resourcepb "go.opentelemetry.io/proto/otlp/resource/v1"
 )
 
 // ExportLogsServiceRequest and everything under it; see proto_decode.go.
@@ -11,88 +12,37 @@ import (
 
 var resourceLogsRequestFields = []string{1: "resource_logs"}
 
+var logsRequest = requestShape[pipeline.ResourceLogs]{
+	fields:    resourceLogsRequestFields,
+	resources: func(d *decoder) *list[pipeline.ResourceLogs] { return &d.rls },
+	resource:  (*decoder).resourceLogs,
+}
+
 func (d *decoder) logs() ([]*pipeline.ResourceLogs, *DecodeError) {
-	mark := d.rls.mark()
-	p, end := 0, d.n
 	d.n = 0 // the log records are kept as records: see traces
-	for p < end {
-		tag, q := uint64(d.b[p]), p+1
-		var e *DecodeError
-		if tag-8 >= 0x80-8 { // not a one-byte tag (field 1 to 15)
-			if tag, q, e = d.tagSlow(p, end); e != nil {
-				return nil, e
-			}
-		}
-		switch tag {
-		case 1<<3 | wtLen:
-			i := d.rls.count(mark)
-			a, z, e := d.lenPrefix(q, end)
-			if e != nil {
-				return nil, e.at("resource_logs", i)
-			}
-			m := d.rls.new(p, d.n)
-			if e := d.resourceLogs(m, a, z); e != nil {
-				return nil, e.at("resource_logs", i)
-			}
-			d.rls.push(m)
-			p = z
-		default:
-			if p, e = d.other(tag, p, q, end, resourceLogsRequestFields); e != nil {
-				return nil, e
-			}
-		}
-	}
-	return d.rls.finish(mark, nil, p, d.n), nil
+	return logsRequest.decode(d)
 }
 
 var resourceLogsFields = []string{1: "resource", 2: "scope_logs", 3: "schema_url"}
 
-func (d *decoder) resourceLogs(m *pipeline.ResourceLogs, p, end int) *DecodeError {
-	mark := d.sls.mark()
-	for p < end {
-		tag, q := uint64(d.b[p]), p+1
-		var e *DecodeError
-		if tag-8 >= 0x80-8 { // not a one-byte tag (field 1 to 15)
-			if tag, q, e = d.tagSlow(p, end); e != nil {
-				return e
-			}
-		}
-		switch tag {
-		case 1<<3 | wtLen:
-			if p, e = d.resourceField(&m.Resource, q, end); e != nil {
-				return e.in("resource")
-			}
-		case 2<<3 | wtLen:
-			i := len(m.ScopeLogs) + d.sls.count(mark)
-			a, z, e := d.lenPrefix(q, end)
-			if e != nil {
-				return e.at("scope_logs", i)
-			}
-			sl := d.sls.new(p, d.n)
-			if e := d.scopeLogs(sl, a, z); e != nil {
-				return e.at("scope_logs", i)
-			}
-			d.sls.push(sl)
-			p = z
-		case 3<<3 | wtLen:
-			if m.SchemaURL, p, e = d.str(q, end); e != nil {
-				return e.in("schema_url")
-			}
-		default:
-			if p, e = d.other(tag, p, q, end, resourceLogsFields); e != nil {
-				return e
-			}
-		}
-	}
-	m.ScopeLogs = d.sls.finish(mark, m.ScopeLogs, p, d.n)
-	return nil
+var resourceLogsShape = envelopeShape[resourcepb.Resource, pipeline.ScopeLogs]{
+	fields: resourceLogsFields,
+	head:   (*decoder).resourceField,
+	items:  func(d *decoder) *list[pipeline.ScopeLogs] { return &d.sls },
+	item:   (*decoder).scopeLogs,
+}
+
+func (d *decoder) resourceLogs(m *pipeline.ResourceLogs, p, end int) (e *DecodeError) {
+	m.ScopeLogs, e = resourceLogsShape.decode(d, p, end, &m.Resource, m.ScopeLogs, &m.SchemaURL)
+	return e
 }
 
 var scopeLogsFields = []string{1: "scope", 2: "log_records", 3: "schema_url"}
 
-func (d *decoder) scopeLogs(m *pipeline.ScopeLogs, p, end int) *DecodeError {
-	var e *DecodeError
-	m.Records, e = d.scopeItems(&m.Scope, &m.SchemaURL, p, end, scopeLogsFields, (*decoder).checkLogRecord)
+var scopeLogsShape = scopeRecords{fields: scopeLogsFields, check: (*decoder).checkLogRecord}
+
+func (d *decoder) scopeLogs(m *pipeline.ScopeLogs, p, end int) (e *DecodeError) {
+	m.Records, e = scopeLogsShape.decode(d, p, end, &m.Scope, &m.SchemaURL)
 	return e
 }
 

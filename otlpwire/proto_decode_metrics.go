@@ -4,7 +4,9 @@ import (
 	"encoding/binary"
 	"math"
 
+	commonpb "go.opentelemetry.io/proto/otlp/common/v1"
 	metricspb "go.opentelemetry.io/proto/otlp/metrics/v1"
+	resourcepb "go.opentelemetry.io/proto/otlp/resource/v1"
 	"google.golang.org/protobuf/encoding/protowire"
 )
 
@@ -16,123 +18,42 @@ import (
 
 var resourceMetricsRequestFields = []string{1: "resource_metrics"}
 
+var metricsRequest = requestShape[metricspb.ResourceMetrics]{
+	fields:    resourceMetricsRequestFields,
+	resources: func(d *decoder) *list[metricspb.ResourceMetrics] { return &d.rms },
+	resource:  (*decoder).resourceMetrics,
+}
+
 func (d *decoder) metrics() ([]*metricspb.ResourceMetrics, *DecodeError) {
-	mark := d.rms.mark()
-	p, end := 0, d.n
-	for p < end {
-		tag, q := uint64(d.b[p]), p+1
-		var e *DecodeError
-		if tag-8 >= 0x80-8 { // not a one-byte tag (field 1 to 15)
-			if tag, q, e = d.tagSlow(p, end); e != nil {
-				return nil, e
-			}
-		}
-		switch tag {
-		case 1<<3 | wtLen:
-			i := d.rms.count(mark)
-			a, z, e := d.lenPrefix(q, end)
-			if e != nil {
-				return nil, e.at("resource_metrics", i)
-			}
-			m := d.rms.new(p, d.n)
-			if e := d.resourceMetrics(m, a, z); e != nil {
-				return nil, e.at("resource_metrics", i)
-			}
-			d.rms.push(m)
-			p = z
-		default:
-			if p, e = d.other(tag, p, q, end, resourceMetricsRequestFields); e != nil {
-				return nil, e
-			}
-		}
-	}
-	return d.rms.finish(mark, nil, p, d.n), nil
+	return metricsRequest.decode(d)
 }
 
 var resourceMetricsFields = []string{1: "resource", 2: "scope_metrics", 3: "schema_url"}
 
-func (d *decoder) resourceMetrics(m *metricspb.ResourceMetrics, p, end int) *DecodeError {
-	mark := d.sms.mark()
-	for p < end {
-		tag, q := uint64(d.b[p]), p+1
-		var e *DecodeError
-		if tag-8 >= 0x80-8 { // not a one-byte tag (field 1 to 15)
-			if tag, q, e = d.tagSlow(p, end); e != nil {
-				return e
-			}
-		}
-		switch tag {
-		case 1<<3 | wtLen:
-			if p, e = d.resourceField(&m.Resource, q, end); e != nil {
-				return e.in("resource")
-			}
-		case 2<<3 | wtLen:
-			i := len(m.ScopeMetrics) + d.sms.count(mark)
-			a, z, e := d.lenPrefix(q, end)
-			if e != nil {
-				return e.at("scope_metrics", i)
-			}
-			sm := d.sms.new(p, d.n)
-			if e := d.scopeMetrics(sm, a, z); e != nil {
-				return e.at("scope_metrics", i)
-			}
-			d.sms.push(sm)
-			p = z
-		case 3<<3 | wtLen:
-			if m.SchemaUrl, p, e = d.str(q, end); e != nil {
-				return e.in("schema_url")
-			}
-		default:
-			if p, e = d.other(tag, p, q, end, resourceMetricsFields); e != nil {
-				return e
-			}
-		}
-	}
-	m.ScopeMetrics = d.sms.finish(mark, m.ScopeMetrics, p, d.n)
-	return nil
+var resourceMetricsShape = envelopeShape[resourcepb.Resource, metricspb.ScopeMetrics]{
+	fields: resourceMetricsFields,
+	head:   (*decoder).resourceField,
+	items:  func(d *decoder) *list[metricspb.ScopeMetrics] { return &d.sms },
+	item:   (*decoder).scopeMetrics,
+}
+
+func (d *decoder) resourceMetrics(m *metricspb.ResourceMetrics, p, end int) (e *DecodeError) {
+	m.ScopeMetrics, e = resourceMetricsShape.decode(d, p, end, &m.Resource, m.ScopeMetrics, &m.SchemaUrl)
+	return e
 }
 
 var scopeMetricsFields = []string{1: "scope", 2: "metrics", 3: "schema_url"}
 
-func (d *decoder) scopeMetrics(m *metricspb.ScopeMetrics, p, end int) *DecodeError {
-	mark := d.mets.mark()
-	for p < end {
-		tag, q := uint64(d.b[p]), p+1
-		var e *DecodeError
-		if tag-8 >= 0x80-8 { // not a one-byte tag (field 1 to 15)
-			if tag, q, e = d.tagSlow(p, end); e != nil {
-				return e
-			}
-		}
-		switch tag {
-		case 1<<3 | wtLen:
-			if p, e = d.scopeField(&m.Scope, q, end); e != nil {
-				return e.in("scope")
-			}
-		case 2<<3 | wtLen:
-			i := len(m.Metrics) + d.mets.count(mark)
-			a, z, e := d.lenPrefix(q, end)
-			if e != nil {
-				return e.at("metrics", i)
-			}
-			mt := d.mets.new(p, d.n)
-			if e := d.metric(mt, a, z); e != nil {
-				return e.at("metrics", i)
-			}
-			d.mets.push(mt)
-			p = z
-		case 3<<3 | wtLen:
-			if m.SchemaUrl, p, e = d.str(q, end); e != nil {
-				return e.in("schema_url")
-			}
-		default:
-			if p, e = d.other(tag, p, q, end, scopeMetricsFields); e != nil {
-				return e
-			}
-		}
-	}
-	m.Metrics = d.mets.finish(mark, m.Metrics, p, d.n)
-	return nil
+var scopeMetricsShape = envelopeShape[commonpb.InstrumentationScope, metricspb.Metric]{
+	fields: scopeMetricsFields,
+	head:   (*decoder).scopeField,
+	items:  func(d *decoder) *list[metricspb.Metric] { return &d.mets },
+	item:   (*decoder).metric,
+}
+
+func (d *decoder) scopeMetrics(m *metricspb.ScopeMetrics, p, end int) (e *DecodeError) {
+	m.Metrics, e = scopeMetricsShape.decode(d, p, end, &m.Scope, m.Metrics, &m.SchemaUrl)
+	return e
 }
 
 // Metric fields 4, 6 and 8 are reserved: skipped as unknown.

@@ -2,10 +2,8 @@ package otlpwire
 
 import (
 	"github.com/otelstep/otelstep/pipeline"
-	commonpb "go.opentelemetry.io/proto/otlp/common/v1"
 	resourcepb "go.opentelemetry.io/proto/otlp/resource/v1"
 	tracepb "go.opentelemetry.io/proto/otlp/trace/v1"
-	"google.golang.org/protobuf/encoding/protowire"
 )
 
 // ExportTraceServiceRequest and everything under it; see proto_decode.go.
@@ -14,202 +12,43 @@ import (
 
 var resourceSpansRequestFields = []string{1: "resource_spans"}
 
+var tracesRequest = requestShape[pipeline.ResourceSpans]{
+	fields:    resourceSpansRequestFields,
+	resources: func(d *decoder) *list[pipeline.ResourceSpans] { return &d.rss },
+	resource:  (*decoder).resourceSpans,
+}
+
 func (d *decoder) traces() ([]*pipeline.ResourceSpans, *DecodeError) {
-	mark := d.rss.mark()
-	p, end := 0, d.n
 	// The spans, nearly all of the body, are kept as records, not decoded
 	// into d's slabs: extrapolating the few resource and scope messages
 	// over the whole body would size chunks for thousands (a 600 KB
 	// attribute chunk per request). n = 0 turns the extrapolation off;
 	// chunks then grow with use.
 	d.n = 0
-	for p < end {
-		tag, q := uint64(d.b[p]), p+1
-		var e *DecodeError
-		if tag-8 >= 0x80-8 { // not a one-byte tag (field 1 to 15)
-			if tag, q, e = d.tagSlow(p, end); e != nil {
-				return nil, e
-			}
-		}
-		switch tag {
-		case 1<<3 | wtLen:
-			i := d.rss.count(mark)
-			a, z, e := d.lenPrefix(q, end)
-			if e != nil {
-				return nil, e.at("resource_spans", i)
-			}
-			m := d.rss.new(p, d.n)
-			if e := d.resourceSpans(m, a, z); e != nil {
-				return nil, e.at("resource_spans", i)
-			}
-			d.rss.push(m)
-			p = z
-		default:
-			if p, e = d.other(tag, p, q, end, resourceSpansRequestFields); e != nil {
-				return nil, e
-			}
-		}
-	}
-	return d.rss.finish(mark, nil, p, d.n), nil
+	return tracesRequest.decode(d)
 }
 
 var resourceSpansFields = []string{1: "resource", 2: "scope_spans", 3: "schema_url"}
 
-func (d *decoder) resourceSpans(m *pipeline.ResourceSpans, p, end int) *DecodeError {
-	mark := d.sss.mark()
-	for p < end {
-		tag, q := uint64(d.b[p]), p+1
-		var e *DecodeError
-		if tag-8 >= 0x80-8 { // not a one-byte tag (field 1 to 15)
-			if tag, q, e = d.tagSlow(p, end); e != nil {
-				return e
-			}
-		}
-		switch tag {
-		case 1<<3 | wtLen:
-			if p, e = d.resourceField(&m.Resource, q, end); e != nil {
-				return e.in("resource")
-			}
-		case 2<<3 | wtLen:
-			i := d.sss.count(mark)
-			a, z, e := d.lenPrefix(q, end)
-			if e != nil {
-				return e.at("scope_spans", i)
-			}
-			ss := d.sss.new(p, d.n)
-			if e := d.scopeSpans(ss, a, z); e != nil {
-				return e.at("scope_spans", i)
-			}
-			d.sss.push(ss)
-			p = z
-		case 3<<3 | wtLen:
-			if m.SchemaURL, p, e = d.str(q, end); e != nil {
-				return e.in("schema_url")
-			}
-		default:
-			if p, e = d.other(tag, p, q, end, resourceSpansFields); e != nil {
-				return e
-			}
-		}
-	}
-	m.ScopeSpans = d.sss.finish(mark, m.ScopeSpans, p, d.n)
-	return nil
+var resourceSpansShape = envelopeShape[resourcepb.Resource, pipeline.ScopeSpans]{
+	fields: resourceSpansFields,
+	head:   (*decoder).resourceField,
+	items:  func(d *decoder) *list[pipeline.ScopeSpans] { return &d.sss },
+	item:   (*decoder).scopeSpans,
 }
 
-// resourceField decodes the resource field (depth 3) of a Resource* message
-// into *r, merging into a resource already there.
-func (d *decoder) resourceField(r **resourcepb.Resource, q, end int) (int, *DecodeError) {
-	a, z, e := d.lenPrefix(q, end)
-	if e != nil {
-		return 0, e
-	}
-	if *r == nil {
-		*r = &resourcepb.Resource{}
-	}
-	if e := d.resource(*r, a, z, 3); e != nil {
-		return 0, e
-	}
-	return z, nil
-}
-
-// scopeField decodes the scope field (depth 4) of a Scope* message into
-// *s, merging into a scope already there.
-func (d *decoder) scopeField(s **commonpb.InstrumentationScope, q, end int) (int, *DecodeError) {
-	a, z, e := d.lenPrefix(q, end)
-	if e != nil {
-		return 0, e
-	}
-	if *s == nil {
-		*s = &commonpb.InstrumentationScope{}
-	}
-	if e := d.scope(*s, a, z, 4); e != nil {
-		return 0, e
-	}
-	return z, nil
+func (d *decoder) resourceSpans(m *pipeline.ResourceSpans, p, end int) (e *DecodeError) {
+	m.ScopeSpans, e = resourceSpansShape.decode(d, p, end, &m.Resource, m.ScopeSpans, &m.SchemaURL)
+	return e
 }
 
 var scopeSpansFields = []string{1: "scope", 2: "spans", 3: "schema_url"}
 
-func (d *decoder) scopeSpans(m *pipeline.ScopeSpans, p, end int) *DecodeError {
-	var e *DecodeError
-	m.Records, e = d.scopeItems(&m.Scope, &m.SchemaURL, p, end, scopeSpansFields, (*decoder).checkSpan)
+var scopeSpansShape = scopeRecords{fields: scopeSpansFields, check: (*decoder).checkSpan}
+
+func (d *decoder) scopeSpans(m *pipeline.ScopeSpans, p, end int) (e *DecodeError) {
+	m.Records, e = scopeSpansShape.decode(d, p, end, &m.Scope, &m.SchemaURL)
 	return e
-}
-
-// scopeItems decodes a ScopeSpans or ScopeLogs in [p, end): its scope and
-// schema_url into *scope and *schemaURL, and its items (field 2), each
-// checked with check, kept as their records (pipeline.Records), which it
-// returns: [start, last) of the body while they are contiguous, as they are
-// from every SDK, else copied together.
-func (d *decoder) scopeItems(scope **commonpb.InstrumentationScope, schemaURL *string, p, end int, fields []string,
-	check func(d *decoder, a, z int) *DecodeError) (pipeline.Records, *DecodeError) {
-	from := p
-	n, start, last, contiguous := 0, -1, -1, true
-	for p < end {
-		tag, q := uint64(d.b[p]), p+1
-		var e *DecodeError
-		if tag-8 >= 0x80-8 { // not a one-byte tag (field 1 to 15)
-			if tag, q, e = d.tagSlow(p, end); e != nil {
-				return nil, e
-			}
-		}
-		switch tag {
-		case 1<<3 | wtLen:
-			if p, e = d.scopeField(scope, q, end); e != nil {
-				return nil, e.in("scope")
-			}
-		case 2<<3 | wtLen:
-			a, z, e := d.lenPrefix(q, end)
-			if e != nil {
-				return nil, e.at(fields[2], n)
-			}
-			if e := check(d, a, z); e != nil {
-				return nil, e.at(fields[2], n)
-			}
-			n++
-			if start < 0 {
-				start = p
-			} else if p != last {
-				contiguous = false
-			}
-			p, last = z, z
-		case 3<<3 | wtLen:
-			if *schemaURL, p, e = d.str(q, end); e != nil {
-				return nil, e.in("schema_url")
-			}
-		default:
-			if p, e = d.other(tag, p, q, end, fields); e != nil {
-				return nil, e
-			}
-		}
-	}
-	switch {
-	case n == 0:
-		return nil, nil
-	case contiguous:
-		return d.b[start:last:last], nil
-	}
-	return d.gatherRecords(from, end), nil
-}
-
-// gatherRecords copies the item records (field 2) of the scope message in
-// [p, end), all checked already, into one buffer.
-func (d *decoder) gatherRecords(p, end int) pipeline.Records {
-	var out pipeline.Records
-	for rest := d.b[p:end]; ; {
-		num, typ, n := protowire.ConsumeTag(rest)
-		if n < 0 {
-			return out
-		}
-		m := protowire.ConsumeFieldValue(num, typ, rest[n:])
-		if m < 0 {
-			return out
-		}
-		if num == 2 && typ == protowire.BytesType {
-			out = append(out, rest[:n+m]...)
-		}
-		rest = rest[n+m:]
-	}
 }
 
 var spanFields = []string{1: "trace_id", 2: "span_id", 3: "trace_state", 4: "parent_span_id", 5: "name",

@@ -1,8 +1,3 @@
-// Package bench holds otelstep's throughput benchmarks. The scrape-path
-// benchmark here is the honest end-to-end figure: page bytes in, both
-// sinks' bytes (protobuf+gzip for the backend, OTLP/JSON for the file) out.
-//
-//	go test -run '^$' -bench . -benchmem ./bench/
 package bench
 
 import (

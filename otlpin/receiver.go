@@ -7,8 +7,8 @@
 //
 //   - success: an empty Export*ServiceResponse (partial_success unset).
 //     Scopes with no items (data points, spans, log records) and the
-//     resources left with no scope are dropped (pipeline.Batch.DropEmpty):
-//     an export request of no items succeeds without calling Consume.
+//     resources left with no scope are dropped: an export request of no
+//     items succeeds without calling Consume.
 //   - pipeline.ErrFull, pipeline.ErrStopped, no buffer room within
 //     ConsumeTimeout, or a request the receiver's byte budget of requests
 //     in flight has no room for (Options.AdmissionBytes): retryable, gRPC
@@ -419,11 +419,11 @@ func transportOf(ctx context.Context) telemetry.Transport {
 
 // deliver hands b, a request's own batch, to the signal's consumer (which
 // must not be nil), without its empty scopes and resources
-// (pipeline.Batch.DropEmpty); a batch of nothing is not delivered. A batch
+// (dropEmpty); a batch of nothing is not delivered. A batch
 // not taken is released here (its leases, pipeline.Lease): the caller must
 // not touch it afterwards.
 func (r *Receiver) deliver(ctx context.Context, c pipeline.Consumer, b *pipeline.Batch) error {
-	b.DropEmpty()
+	dropEmpty(b)
 	if b.Len() == 0 {
 		b.Release()
 		return nil

@@ -1,7 +1,9 @@
-// Package resource stamps resource attributes on every batch (the
-// collector's resource processor: insert, update, upsert, delete, convert)
-// and runs the config's transform statements (metric renames and resource
-// attribute copies).
+// Package resource holds the processors that change what a batch says
+// between the receivers and the batch processor: Processor, the
+// collector's resource processor (insert, update, upsert, delete, convert
+// resource attributes), and Transform, the transform processor (the
+// config's statements: metric renames and resource attribute copies, in
+// the OTTL subset of package resource/ottl).
 //
 // Processors mutate batches in place and pass them on: a batch belongs to
 // the pipeline it was handed to (see package pipeline). Point attributes

@@ -1,6 +1,8 @@
-// Package sink holds the batch processor (Batcher), the buffered fan-out
-// (Fanout) and the two destinations: the JSONL file sink (File), which never
-// drops, and the OTLP/HTTP exporter sink (HTTP), which never blocks.
+// Package sink is the end of every pipeline, where batches leave otelstep:
+// the batch processor (Batcher) that gathers them, the buffered fan-out
+// (Fanout) and the two destinations it feeds, the JSONL file sink (File),
+// which never drops, and the OTLP/HTTP exporter sink (HTTP), which never
+// blocks.
 //
 // Ownership: once Fanout.Consume returns nil the batch is shared read-only by
 // every sink; no sink mutates it.

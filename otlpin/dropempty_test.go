@@ -1,4 +1,4 @@
-package pipeline_test
+package otlpin
 
 import (
 	"testing"
@@ -24,7 +24,7 @@ func scopeNamed(name string) *commonpb.InstrumentationScope {
 	return &commonpb.InstrumentationScope{Name: name}
 }
 
-// DropEmpty keeps exactly the scopes with items and the resources with such
+// dropEmpty keeps exactly the scopes with items and the resources with such
 // a scope, in order, for items kept as records (decoded) and as messages.
 func TestDropEmpty(t *testing.T) {
 	span := &tracepb.Span{TraceId: make([]byte, 16), Name: "s"}
@@ -85,7 +85,7 @@ func TestDropEmpty(t *testing.T) {
 			built.Metrics = m.ResourceMetrics
 		}
 		for _, b := range []*pipeline.Batch{decoded, built} {
-			b.DropEmpty()
+			dropEmpty(b)
 			if got := requestOf(b); !proto.Equal(got, c.want) {
 				t.Errorf("%v: got %v\nwant %v", c.sig, got, c.want)
 			}
@@ -100,19 +100,19 @@ func TestDropEmpty(t *testing.T) {
 // nothing empty is left as it is, its slices unchanged.
 func TestDropEmptyAllOrNothing(t *testing.T) {
 	b := &pipeline.Batch{Signal: pipeline.Traces, Traces: pipeline.TracesFromProto([]*tracepb.ResourceSpans{{}, {ScopeSpans: []*tracepb.ScopeSpans{{}, {Scope: scopeNamed("s")}}}})}
-	b.DropEmpty()
+	dropEmpty(b)
 	if b.Len() != 0 {
 		t.Errorf("%d resources left", b.Len())
 	}
 	b = &pipeline.Batch{Signal: pipeline.Logs}
-	b.DropEmpty()
+	dropEmpty(b)
 	if b.Len() != 0 {
 		t.Errorf("%d resources", b.Len())
 	}
 	full := []*pipeline.ResourceLogs{{ScopeLogs: []*pipeline.ScopeLogs{{LogRecords: []*logspb.LogRecord{{}}}}}}
 	scopes := full[0].ScopeLogs
 	b = &pipeline.Batch{Signal: pipeline.Logs, Logs: full}
-	b.DropEmpty()
+	dropEmpty(b)
 	if len(b.Logs) != 1 || &b.Logs[0] != &full[0] || &b.Logs[0].ScopeLogs[0] != &scopes[0] {
 		t.Errorf("a batch with nothing empty changed: %v", b.Logs)
 	}

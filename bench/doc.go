@@ -1,0 +1,16 @@
+// Package bench is otelstep's throughput measurement, `otelstep bench`: it
+// runs whole collectors (otelstep, and with a peer another collector) as
+// child processes on one synthetic load and measures them from the OS (CPU
+// seconds, peak RSS), so that the figures are what a job would see.
+// RunScrape serves Prometheus targets on loopback for them to scrape,
+// RunOTLP sends them OTLP; both give the collectors an OTLP/HTTP Backend
+// that decodes and counts what it is sent, so that a run also checks that
+// what went in came out. bench/README.md has the commands and the current
+// results.
+//
+// Its Go benchmarks measure the scrape path in one process, page bytes in
+// and both sinks' bytes (protobuf and gzip for the backend, OTLP/JSON for
+// the file) out:
+//
+//	go test -run '^$' -bench . -benchmem ./bench/
+package bench

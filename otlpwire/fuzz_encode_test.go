@@ -1,56 +1,161 @@
 package otlpwire
 
 import (
+	"bytes"
+	"fmt"
 	"testing"
 
 	"github.com/otelstep/otelstep/pipeline"
 	collogspb "go.opentelemetry.io/proto/otlp/collector/logs/v1"
 	colmetricspb "go.opentelemetry.io/proto/otlp/collector/metrics/v1"
 	coltracepb "go.opentelemetry.io/proto/otlp/collector/trace/v1"
+	logspb "go.opentelemetry.io/proto/otlp/logs/v1"
+	metricspb "go.opentelemetry.io/proto/otlp/metrics/v1"
+	tracepb "go.opentelemetry.io/proto/otlp/trace/v1"
 	"google.golang.org/protobuf/proto"
 )
 
-// The encoders against the references. The decoders have theirs:
-// FuzzDecode{Metrics,Traces,Logs} (protobuf, against proto.Unmarshal) and
-// FuzzJSONDecode{Metrics,Traces,Logs} (OTLP/JSON, against protojson).
+// The encoders against the references, per signal. The decoders have
+// theirs: FuzzDecode{Metrics,Traces,Logs} (protobuf, against
+// proto.Unmarshal) and FuzzJSONDecode{Metrics,Traces,Logs} (OTLP/JSON,
+// against protojson).
 
-// FuzzEncode holds both encoders to the reference on every request
-// proto.Unmarshal accepts: data[0] selects the signal (modulo 3: metrics,
-// traces, logs), the rest is a protobuf export request. The request is
-// encoded as proto.Unmarshal decodes it (everything as messages) and as the
-// protobuf decoder keeps it (spans and log records as their records); each
-// must come back proto.Equal to what proto.Unmarshal made, through
+// FuzzEncode{Metrics,Traces,Logs} hold both encoders to the reference on
+// every request of their signal that proto.Unmarshal accepts. The request
+// is encoded as proto.Unmarshal decodes it (everything as messages) and as
+// the protobuf decoder keeps it (spans and log records as their records);
+// each must come back proto.Equal to what proto.Unmarshal made, through
 // proto.Unmarshal from the protobuf encoder's bytes and through protojson
 // (ids hex to base64 first, as the OTLP/JSON reference does) from the
 // OTLP/JSON encoder's.
-func FuzzEncode(f *testing.F) {
-	for _, fl := range fixtureLines(f) {
+func FuzzEncodeMetrics(f *testing.F) { fuzzEncode(f, pipeline.Metrics) }
+func FuzzEncodeTraces(f *testing.F)  { fuzzEncode(f, pipeline.Traces) }
+func FuzzEncodeLogs(f *testing.F)    { fuzzEncode(f, pipeline.Logs) }
+
+func fuzzEncode(f *testing.F, sig pipeline.Signal) {
+	for _, pb := range encodeSeeds(f, sig) {
+		f.Add(pb)
+	}
+	f.Add([]byte{})
+	f.Fuzz(func(t *testing.T, body []byte) { checkEncodeBody(t, sig, body) })
+}
+
+// checkEncodeBody is the encoders' check of a protobuf request body of sig
+// (see FuzzEncodeMetrics); one proto.Unmarshal refuses is no check.
+func checkEncodeBody(t *testing.T, sig pipeline.Signal, body []byte) {
+	t.Helper()
+	want := newRequestOf(sig)
+	if err := (proto.UnmarshalOptions{DiscardUnknown: true}).Unmarshal(body, want); err != nil {
+		return
+	}
+	checkEncoders(t, "messages", batchOfRequest(sig, want), want)
+	if kept, err := UnmarshalRequest(sig, body); err == nil {
+		checkEncoders(t, "records", kept, want)
+	}
+}
+
+// The encoders' check on every fixture line whole, the large ones the
+// fuzz targets' seeds leave out included.
+func TestEncodeFixtures(t *testing.T) {
+	n := 0
+	for _, fl := range fixtureLines(t) {
 		for i, s := range signals {
-			msg, err := s.decode(fl.data)
-			if err != nil {
+			if !bytes.HasPrefix(fl.data, []byte(s.prefix)) {
 				continue
 			}
-			if pb, err := proto.Marshal(msg); err == nil && len(pb) <= 4<<10 {
-				f.Add(append([]byte{byte(i)}, pb...))
+			msg, err := s.decode(fl.data)
+			if err != nil {
+				t.Fatalf("%s:%d: %v", fl.file, fl.n, err)
+			}
+			pb, err := proto.Marshal(msg)
+			if err != nil {
+				t.Fatal(err)
+			}
+			t.Run(fmt.Sprintf("%s:%d", fl.file, fl.n), func(t *testing.T) { checkEncodeBody(t, pipeline.Signal(i), pb) })
+			n++
+		}
+	}
+	if n == 0 {
+		t.Fatal("no fixture line of any signal")
+	}
+}
+
+// maxEncodeSeed bounds a seed: large seeds slow the fuzzer down (every new
+// input is minimized, for up to a minute); TestEncodeFixtures checks the
+// fixtures whole.
+const maxEncodeSeed = 4 << 10
+
+// encodeSeeds is the fixtures' requests of sig as protobuf: each line
+// whole when it is small, and cut into one request per metric, span or log
+// record (with its resource and scope), so that every fixture gives seeds.
+func encodeSeeds(t testing.TB, sig pipeline.Signal) [][]byte {
+	var out [][]byte
+	add := func(m proto.Message) {
+		if pb, err := proto.Marshal(m); err == nil && len(pb) <= maxEncodeSeed {
+			out = append(out, pb)
+		}
+	}
+	for _, fl := range fixtureLines(t) {
+		msg, err := signals[sig].decode(fl.data)
+		if err != nil || !bytes.HasPrefix(fl.data, []byte(signals[sig].prefix)) {
+			continue
+		}
+		add(msg)
+		switch r := msg.(type) {
+		case *colmetricspb.ExportMetricsServiceRequest:
+			for _, rm := range r.ResourceMetrics {
+				for _, sm := range rm.ScopeMetrics {
+					for _, m := range sm.Metrics {
+						add(&colmetricspb.ExportMetricsServiceRequest{ResourceMetrics: []*metricspb.ResourceMetrics{{
+							Resource: rm.Resource, SchemaUrl: rm.SchemaUrl, ScopeMetrics: []*metricspb.ScopeMetrics{{
+								Scope: sm.Scope, SchemaUrl: sm.SchemaUrl, Metrics: []*metricspb.Metric{m}}}}}})
+					}
+				}
+			}
+		case *coltracepb.ExportTraceServiceRequest:
+			for _, rs := range r.ResourceSpans {
+				for _, ss := range rs.ScopeSpans {
+					for _, sp := range ss.Spans {
+						add(&coltracepb.ExportTraceServiceRequest{ResourceSpans: []*tracepb.ResourceSpans{{
+							Resource: rs.Resource, SchemaUrl: rs.SchemaUrl, ScopeSpans: []*tracepb.ScopeSpans{{
+								Scope: ss.Scope, SchemaUrl: ss.SchemaUrl, Spans: []*tracepb.Span{sp}}}}}})
+					}
+				}
+			}
+		case *collogspb.ExportLogsServiceRequest:
+			for _, rl := range r.ResourceLogs {
+				for _, sl := range rl.ScopeLogs {
+					for _, lr := range sl.LogRecords {
+						add(&collogspb.ExportLogsServiceRequest{ResourceLogs: []*logspb.ResourceLogs{{
+							Resource: rl.Resource, SchemaUrl: rl.SchemaUrl, ScopeLogs: []*logspb.ScopeLogs{{
+								Scope: sl.Scope, SchemaUrl: sl.SchemaUrl, LogRecords: []*logspb.LogRecord{lr}}}}}})
+					}
+				}
 			}
 		}
 	}
-	f.Add([]byte{0})
-	f.Fuzz(func(t *testing.T, data []byte) {
-		if len(data) == 0 {
-			return
+	return out
+}
+
+// Every signal's encoder fuzz target starts from seeds of the fixtures: a
+// fixture file renamed or cut, or a seed bound too low, would leave it
+// fuzzing from nothing.
+func TestEncodeSeedsFromFixtures(t *testing.T) {
+	for _, sig := range []pipeline.Signal{pipeline.Metrics, pipeline.Traces, pipeline.Logs} {
+		seeds := encodeSeeds(t, sig)
+		items := 0
+		for _, pb := range seeds {
+			b, err := UnmarshalRequest(sig, pb)
+			if err != nil {
+				t.Fatalf("%s: a seed the decoder refuses: %v", sig, err)
+			}
+			items += b.Items()
 		}
-		sig := []pipeline.Signal{pipeline.Metrics, pipeline.Traces, pipeline.Logs}[data[0]%3]
-		body := data[1:]
-		want := newRequestOf(sig)
-		if err := (proto.UnmarshalOptions{DiscardUnknown: true}).Unmarshal(body, want); err != nil {
-			return
+		if len(seeds) < 2 || items == 0 {
+			t.Errorf("%s: %d seeds holding %d items from the fixtures", sig, len(seeds), items)
 		}
-		checkEncoders(t, "messages", batchOfRequest(sig, want), want)
-		if kept, err := UnmarshalRequest(sig, body); err == nil {
-			checkEncoders(t, "records", kept, want)
-		}
-	})
+		t.Logf("%s: %d seeds, %d items", sig, len(seeds), items)
+	}
 }
 
 // checkEncoders encodes b both ways and compares what the references make

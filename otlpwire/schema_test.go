@@ -123,8 +123,9 @@ func TestSchemaDecoderFields(t *testing.T) {
 
 // Requests with every field of the schema set round-trip through every
 // codec: the protobuf and OTLP/JSON encoders (checked by proto.Unmarshal
-// and protojson), both decoders, and the encoders again on spans and log
-// records kept as records. A field some codec drops or misreads fails it,
+// and protojson), both decoders, the decoders of spans and log records kept
+// as records (SpanDecoder, LogRecordDecoder), and the encoders again on
+// those records. A field some codec drops or misreads fails it,
 // named by the message that differs. The members of a oneof are set one
 // per variant.
 func TestSchemaEveryFieldRoundTrips(t *testing.T) {
@@ -153,6 +154,9 @@ func TestSchemaEveryFieldRoundTrips(t *testing.T) {
 				}
 				if got := expandedRequest(t, kept); !proto.Equal(got, msg) {
 					t.Fatalf("protobuf decoder differs\nwant %v\ngot  %v", msg, got)
+				}
+				if got := itemsDecoded(t, kept); !proto.Equal(got, msg) {
+					t.Fatalf("SpanDecoder or LogRecordDecoder differs\nwant %v\ngot  %v", msg, got)
 				}
 				checkEncoders(t, "records", kept, msg)
 				js := signals[i].encode(msg)
@@ -273,6 +277,55 @@ func expandedRequest(t *testing.T, b *pipeline.Batch) proto.Message {
 			t.Fatal(err)
 		}
 		return &collogspb.ExportLogsServiceRequest{ResourceLogs: rls}
+	}
+	return &colmetricspb.ExportMetricsServiceRequest{ResourceMetrics: b.Metrics}
+}
+
+// itemsDecoded is expandedRequest with the spans and log records kept as
+// records decoded by SpanDecoder and LogRecordDecoder rather than by
+// proto.Unmarshal: the protobuf decoder's span and log record code, which
+// the request's decoding only runs on a record it refuses.
+func itemsDecoded(t *testing.T, b *pipeline.Batch) proto.Message {
+	t.Helper()
+	switch b.Signal {
+	case pipeline.Traces:
+		var sd SpanDecoder
+		req := &coltracepb.ExportTraceServiceRequest{}
+		for _, rs := range b.Traces {
+			c := &tracepb.ResourceSpans{Resource: rs.Resource, SchemaUrl: rs.SchemaURL}
+			for _, ss := range rs.ScopeSpans {
+				cs := &tracepb.ScopeSpans{Scope: ss.Scope, SchemaUrl: ss.SchemaURL, Spans: append([]*tracepb.Span(nil), ss.Spans...)}
+				for rec := range ss.Records.All() {
+					sp, err := sd.Decode(rec)
+					if err != nil {
+						t.Fatalf("SpanDecoder: %v", err)
+					}
+					cs.Spans = append(cs.Spans, proto.Clone(sp).(*tracepb.Span))
+				}
+				c.ScopeSpans = append(c.ScopeSpans, cs)
+			}
+			req.ResourceSpans = append(req.ResourceSpans, c)
+		}
+		return req
+	case pipeline.Logs:
+		var ld LogRecordDecoder
+		req := &collogspb.ExportLogsServiceRequest{}
+		for _, rl := range b.Logs {
+			c := &logspb.ResourceLogs{Resource: rl.Resource, SchemaUrl: rl.SchemaURL}
+			for _, sl := range rl.ScopeLogs {
+				cl := &logspb.ScopeLogs{Scope: sl.Scope, SchemaUrl: sl.SchemaURL, LogRecords: append([]*logspb.LogRecord(nil), sl.LogRecords...)}
+				for rec := range sl.Records.All() {
+					lr, err := ld.Decode(rec)
+					if err != nil {
+						t.Fatalf("LogRecordDecoder: %v", err)
+					}
+					cl.LogRecords = append(cl.LogRecords, proto.Clone(lr).(*logspb.LogRecord))
+				}
+				c.ScopeLogs = append(c.ScopeLogs, cl)
+			}
+			req.ResourceLogs = append(req.ResourceLogs, c)
+		}
+		return req
 	}
 	return &colmetricspb.ExportMetricsServiceRequest{ResourceMetrics: b.Metrics}
 }

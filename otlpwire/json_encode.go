@@ -210,8 +210,8 @@ func key(b []byte, first *bool, name string) []byte {
 	return append(b, '"', ':')
 }
 
-func fieldString(b []byte, first *bool, name, v string) []byte {
-	if v == "" {
+func fieldString[S string | []byte](b []byte, first *bool, name string, v S) []byte {
+	if len(v) == 0 {
 		return b
 	}
 	b = key(b, first, name)
@@ -369,14 +369,14 @@ var safe = func() (t [utf8.RuneSelf]bool) {
 // load8 is the first 8 bytes of s as a little-endian word: one load. It
 // and plainWord are small enough to inline into appendString's loop,
 // which a call per 8 bytes had cost a fifth of.
-func load8(s string) uint64 {
+func load8[S string | []byte](s S) uint64 {
 	_ = s[7]
 	return uint64(s[0]) | uint64(s[1])<<8 | uint64(s[2])<<16 | uint64(s[3])<<24 |
 		uint64(s[4])<<32 | uint64(s[5])<<40 | uint64(s[6])<<48 | uint64(s[7])<<56
 }
 
 // load4 is the first 4 bytes of s as a little-endian word.
-func load4(s string) uint64 {
+func load4[S string | []byte](s S) uint64 {
 	_ = s[3]
 	return uint64(s[0]) | uint64(s[1])<<8 | uint64(s[2])<<16 | uint64(s[3])<<24
 }
@@ -400,7 +400,8 @@ func plainWord(v uint64) bool {
 // appendString writes s as a JSON string. Escaping follows protojson
 // (no HTML escaping, \b \f \n \r \t short forms, other control characters as
 // \u00xx); invalid UTF-8 is replaced by U+FFFD like encoding/json does.
-func appendString(b []byte, s string) []byte {
+// s is a message's string or, for records, a payload's bytes.
+func appendString[S string | []byte](b []byte, s S) []byte {
 	b = append(b, '"')
 	start := 0
 	for i := 0; i < len(s); {
@@ -452,7 +453,7 @@ func appendString(b []byte, s string) []byte {
 			start = i
 			continue
 		}
-		r, size := utf8.DecodeRuneInString(s[i:])
+		r, size := decodeRune(s[i:])
 		if r == utf8.RuneError && size == 1 {
 			b = append(b, s[start:i]...)
 			b = append(b, "\ufffd"...)
@@ -464,6 +465,12 @@ func appendString(b []byte, s string) []byte {
 	}
 	b = append(b, s[start:]...)
 	return append(b, '"')
+}
+
+// decodeRune is utf8.DecodeRuneInString or utf8.DecodeRune, for either.
+func decodeRune[S string | []byte](s S) (rune, int) {
+	var buf [utf8.UTFMax]byte
+	return utf8.DecodeRune(buf[:copy(buf[:], s)])
 }
 
 // ---- common ----

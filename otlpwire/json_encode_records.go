@@ -5,7 +5,6 @@ import (
 	"encoding/binary"
 	"math"
 	"strconv"
-	"unsafe"
 
 	"google.golang.org/protobuf/encoding/protowire"
 )
@@ -83,9 +82,6 @@ func readFieldSlow(b []byte, p int) (num protowire.Number, typ protowire.Type, v
 	}
 	return num, typ, v, 0, 0, p + n
 }
-
-// str is b as a string without a copy: the record outlives the encoding.
-func str(b []byte) string { return unsafe.String(unsafe.SliceData(b), len(b)) }
 
 // spanRecord is what appendSpanRecord reads of a span before writing it:
 // values, and the bounds of each repeated field's run in the record (from
@@ -165,10 +161,10 @@ func appendSpanRecord(b, rec []byte) (_ []byte, ok bool) {
 	first := true
 	b = fieldHex(b, &first, "traceId", s.traceID)
 	b = fieldHex(b, &first, "spanId", s.spanID)
-	b = fieldString(b, &first, "traceState", str(s.traceState))
+	b = fieldString(b, &first, "traceState", s.traceState)
 	b = fieldHex(b, &first, "parentSpanId", s.parentSpanID)
 	b = fieldUint32(b, &first, "flags", uint32(s.flags))
-	b = fieldString(b, &first, "name", str(s.name))
+	b = fieldString(b, &first, "name", s.name)
 	b = fieldInt32(b, &first, "kind", int32(s.kind))
 	b = fieldUint64(b, &first, "startTimeUnixNano", s.start)
 	b = fieldUint64(b, &first, "endTimeUnixNano", s.end)
@@ -255,7 +251,7 @@ func appendLogRecordRecord(b, rec []byte) (_ []byte, ok bool) {
 	b = fieldUint64(b, &first, "timeUnixNano", time)
 	b = fieldUint64(b, &first, "observedTimeUnixNano", observed)
 	b = fieldInt32(b, &first, "severityNumber", int32(severity))
-	b = fieldString(b, &first, "severityText", str(severityText))
+	b = fieldString(b, &first, "severityText", severityText)
 	if hasBody {
 		b = key(b, &first, "body")
 		if b, ok = appendAnyValueRecord(b, body, 1); !ok {
@@ -272,7 +268,7 @@ func appendLogRecordRecord(b, rec []byte) (_ []byte, ok bool) {
 	b = fieldUint32(b, &first, "flags", uint32(flags))
 	b = fieldHex(b, &first, "traceId", traceID)
 	b = fieldHex(b, &first, "spanId", spanID)
-	b = fieldString(b, &first, "eventName", str(ev))
+	b = fieldString(b, &first, "eventName", ev)
 	return append(b, '}'), true
 }
 
@@ -336,7 +332,7 @@ func appendEventRecord(b, rec []byte, _ int) (_ []byte, ok bool) {
 	b = append(b, '{')
 	first := true
 	b = fieldUint64(b, &first, "timeUnixNano", time)
-	b = fieldString(b, &first, "name", str(name))
+	b = fieldString(b, &first, "name", name)
 	if attrs[1] > 0 {
 		b = key(b, &first, "attributes")
 		if b, ok = appendKeyValueRecords(b, rec[attrs[0]:attrs[1]], 3, 0); !ok {
@@ -384,7 +380,7 @@ func appendLinkRecord(b, rec []byte, _ int) (_ []byte, ok bool) {
 	first := true
 	b = fieldHex(b, &first, "traceId", traceID)
 	b = fieldHex(b, &first, "spanId", spanID)
-	b = fieldString(b, &first, "traceState", str(traceState))
+	b = fieldString(b, &first, "traceState", traceState)
 	if attrs[1] > 0 {
 		b = key(b, &first, "attributes")
 		if b, ok = appendKeyValueRecords(b, rec[attrs[0]:attrs[1]], 4, 0); !ok {
@@ -422,7 +418,7 @@ func appendStatusRecord(b, rec []byte) ([]byte, bool) {
 	}
 	b = append(b, '{')
 	first := true
-	b = fieldString(b, &first, "message", str(message))
+	b = fieldString(b, &first, "message", message)
 	b = fieldInt32(b, &first, "code", int32(code))
 	return append(b, '}'), true
 }
@@ -452,9 +448,9 @@ func appendKeyValueRecord(b, rec []byte, lv int) (_ []byte, ok bool) {
 			if v := rec[4+kl:]; v[0] == 0x0a {
 				if v[1] < 0x80 && int(v[1]) == len(v)-2 {
 					b = append(b, `{"key":`...)
-					b = appendString(b, str(rec[2:2+kl]))
+					b = appendString(b, rec[2:2+kl])
 					b = append(b, `,"value":{"stringValue":`...)
-					b = appendString(b, str(v[2:]))
+					b = appendString(b, v[2:])
 					return append(b, '}', '}'), true
 				}
 			} else if out, ok := appendNumberKeyValue(b, rec[2:2+kl], v); ok {
@@ -493,7 +489,7 @@ func appendKeyValueRecord(b, rec []byte, lv int) (_ []byte, ok bool) {
 	}
 	b = append(b, '{')
 	first := true
-	b = fieldString(b, &first, "key", str(k))
+	b = fieldString(b, &first, "key", k)
 	if hasValue {
 		b = key(b, &first, "value")
 		if b, ok = appendAnyValueRecord(b, value, lv+1); !ok {
@@ -526,7 +522,7 @@ func appendNumberKeyValue(b, k, v []byte) (_ []byte, ok bool) {
 		return b, false
 	}
 	b = append(b, `{"key":`...)
-	b = appendString(b, str(k))
+	b = appendString(b, k)
 	switch kind {
 	case 2:
 		if x != 0 {
@@ -590,7 +586,7 @@ func appendAnyValueRecord(b, rec []byte, lv int) (_ []byte, ok bool) {
 	switch num {
 	case 1:
 		b = append(b, `"stringValue":`...)
-		b = appendString(b, str(val))
+		b = appendString(b, val)
 	case 2:
 		if v != 0 {
 			b = append(b, `"boolValue":true`...)

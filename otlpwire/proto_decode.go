@@ -275,6 +275,12 @@ var decoderPool = sync.Pool{New: func() any { return new(decoder) }}
 func getDecoder(buf []byte) *decoder {
 	d := decoderPool.Get().(*decoder)
 	d.b, d.n = buf, len(buf)
+	// Invariant: nothing writes buf while a string of the result lives
+	// (decoder.b). The Owned functions' callers hand buf over: a copy
+	// (UnmarshalRequest), or otlpin's pooled body, which goes back to its
+	// pool only with the last release of the batch's lease. Tested by
+	// TestOwnedDecodeAliasesBody, TestUnmarshalRequestCopies and, in a
+	// poison build, otlpin's TestDecodedStringsLiveUntilLastRelease.
 	d.s = unsafe.String(unsafe.SliceData(buf), len(buf))
 	return d
 }

@@ -59,6 +59,10 @@ func (r *LogRecordDecoder) Reset() { r.d.forget() }
 func (d *decoder) trusted(rec []byte) *decoder {
 	d.rewindItem()
 	d.checked = true
+	// Invariant: rec, a record of a batch the caller holds, is not written
+	// while the caller may read the decoded item (until the next Decode or
+	// Reset); its memory is the batch's request body (getDecoder).
+	// TestOwnedDecodeAliasesBody.
 	d.b, d.s, d.n = rec, unsafe.String(unsafe.SliceData(rec), len(rec)), 0
 	return d
 }

@@ -59,13 +59,15 @@ func benchScrapePath(b *testing.B, file string, shift bool) {
 			pages = append(pages, ShiftValues(page, k))
 		}
 	}
-	conv := scraper.NewConverter(scraper.Target{JobName: "bench", Address: "127.0.0.1:18200", Scheme: "http", MetricsPath: "/metrics",
-		Labels: map[string]string{"gym_service": "bench"}, Interval: 15 * time.Second, Timeout: 10 * time.Second, HonorTimestamps: true})
+	// The attribute sets shared with the encoders, as the service does.
+	shared := pipeline.NewSharedAttrs()
+	conv := scraper.NewSharingConverter(scraper.Target{JobName: "bench", Address: "127.0.0.1:18200", Scheme: "http", MetricsPath: "/metrics",
+		Labels: map[string]string{"gym_service": "bench"}, Interval: 15 * time.Second, Timeout: 10 * time.Second, HonorTimestamps: true}, shared)
 	var pb, js []byte
 	var zbuf bytes.Buffer
 	zw, _ := gzip.NewWriterLevel(&zbuf, gzip.BestSpeed)
-	var enc otlpwire.ProtoEncoder // long-lived, as each sink's: its buffers are reused
-	var jenc otlpwire.MetricsEncoder
+	enc := otlpwire.ProtoEncoder{Shared: shared} // long-lived, as each sink's: its buffers are reused
+	jenc := otlpwire.MetricsEncoder{Shared: shared}
 	ts := time.Now()
 	b.ReportAllocs()
 	b.SetBytes(int64(len(page)))

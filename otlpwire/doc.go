@@ -21,4 +21,9 @@
 // their semantics are those of proto.Marshal, proto.Unmarshal and protojson
 // with the differences each file's comment lists, and the tests hold them
 // to those references.
+//
+// The metrics encoders given a pipeline.SharedAttrs (ProtoEncoder.Shared,
+// MetricsEncoder.Shared) write the data-point attributes and metadata that
+// are a producer's pipeline.AttrSet from the encodings stored with the
+// set, storing them at first sight; the bytes are those written without.
 package otlpwire

@@ -3,8 +3,10 @@ package otlpwire
 import (
 	"bytes"
 	"fmt"
+	"runtime"
 	"testing"
 
+	"github.com/otelstep/otelstep/internal/otlptest"
 	"github.com/otelstep/otelstep/pipeline"
 	collogspb "go.opentelemetry.io/proto/otlp/collector/logs/v1"
 	colmetricspb "go.opentelemetry.io/proto/otlp/collector/metrics/v1"
@@ -27,7 +29,8 @@ import (
 // each must come back proto.Equal to what proto.Unmarshal made, through
 // proto.Unmarshal from the protobuf encoder's bytes and through protojson
 // (ids hex to base64 first, as the OTLP/JSON reference does) from the
-// OTLP/JSON encoder's.
+// OTLP/JSON encoder's. A metrics request is also encoded with its point
+// attributes and metadata made shared sets (checkStoredEncodings).
 func FuzzEncodeMetrics(f *testing.F) { fuzzEncode(f, pipeline.Metrics) }
 func FuzzEncodeTraces(f *testing.F)  { fuzzEncode(f, pipeline.Traces) }
 func FuzzEncodeLogs(f *testing.F)    { fuzzEncode(f, pipeline.Logs) }
@@ -49,6 +52,9 @@ func checkEncodeBody(t *testing.T, sig pipeline.Signal, body []byte) {
 		return
 	}
 	checkEncoders(t, "messages", batchOfRequest(sig, want), want)
+	if sig == pipeline.Metrics {
+		checkStoredEncodings(t, want.(*colmetricspb.ExportMetricsServiceRequest))
+	}
 	if kept, err := UnmarshalRequest(sig, body); err == nil {
 		checkEncoders(t, "records", kept, want)
 	}
@@ -191,6 +197,29 @@ func checkEncoders(t *testing.T, what string, b *pipeline.Batch, want proto.Mess
 	if !proto.Equal(got, want) {
 		t.Fatalf("%s %s: OTLP/JSON encoding differs\nwant %v\ngot  %v\n%s", b.Signal, what, want, got, js)
 	}
+}
+
+// checkStoredEncodings makes every data point's attributes and metric's
+// metadata of a copy of req a shared set's, encodes it twice with encoders
+// given the sets (the first stores the sets' encodings, the second is
+// served from them) and requires the bytes of encoders without them.
+func checkStoredEncodings(t *testing.T, req *colmetricspb.ExportMetricsServiceRequest) {
+	t.Helper()
+	rms := proto.Clone(req).(*colmetricspb.ExportMetricsServiceRequest).ResourceMetrics
+	var plain ProtoEncoder
+	wantPB, wantJS := plain.AppendMetricsRequest(nil, rms), AppendMetrics(nil, rms)
+	shared := pipeline.NewSharedAttrs()
+	sets := otlptest.ShareAll(shared, rms)
+	pe, je := ProtoEncoder{Shared: shared}, MetricsEncoder{Shared: shared}
+	for pass := range 2 {
+		if got := pe.AppendMetricsRequest(nil, rms); !bytes.Equal(got, wantPB) {
+			t.Fatalf("metrics, pass %d with %d shared sets: protobuf encoding differs from the one without", pass, len(sets))
+		}
+		if got := je.AppendMetrics(nil, rms); !bytes.Equal(got, wantJS) {
+			t.Fatalf("metrics, pass %d with %d shared sets: OTLP/JSON differs from the one without\ngot  %s\nwant %s", pass, len(sets), got, wantJS)
+		}
+	}
+	runtime.KeepAlive(sets)
 }
 
 func newRequestOf(s pipeline.Signal) proto.Message {

@@ -30,16 +30,21 @@ func AppendMetrics(dst []byte, rms []*metricspb.ResourceMetrics, skipResourceKey
 	return appendMetricsRequest(dst, rms, skipResourceKeys, &pointWriter{})
 }
 
-// MetricsEncoder is AppendMetrics reusing the encoded data-point attributes
-// of slices the producer marked shared (pipeline.MarkShared), kept with the
-// slice itself (pipeline.Encoded): the scraper re-sends every series with
-// the same attribute slice each scrape, and encoding them was ~8% of the
-// scrape path's CPU. The output is byte-identical to AppendMetrics'.
-// Unshared slices are encoded as usual.
+// MetricsEncoder is AppendMetrics reusing the OTLP/JSON of data-point
+// attributes (and metrics' metadata) that are a shared set's
+// (pipeline.AttrSet, whose pipeline.AttrEncodings Shared finds): the
+// scraper sends every series again with its set's slice each scrape, and
+// encoding them was ~8% of the scrape path's CPU. The first encoder to meet
+// a set stores its JSON with the set; every encoder after writes the
+// stored bytes. The output is byte-identical to AppendMetrics'. Other
+// slices are encoded as usual.
 //
-// The zero value is ready to use, and it is safe for concurrent use as
-// long as Flush and FlushAt are not changed meanwhile.
+// The zero value is ready to use (and reuses nothing), and it is safe for
+// concurrent use as long as its fields are not changed meanwhile.
 type MetricsEncoder struct {
+	// Shared finds the sets whose stored encodings are used and filled;
+	// nil: none.
+	Shared *pipeline.SharedAttrs
 	// Flush, when set, is called between two data points (and two metrics)
 	// once the buffer holds FlushAt bytes or more. It takes the buffer,
 	// writes out what it can, and returns the buffer to go on appending to,
@@ -58,9 +63,9 @@ func (e *MetricsEncoder) AppendMetrics(dst []byte, rms []*metricspb.ResourceMetr
 	return appendMetricsRequest(dst, rms, skipResourceKeys, e.pointWriter())
 }
 
-// pointWriter returns a pointWriter using stored encodings and e's Flush.
+// pointWriter returns a pointWriter using e's sets and Flush.
 func (e *MetricsEncoder) pointWriter() *pointWriter {
-	return &pointWriter{stored: true, flush: e.Flush, flushAt: e.FlushAt}
+	return &pointWriter{shared: e.Shared, flush: e.Flush, flushAt: e.FlushAt}
 }
 
 // appendMetricsRequest is AppendMetrics through pw.
@@ -70,13 +75,14 @@ func appendMetricsRequest(dst []byte, rms []*metricspb.ResourceMetrics, skip []s
 	})
 }
 
-// pointWriter is what the data-point writers of one call carry: whether
-// they use stored attribute encodings, and the digits of the last start
-// and time written. A scrape's points share its time and mostly one start
-// (the first scrape's), and formatting the two 19-digit decimals of each
-// point was a twentieth of the scrape path's instructions.
+// pointWriter is what the data-point writers of one call carry: the sets
+// whose stored attribute encodings they use (nil: none), and the digits of
+// the last start and time written. A scrape's points share its time and
+// mostly one start (the first scrape's), and formatting the two 19-digit
+// decimals of each point was a twentieth of the scrape path's
+// instructions.
 type pointWriter struct {
-	stored bool
+	shared *pipeline.SharedAttrs
 	last   [2]timeDigits // start, time
 	// flush and flushAt are MetricsEncoder's Flush and FlushAt.
 	flush   func(b []byte) []byte
@@ -167,7 +173,7 @@ const RequestEnd = "]}"
 
 // AppendResourceMetrics appends the OTLP/JSON encoding of one
 // ResourceMetrics, as an element of a request's list (see RequestStart),
-// reusing stored point attribute encodings as e.AppendMetrics does.
+// reusing the encodings stored with shared sets as e.AppendMetrics does.
 func (e *MetricsEncoder) AppendResourceMetrics(dst []byte, rm *metricspb.ResourceMetrics, skipResourceKeys ...string) []byte {
 	return appendResourceMetrics(dst, rm, skipResourceKeys, e.pointWriter())
 }
@@ -287,28 +293,29 @@ func fieldAttrs(b []byte, first *bool, name string, kvs []*commonpb.KeyValue, sk
 }
 
 // fieldPointAttrs writes a data point's "attributes" field, from the
-// encoding stored with the slice when stored is set and the slice is shared
-// (see MetricsEncoder). It stores the array text only, not the key, since
+// encoding stored with the slice's set when shared finds one (see
+// MetricsEncoder). A set stores the array text only, not the key, since
 // the separator before it depends on the position.
-func fieldPointAttrs(b []byte, first *bool, kvs []*commonpb.KeyValue, stored bool) []byte {
-	return fieldSharedAttrs(b, first, "attributes", kvs, stored)
+func fieldPointAttrs(b []byte, first *bool, kvs []*commonpb.KeyValue, shared *pipeline.SharedAttrs) []byte {
+	return fieldSharedAttrs(b, first, "attributes", kvs, shared)
 }
 
 // fieldSharedAttrs is fieldPointAttrs for the field name.
-func fieldSharedAttrs(b []byte, first *bool, name string, kvs []*commonpb.KeyValue, stored bool) []byte {
+func fieldSharedAttrs(b []byte, first *bool, name string, kvs []*commonpb.KeyValue, shared *pipeline.SharedAttrs) []byte {
 	if len(kvs) == 0 {
 		return b
 	}
 	b = key(b, first, name)
-	if !stored || !pipeline.IsShared(kvs) {
+	set := shared.Find(kvs)
+	if set == nil {
 		return appendKeyValues(b, kvs, nil)
 	}
-	if enc := pipeline.Encoded(kvs, pipeline.EncodingJSON); enc != nil {
+	if enc := set.JSON(); enc != nil {
 		return append(b, enc...)
 	}
 	start := len(b)
 	b = appendKeyValues(b, kvs, nil)
-	pipeline.SetEncoded(kvs, pipeline.EncodingJSON, b[start:])
+	set.StoreJSON(b[start:])
 	return b
 }
 
@@ -741,7 +748,7 @@ func appendMetric(b []byte, m *metricspb.Metric, pw *pointWriter) []byte {
 		}
 		b = append(b, '}')
 	}
-	b = fieldSharedAttrs(b, &first, "metadata", m.Metadata, pw.stored)
+	b = fieldSharedAttrs(b, &first, "metadata", m.Metadata, pw.shared)
 	return append(b, '}')
 }
 
@@ -754,7 +761,7 @@ func appendNumberDataPoints(b []byte, ps []*metricspb.NumberDataPoint, pw *point
 		b = append(b, '{')
 		if p != nil {
 			first := true
-			b = fieldPointAttrs(b, &first, p.Attributes, pw.stored)
+			b = fieldPointAttrs(b, &first, p.Attributes, pw.shared)
 			b = pw.times(b, &first, p.StartTimeUnixNano, p.TimeUnixNano)
 			switch v := p.Value.(type) {
 			case *metricspb.NumberDataPoint_AsDouble:
@@ -846,7 +853,7 @@ func appendHistogramDataPoint(b []byte, p *metricspb.HistogramDataPoint, pw *poi
 		return append(b, '}')
 	}
 	first := true
-	b = fieldPointAttrs(b, &first, p.Attributes, pw.stored)
+	b = fieldPointAttrs(b, &first, p.Attributes, pw.shared)
 	b = pw.times(b, &first, p.StartTimeUnixNano, p.TimeUnixNano)
 	b = fieldUint64(b, &first, "count", p.Count)
 	b = fieldOptDouble(b, &first, "sum", p.Sum)
@@ -878,7 +885,7 @@ func appendExpHistogramDataPoint(b []byte, p *metricspb.ExponentialHistogramData
 		return append(b, '}')
 	}
 	first := true
-	b = fieldPointAttrs(b, &first, p.Attributes, pw.stored)
+	b = fieldPointAttrs(b, &first, p.Attributes, pw.shared)
 	b = pw.times(b, &first, p.StartTimeUnixNano, p.TimeUnixNano)
 	b = fieldUint64(b, &first, "count", p.Count)
 	b = fieldOptDouble(b, &first, "sum", p.Sum)
@@ -901,7 +908,7 @@ func appendSummaryDataPoint(b []byte, p *metricspb.SummaryDataPoint, pw *pointWr
 		return append(b, '}')
 	}
 	first := true
-	b = fieldPointAttrs(b, &first, p.Attributes, pw.stored)
+	b = fieldPointAttrs(b, &first, p.Attributes, pw.shared)
 	b = pw.times(b, &first, p.StartTimeUnixNano, p.TimeUnixNano)
 	b = fieldUint64(b, &first, "count", p.Count)
 	b = fieldDouble(b, &first, "sum", p.Sum)

@@ -3,10 +3,12 @@ package otlpwire
 import (
 	"bytes"
 	"fmt"
-	"math"
+	"runtime"
 	"strings"
 	"testing"
+	"time"
 
+	"github.com/otelstep/otelstep/internal/otlptest"
 	"github.com/otelstep/otelstep/pipeline"
 	colmetricspb "go.opentelemetry.io/proto/otlp/collector/metrics/v1"
 	commonpb "go.opentelemetry.io/proto/otlp/common/v1"
@@ -19,193 +21,121 @@ func sv(k, v string) *commonpb.KeyValue {
 	return &commonpb.KeyValue{Key: k, Value: &commonpb.AnyValue{Value: &commonpb.AnyValue_StringValue{StringValue: v}}}
 }
 
-// scrapeSim builds batches the way the scraper does: each series keeps one
-// marked attribute slice for its whole life and gets a new value every
-// scrape; some series die, some appear, and some points carry fresh,
-// unmarked attributes.
-type scrapeSim struct {
-	gauge, hist, summ, exp [][]*commonpb.KeyValue
-	exemplarAttrs          []*commonpb.KeyValue
+// gaugeOf is a request of one gauge point with attributes a.
+func gaugeOf(a []*commonpb.KeyValue) []*metricspb.ResourceMetrics {
+	return []*metricspb.ResourceMetrics{{ScopeMetrics: []*metricspb.ScopeMetrics{{Metrics: []*metricspb.Metric{{Name: "g",
+		Data: &metricspb.Metric_Gauge{Gauge: &metricspb.Gauge{DataPoints: []*metricspb.NumberDataPoint{{Attributes: a}}}}}}}}}}
 }
 
-func newScrapeSim(series int) *scrapeSim {
-	s := &scrapeSim{exemplarAttrs: pipeline.MarkShared([]*commonpb.KeyValue{sv("trace", "x")})}
-	odd := []*commonpb.KeyValue{
-		{Key: "i", Value: &commonpb.AnyValue{Value: &commonpb.AnyValue_IntValue{IntValue: -3}}},
-		{Key: "b", Value: &commonpb.AnyValue{Value: &commonpb.AnyValue_BoolValue{BoolValue: true}}},
-		{Key: "d", Value: &commonpb.AnyValue{Value: &commonpb.AnyValue_DoubleValue{DoubleValue: math.Inf(-1)}}},
-		{Key: "y", Value: &commonpb.AnyValue{Value: &commonpb.AnyValue_BytesValue{BytesValue: []byte{0, 255}}}},
-		{Key: "a", Value: &commonpb.AnyValue{Value: &commonpb.AnyValue_ArrayValue{ArrayValue: &commonpb.ArrayValue{Values: []*commonpb.AnyValue{{Value: &commonpb.AnyValue_StringValue{StringValue: "e"}}}}}}},
-		{Key: "nil-value"},
-	}
-	for i := range series {
-		attrs := []*commonpb.KeyValue{sv("cpu", fmt.Sprint(i)), sv("mode", "us\"er\n\u00e9\xff"), sv("host", "h")}
-		if i%7 == 0 {
-			attrs = append(attrs, odd...)
-		}
-		s.gauge = append(s.gauge, pipeline.MarkShared(attrs))
-		s.hist = append(s.hist, pipeline.MarkShared([]*commonpb.KeyValue{sv("le-free", fmt.Sprint(i)), sv("job", "j")}))
-		s.summ = append(s.summ, pipeline.MarkShared([]*commonpb.KeyValue{sv("q", fmt.Sprint(i))}))
-		s.exp = append(s.exp, pipeline.MarkShared([]*commonpb.KeyValue{sv("e", fmt.Sprint(i))}))
-	}
-	// A suffix of a marked slice is not shared: it must not use the
-	// whole slice's encoding.
-	s.summ = append(s.summ, s.gauge[1][1:])
-	// The same slice under two point kinds: protobuf field numbers differ.
-	s.hist = append(s.hist, s.gauge[2])
-	return s
-}
-
-// values cycles through the awkward doubles.
-var values = []float64{math.NaN(), math.Inf(1), math.Inf(-1), math.Copysign(0, -1), 0, 1e-7, 1e21, 123.456}
-
-// batch returns scrape n. From scrape 2 on the last gauge series is dead
-// and a new one exists; every scrape adds an unmarked point.
-func (s *scrapeSim) batch(n int) []*metricspb.ResourceMetrics {
-	if n == 2 {
-		s.gauge[len(s.gauge)-1] = pipeline.MarkShared([]*commonpb.KeyValue{sv("cpu", "new")})
-	}
-	ts := uint64(1700000000000000000 + n*15e9)
-	var gauge []*metricspb.NumberDataPoint
-	var sum []*metricspb.NumberDataPoint
-	for i, a := range s.gauge {
-		v := values[(i+n)%len(values)]
-		gauge = append(gauge, &metricspb.NumberDataPoint{Attributes: a, TimeUnixNano: ts, Value: &metricspb.NumberDataPoint_AsDouble{AsDouble: v}})
-		p := &metricspb.NumberDataPoint{Attributes: a, StartTimeUnixNano: 1, TimeUnixNano: ts, Value: &metricspb.NumberDataPoint_AsInt{AsInt: int64(i * n)}}
-		if i%5 == 0 {
-			p.Exemplars = []*metricspb.Exemplar{{FilteredAttributes: s.exemplarAttrs, TimeUnixNano: ts, Value: &metricspb.Exemplar_AsDouble{AsDouble: v},
-				TraceId: bytes.Repeat([]byte{byte(n)}, 16), SpanId: bytes.Repeat([]byte{byte(i)}, 8)}}
-		}
-		if i%11 == 0 {
-			p.Flags = 1
-		}
-		sum = append(sum, p)
-	}
-	gauge = append(gauge,
-		&metricspb.NumberDataPoint{Attributes: []*commonpb.KeyValue{sv("fresh", fmt.Sprint(n))}, TimeUnixNano: ts, Value: &metricspb.NumberDataPoint_AsDouble{AsDouble: float64(n)}},
-		&metricspb.NumberDataPoint{TimeUnixNano: ts}) // no attributes at all
-	var hist []*metricspb.HistogramDataPoint
-	for i, a := range s.hist {
-		sm := float64(n * i)
-		hist = append(hist, &metricspb.HistogramDataPoint{Attributes: a, TimeUnixNano: ts, Count: uint64(n), Sum: &sm,
-			BucketCounts: []uint64{uint64(n), 0}, ExplicitBounds: []float64{0.5},
-			Exemplars: []*metricspb.Exemplar{{FilteredAttributes: s.exemplarAttrs, Value: &metricspb.Exemplar_AsInt{AsInt: int64(n)}}}})
-	}
-	var summ []*metricspb.SummaryDataPoint
-	for i, a := range s.summ {
-		summ = append(summ, &metricspb.SummaryDataPoint{Attributes: a, TimeUnixNano: ts, Count: uint64(n), Sum: values[(i+n)%len(values)],
-			QuantileValues: []*metricspb.SummaryDataPoint_ValueAtQuantile{{Quantile: 0.5, Value: float64(n)}, {Quantile: 1, Value: math.NaN()}}})
-	}
-	var exp []*metricspb.ExponentialHistogramDataPoint
-	for _, a := range s.exp {
-		exp = append(exp, &metricspb.ExponentialHistogramDataPoint{Attributes: a, TimeUnixNano: ts, Count: uint64(n), Scale: 2,
-			Positive: &metricspb.ExponentialHistogramDataPoint_Buckets{Offset: -1, BucketCounts: []uint64{uint64(n)}}})
-	}
-	return []*metricspb.ResourceMetrics{{
-		Resource: &resourcepb.Resource{Attributes: pipeline.MarkShared([]*commonpb.KeyValue{sv("service.name", "s"), sv("Authorization", "Bearer t0k")})},
-		ScopeMetrics: []*metricspb.ScopeMetrics{{
-			Scope: &commonpb.InstrumentationScope{Name: "otelstep", Attributes: pipeline.MarkShared([]*commonpb.KeyValue{sv("scope", "attr")})},
-			Metrics: []*metricspb.Metric{
-				{Name: "g", Unit: "1", Data: &metricspb.Metric_Gauge{Gauge: &metricspb.Gauge{DataPoints: gauge}}},
-				{Name: "c_total", Data: &metricspb.Metric_Sum{Sum: &metricspb.Sum{DataPoints: sum, AggregationTemporality: 2, IsMonotonic: true}}},
-				{Name: "h", Data: &metricspb.Metric_Histogram{Histogram: &metricspb.Histogram{DataPoints: hist, AggregationTemporality: 2}}},
-				{Name: "s", Data: &metricspb.Metric_Summary{Summary: &metricspb.Summary{DataPoints: summ}}},
-				{Name: "e", Data: &metricspb.Metric_ExponentialHistogram{ExponentialHistogram: &metricspb.ExponentialHistogram{DataPoints: exp}}},
-				{Name: "meta", Metadata: pipeline.MarkShared([]*commonpb.KeyValue{sv("prometheus.type", "gauge")})},
-			},
-		}},
-	}}
-}
-
+// Scrape after scrape of every point kind, the encoder given the sets
+// writes what AppendMetrics writes, and stores the JSON of the point
+// attributes' and metadata's sets only.
 func TestMetricsEncoderMatchesAppendMetrics(t *testing.T) {
-	sim := newScrapeSim(60)
-	var e MetricsEncoder
+	sim := otlptest.NewScrapeSim(60, nil)
+	e := MetricsEncoder{Shared: sim.Shared}
 	var got []byte
 	var rms []*metricspb.ResourceMetrics
 	for n := range 6 {
-		rms = sim.batch(n)
+		rms = sim.Batch(n)
 		want := AppendMetrics(nil, rms, "Authorization")
 		got = e.AppendMetrics(got[:0], rms, "Authorization")
 		if !bytes.Equal(got, want) {
-			t.Fatalf("scrape %d: cached encoding differs\n got %s\nwant %s", n, got, want)
+			t.Fatalf("scrape %d: with stored encodings differs\n got %s\nwant %s", n, got, want)
 		}
 		if strings.Contains(string(got), "t0k") {
 			t.Fatal("Authorization written")
 		}
 	}
-	// Point attributes keep their JSON: gauge (shared by gauge and sum),
-	// hist, summ and exp slices, and so does a metric's metadata. Not the
-	// resource, scope or exemplar slices, which are marked too.
-	for _, m := range rms[0].ScopeMetrics[0].Metrics {
-		if m.Name == "meta" && pipeline.Encoded(m.Metadata, pipeline.EncodingJSON) == nil {
-			t.Fatal("shared metadata has no stored JSON")
-		}
+	stored := func(kvs []*commonpb.KeyValue) bool {
+		a := sim.Shared.Find(kvs)
+		return a != nil && a.JSON() != nil
 	}
-	for _, group := range [][][]*commonpb.KeyValue{sim.gauge, sim.hist, sim.summ[:len(sim.summ)-1], sim.exp} {
+	if !stored(sim.Meta) {
+		t.Error("the metadata's set has no stored JSON")
+	}
+	n := 0
+	for _, group := range [][][]*commonpb.KeyValue{sim.Gauge, sim.Hist, sim.Summ[:len(sim.Summ)-1], sim.Exp} {
 		for i, a := range group {
-			if pipeline.Encoded(a, pipeline.EncodingJSON) == nil {
-				t.Fatalf("point slice %d has no stored JSON", i)
+			if !stored(a) {
+				t.Errorf("point set %d has no stored JSON", i)
 			}
+			n++
 		}
 	}
-	if pipeline.Encoded(sim.exemplarAttrs, pipeline.EncodingJSON) != nil {
-		t.Fatal("exemplar attributes stored")
+	if n < 4*60 {
+		t.Fatalf("%d sets checked", n)
+	}
+	res, scope := rms[0].Resource.Attributes, rms[0].ScopeMetrics[0].Scope.Attributes
+	if sim.Shared.Find(res) == nil || sim.Shared.Find(sim.ExemplarAttrs) == nil {
+		t.Fatal("the resource's and the exemplar's attributes are no sets: the next check checks nothing")
+	}
+	if stored(sim.ExemplarAttrs) || stored(res) || stored(scope) {
+		t.Error("exemplar, resource or scope attributes stored")
 	}
 }
 
-// The cached bytes are what is written: corrupting one shows up in the
-// output, which proves the second scrape is served from the cache (and
-// that the test above compares something).
-func TestMetricsEncoderServesFromCache(t *testing.T) {
-	attrs := pipeline.MarkShared([]*commonpb.KeyValue{sv("k", "v")})
-	rms := []*metricspb.ResourceMetrics{{ScopeMetrics: []*metricspb.ScopeMetrics{{Metrics: []*metricspb.Metric{{Name: "g",
-		Data: &metricspb.Metric_Gauge{Gauge: &metricspb.Gauge{DataPoints: []*metricspb.NumberDataPoint{{Attributes: attrs}}}}}}}}}}
-	var e MetricsEncoder
+// The stored bytes are what is written: corrupting them shows up in the
+// output, which proves the second request is served from them (and that
+// the test above compares something).
+func TestMetricsEncoderServesStoredJSON(t *testing.T) {
+	shared := pipeline.NewSharedAttrs()
+	set := shared.Share([]*commonpb.KeyValue{sv("k", "v")})
+	rms := gaugeOf(set.KeyValues())
+	e := MetricsEncoder{Shared: shared}
 	first := string(e.AppendMetrics(nil, rms))
-	cached := pipeline.Encoded(attrs, pipeline.EncodingJSON)
-	if string(cached) != `[{"key":"k","value":{"stringValue":"v"}}]` {
-		t.Fatalf("stored encoding %q", cached)
+	stored := set.Encodings().JSON()
+	if string(stored) != `[{"key":"k","value":{"stringValue":"v"}}]` {
+		t.Fatalf("stored encoding %q", stored)
 	}
-	cached[bytes.LastIndexByte(cached, 'v')] = 'X' // the value "v"
+	stored[bytes.LastIndexByte(stored, 'v')] = 'X' // the value "v"
 	if second := string(e.AppendMetrics(nil, rms)); second == first || !strings.Contains(second, `"stringValue":"X"`) {
-		t.Fatalf("second encoding not from the cache: %s", second)
+		t.Fatalf("second encoding not from the stored JSON: %s", second)
+	}
+	// An encoder without the table does not look.
+	if plain := string((&MetricsEncoder{}).AppendMetrics(nil, rms)); plain != first {
+		t.Fatalf("an encoder without Shared wrote %s", plain)
+	}
+	runtime.KeepAlive(set)
+}
+
+// otherSlices are slices made from set's that are not its slice: a
+// processor's replacement, appends, parts and an equal copy.
+func otherSlices(set *pipeline.AttrSet) map[string][]*commonpb.KeyValue {
+	s := set.KeyValues()
+	return map[string][]*commonpb.KeyValue{
+		"replaced": {sv("a", "other")},
+		"appended": append(s, sv("c", "3")),
+		"prefix":   s[:1],
+		"suffix":   s[1:],
+		"copy":     append([]*commonpb.KeyValue(nil), s...),
 	}
 }
 
-// A marked slice that is appended to (in its spare slot or into a new
-// array) must be encoded afresh, with the new element.
-func TestMetricsEncoderAppendedSliceNotCached(t *testing.T) {
-	point := func(a []*commonpb.KeyValue) []*metricspb.ResourceMetrics {
-		return []*metricspb.ResourceMetrics{{ScopeMetrics: []*metricspb.ScopeMetrics{{Metrics: []*metricspb.Metric{{Name: "g",
-			Data: &metricspb.Metric_Gauge{Gauge: &metricspb.Gauge{DataPoints: []*metricspb.NumberDataPoint{{Attributes: a}}}}}}}}}}
+// A slice that is not the set's is encoded afresh, however it was made
+// from the set's, even while the set's stored bytes are wrong.
+func TestMetricsEncoderOtherSlicesNotServed(t *testing.T) {
+	shared := pipeline.NewSharedAttrs()
+	set := shared.Share([]*commonpb.KeyValue{sv("a", "1"), sv("b", "2")})
+	e := MetricsEncoder{Shared: shared}
+	e.AppendMetrics(nil, gaugeOf(set.KeyValues()))
+	if set.Encodings().JSON() == nil {
+		t.Fatal("nothing stored")
 	}
-	var e MetricsEncoder
-	check := func(a []*commonpb.KeyValue) {
-		t.Helper()
-		if got, want := e.AppendMetrics(nil, point(a)), AppendMetrics(nil, point(a)); !bytes.Equal(got, want) {
-			t.Fatalf("got %s\nwant %s", got, want)
+	copy(set.Encodings().JSON(), "[XXXX") // served, this would show
+	for name, a := range otherSlices(set) {
+		if got, want := e.AppendMetrics(nil, gaugeOf(a)), AppendMetrics(nil, gaugeOf(a)); !bytes.Equal(got, want) {
+			t.Errorf("%s: got %s\nwant %s", name, got, want)
 		}
 	}
-	s := pipeline.MarkShared([]*commonpb.KeyValue{sv("a", "1")})
-	check(s)
-	grown := append(s[:1:2], sv("b", "2")) // same array, over the sentinel
-	check(grown)
-	check(s) // now unmarked: encoded afresh, still just a=1
-	realloc := append(pipeline.MarkShared([]*commonpb.KeyValue{sv("a", "1")}), sv("c", "3"))
-	check(realloc)
-	if pipeline.IsShared(grown) || pipeline.IsShared(realloc) || pipeline.IsShared(s) {
-		t.Fatal("appended slices read as shared")
-	}
+	runtime.KeepAlive(set)
 }
 
-// Unmarked slices may be mutated in place between batches (processors may
-// do that): they must be encoded afresh every time.
+// Slices that are no set's may be mutated in place between batches
+// (processors may do that): they are encoded afresh every time.
 func TestMetricsEncoderUnsharedMutatedInPlace(t *testing.T) {
-	attrs := make([]*commonpb.KeyValue, 1, 4) // spare capacity, but no mark
-	attrs[0] = sv("k", "before")
-	rms := []*metricspb.ResourceMetrics{{ScopeMetrics: []*metricspb.ScopeMetrics{{Metrics: []*metricspb.Metric{{Name: "g",
-		Data: &metricspb.Metric_Gauge{Gauge: &metricspb.Gauge{DataPoints: []*metricspb.NumberDataPoint{{Attributes: attrs}}}}}}}}}}
-	var e MetricsEncoder
+	attrs := make([]*commonpb.KeyValue, 1, 4)
+	rms := gaugeOf(attrs)
+	e := MetricsEncoder{Shared: pipeline.NewSharedAttrs()}
 	for _, v := range []string{"before", "after"} {
 		attrs[0] = sv("k", v)
 		if got, want := e.AppendMetrics(nil, rms), AppendMetrics(nil, rms); !bytes.Equal(got, want) {
@@ -214,12 +144,84 @@ func TestMetricsEncoderUnsharedMutatedInPlace(t *testing.T) {
 	}
 }
 
+// A point still in flight when its set is collected (the series ended) is
+// encoded afresh, and the set's entry is gone.
+func TestEncodersSetCollected(t *testing.T) {
+	shared := pipeline.NewSharedAttrs()
+	set := shared.Share([]*commonpb.KeyValue{sv("k", "v")})
+	rms := gaugeOf(set.KeyValues()) // the point holds the slice only
+	je, pe := MetricsEncoder{Shared: shared}, ProtoEncoder{Shared: shared}
+	je.AppendMetrics(nil, rms)
+	pe.AppendMetricsRequest(nil, rms)
+	if set.Encodings().JSON() == nil || set.Encodings().Proto(7) == nil {
+		t.Fatal("nothing stored")
+	}
+	set = nil
+	deadline := time.Now().Add(time.Minute)
+	for runtime.GC(); shared.Len() > 0; runtime.GC() {
+		if time.Now().After(deadline) {
+			t.Fatalf("%d entries a minute after their set was dropped", shared.Len())
+		}
+		runtime.Gosched()
+	}
+	if got, want := je.AppendMetrics(nil, rms), AppendMetrics(nil, rms); !bytes.Equal(got, want) {
+		t.Fatalf("OTLP/JSON: got %s\nwant %s", got, want)
+	}
+	var plain ProtoEncoder
+	if got, want := pe.AppendMetricsRequest(nil, rms), plain.AppendMetricsRequest(nil, rms); !bytes.Equal(got, want) {
+		t.Fatal("protobuf: differs from the encoding without sets")
+	}
+}
+
+// The sinks encode at once (the file writer and the HTTP workers), each
+// HTTP worker with an encoder of its own, all storing into and reading the
+// same sets (run with -race).
+func TestEncodersConcurrent(t *testing.T) {
+	sim := otlptest.NewScrapeSim(40, nil)
+	batches := make([][]*metricspb.ResourceMetrics, 4)
+	wantJSON, wantPB := make([][]byte, len(batches)), make([][]byte, len(batches))
+	for n := range batches {
+		batches[n] = sim.Batch(n)
+		wantJSON[n] = AppendMetrics(nil, batches[n])
+		wantPB[n] = (&ProtoEncoder{}).AppendMetricsRequest(nil, batches[n])
+	}
+	je := MetricsEncoder{Shared: sim.Shared}
+	errs := make(chan error, 8)
+	done := make(chan struct{})
+	for g := range 4 {
+		go func() {
+			defer func() { done <- struct{}{} }()
+			pe := ProtoEncoder{Shared: sim.Shared}
+			for i := range 40 {
+				n := (g + i) % len(batches)
+				if got := je.AppendMetrics(nil, batches[n]); !bytes.Equal(got, wantJSON[n]) {
+					errs <- fmt.Errorf("goroutine %d, batch %d: OTLP/JSON differs", g, n)
+					return
+				}
+				if got := pe.AppendMetricsRequest(nil, batches[n]); !bytes.Equal(got, wantPB[n]) {
+					errs <- fmt.Errorf("goroutine %d, batch %d: protobuf differs", g, n)
+					return
+				}
+			}
+		}()
+	}
+	for range 4 {
+		<-done
+	}
+	close(errs)
+	for err := range errs {
+		t.Error(err)
+	}
+	runtime.KeepAlive(sim)
+}
+
 // BenchmarkMetricsEncoderShared is the file sink's steady state: the same
-// 1000 series every call with new values. "uncached" is the
-// package-level AppendMetrics (the path before the cache).
+// 1000 series every call with new values. "uncached" is the package-level
+// AppendMetrics (no stored encodings).
 func BenchmarkMetricsEncoderShared(b *testing.B) {
-	rms := sharedBatch1000(true)
-	var e MetricsEncoder
+	shared := pipeline.NewSharedAttrs()
+	rms, sets := sharedBatch1000(shared)
+	e := MetricsEncoder{Shared: shared}
 	run := func(b *testing.B, enc func([]byte) []byte) {
 		buf := enc(nil)
 		b.ReportAllocs()
@@ -231,20 +233,25 @@ func BenchmarkMetricsEncoderShared(b *testing.B) {
 	}
 	b.Run("uncached", func(b *testing.B) { run(b, func(d []byte) []byte { return AppendMetrics(d, rms, "Authorization") }) })
 	b.Run("cached", func(b *testing.B) { run(b, func(d []byte) []byte { return e.AppendMetrics(d, rms, "Authorization") }) })
+	runtime.KeepAlive(sets)
 }
 
 // sharedBatch1000 is 10 resources × 10 gauges × 10 points with scraper-like
-// attributes (4 labels), marked shared when shared is set.
-func sharedBatch1000(shared bool) []*metricspb.ResourceMetrics {
+// attributes (4 labels), each point's a set shared in shared (if not nil),
+// and the sets, which the caller holds while it wants them found.
+func sharedBatch1000(shared *pipeline.SharedAttrs) ([]*metricspb.ResourceMetrics, []*pipeline.AttrSet) {
 	var rms []*metricspb.ResourceMetrics
+	var sets []*pipeline.AttrSet
 	for r := range 10 {
 		var ms []*metricspb.Metric
 		for m := range 10 {
 			var pts []*metricspb.NumberDataPoint
 			for p := range 10 {
 				a := []*commonpb.KeyValue{sv("cpu", fmt.Sprint(p)), sv("mode", "user"), sv("instance", "node-exporter:9100"), sv("job", "node")}
-				if shared {
-					a = pipeline.MarkShared(a)
+				if shared != nil {
+					set := shared.Share(a)
+					sets = append(sets, set)
+					a = set.KeyValues()
 				}
 				pts = append(pts, &metricspb.NumberDataPoint{Attributes: a, TimeUnixNano: 1700000000000000000, StartTimeUnixNano: 1690000000000000000,
 					Value: &metricspb.NumberDataPoint_AsDouble{AsDouble: float64(p) * 1.25}})
@@ -256,7 +263,7 @@ func sharedBatch1000(shared bool) []*metricspb.ResourceMetrics {
 			ScopeMetrics: []*metricspb.ScopeMetrics{{Scope: &commonpb.InstrumentationScope{Name: "otelstep"}, Metrics: ms}},
 		})
 	}
-	return rms
+	return rms, sets
 }
 
 // Points that repeat the last start or time (as a scrape's do) and points

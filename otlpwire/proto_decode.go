@@ -414,8 +414,6 @@ func (l *list[T]) count(mark int) int { return len(l.stack) - mark }
 // them. dst is empty unless a message occurs more than once and is merged;
 // a non-empty dst came from an earlier finish with capacity equal to its
 // length, so append copies rather than writes into a neighbour's slice.
-// (Capacity equal to length also keeps IsShared false for attribute
-// slices: nothing lies past their end.)
 func (l *list[T]) finish(mark int, dst []*T, done, total int) []*T {
 	n := len(l.stack) - mark
 	if n == 0 {

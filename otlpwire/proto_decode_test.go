@@ -541,9 +541,9 @@ func TestDecodeEveryField(t *testing.T) {
 }
 
 // Every repeated field comes back with capacity equal to length: an append
-// by a consumer reallocates rather than overwriting a neighbour's elements
-// (and pipeline.IsShared stays false), and so do the span records: appending
-// to them cannot write into the body after them.
+// by a consumer reallocates rather than overwriting a neighbour's elements,
+// and so do the span records: appending to them cannot write into the body
+// after them.
 func TestDecodeExactCapacity(t *testing.T) {
 	data, _ := proto.Marshal(fullTraces())
 	b, err := otlpwire.UnmarshalRequest(pipeline.Traces, data)

@@ -2,6 +2,7 @@ package otlpwire
 
 import (
 	"bytes"
+	"runtime"
 	"testing"
 
 	"github.com/otelstep/otelstep/internal/otlptest"
@@ -12,15 +13,15 @@ import (
 	"google.golang.org/protobuf/proto"
 )
 
-// checkCached encodes rms with e and with a cacheless encoder: the bytes
-// must be identical, of proto.Size's length, and decode to rms.
+// checkCached encodes rms with e and with an encoder without sets: the
+// bytes must be identical, of proto.Size's length, and decode to rms.
 func checkCached(t *testing.T, e *ProtoEncoder, rms []*metricspb.ResourceMetrics) {
 	t.Helper()
-	plain := ProtoEncoder{nocache: true}
+	var plain ProtoEncoder
 	want := plain.AppendMetricsRequest(nil, rms)
 	got := e.AppendMetricsRequest(nil, rms)
 	if !bytes.Equal(got, want) {
-		t.Fatalf("cached encoding differs from the uncached one (%d vs %d bytes)", len(got), len(want))
+		t.Fatalf("with stored encodings differs from without (%d vs %d bytes)", len(got), len(want))
 	}
 	req := &colmetricspb.ExportMetricsServiceRequest{ResourceMetrics: rms}
 	if n := proto.Size(req); len(got) != n {
@@ -35,39 +36,35 @@ func checkCached(t *testing.T, e *ProtoEncoder, rms []*metricspb.ResourceMetrics
 	}
 }
 
-func TestMetricsEncoderSharedScrapes(t *testing.T) {
-	sim := otlptest.NewScrapeSim(60)
-	var e ProtoEncoder
-	var last []*metricspb.ResourceMetrics
+func TestProtoEncoderSharedScrapes(t *testing.T) {
+	sim := otlptest.NewScrapeSim(60, nil)
+	e := ProtoEncoder{Shared: sim.Shared}
 	for n := range 6 {
-		last = sim.Batch(n)
-		checkCached(t, &e, last)
+		checkCached(t, &e, sim.Batch(n))
 	}
-	// Point attributes keep their encoding: field 7 for gauge, sum and
-	// summary points, 9 for histograms. gauge[2] is also a histogram's (so
-	// it holds one of the two), the summary's suffix of gauge[1] is not
-	// shared, exponential histograms go through proto.Marshal, and the
-	// resource, scope and exemplar slices are not point attributes. A
-	// metric's shared metadata keeps its field 12.
+	// Point attributes' sets keep their encoding: field 7 for gauge, sum
+	// and summary points, 9 for histograms (gauge[2]'s set holds both).
+	// The summary's suffix of gauge[1] is no set's, exponential histograms
+	// go through proto.Marshal, and the resource, scope and exemplar sets
+	// are not point attributes. The metadata's set keeps its field 12.
 	has := func(kvs []*commonpb.KeyValue, n int32) bool {
-		return pipeline.Encoded(kvs, pipeline.ProtoField(n)) != nil
+		a := sim.Shared.Find(kvs)
+		return a != nil && a.Proto(n) != nil
 	}
-	for _, m := range last[0].ScopeMetrics[0].Metrics {
-		if m.Name == "meta" && !has(m.Metadata, 12) {
-			t.Error("shared metadata has no stored encoding")
-		}
+	if !has(sim.Meta, 12) {
+		t.Error("the metadata's set has no stored encoding")
 	}
 	for i, a := range sim.Gauge {
-		if i != 2 && !has(a, 7) {
+		if !has(a, 7) {
 			t.Errorf("gauge series %d has no stored encoding", i)
 		}
 	}
-	if !has(sim.Gauge[2], 7) && !has(sim.Gauge[2], 9) {
-		t.Error("the slice used under fields 7 and 9 holds neither")
+	if !has(sim.Gauge[2], 9) {
+		t.Error("the set used under fields 7 and 9 has no field 9")
 	}
 	for i, a := range sim.Hist[:len(sim.Hist)-1] {
-		if !has(a, 9) {
-			t.Errorf("histogram series %d has no stored encoding", i)
+		if !has(a, 9) || has(a, 7) {
+			t.Errorf("histogram series %d: fields 9 %v, 7 %v", i, has(a, 9), has(a, 7))
 		}
 	}
 	for i, a := range sim.Summ[:len(sim.Summ)-1] {
@@ -77,85 +74,85 @@ func TestMetricsEncoderSharedScrapes(t *testing.T) {
 	}
 	for _, a := range append(sim.Exp, sim.ExemplarAttrs) {
 		if has(a, 1) || has(a, 7) || has(a, 9) {
-			t.Error("a slice that is not a number, histogram or summary point's has an encoding")
+			t.Error("a set that is not a number, histogram or summary point's has an encoding")
 		}
 	}
 }
 
-// Corrupting a cached entry shows up in the output: the second request is
-// served from the cache.
-func TestProtoEncoderServesFromCache(t *testing.T) {
-	attrs := pipeline.MarkShared([]*commonpb.KeyValue{sv("k", "v")})
-	rms := rm2(&metricspb.ResourceMetrics{ScopeMetrics: []*metricspb.ScopeMetrics{{Metrics: []*metricspb.Metric{{Name: "g",
-		Data: &metricspb.Metric_Gauge{Gauge: &metricspb.Gauge{DataPoints: []*metricspb.NumberDataPoint{{Attributes: attrs}}}}}}}}})
-	var e ProtoEncoder
+// Corrupting a stored encoding shows up in the output: the second request
+// is served from it.
+func TestProtoEncoderServesStoredBytes(t *testing.T) {
+	shared := pipeline.NewSharedAttrs()
+	set := shared.Share([]*commonpb.KeyValue{sv("k", "v")})
+	rms := gaugeOf(set.KeyValues())
+	e := ProtoEncoder{Shared: shared}
 	first := e.AppendMetricsRequest(nil, rms)
-	cached := pipeline.Encoded(attrs, pipeline.ProtoField(7))
-	if cached == nil {
+	stored := set.Encodings().Proto(7)
+	if stored == nil {
 		t.Fatal("not stored")
 	}
-	cached[len(cached)-1] = 'X' // the last byte of the value "v"
+	stored[len(stored)-1] = 'X' // the last byte of the value "v"
 	second := e.AppendMetricsRequest(nil, rms)
 	if bytes.Equal(first, second) || !bytes.Contains(second, []byte("X")) {
-		t.Fatal("second encoding not served from the cache")
+		t.Fatal("second encoding not served from the stored bytes")
 	}
+	var plain ProtoEncoder
+	if !bytes.Equal(plain.AppendMetricsRequest(nil, rms), first) {
+		t.Fatal("an encoder without Shared used the stored bytes")
+	}
+	runtime.KeepAlive(set)
 }
 
-// A marked slice appended to (over its sentinel or into a new array) is
-// encoded afresh, with its new element.
-func TestProtoEncoderAppendedSliceNotCached(t *testing.T) {
-	point := func(a []*commonpb.KeyValue) []*metricspb.ResourceMetrics {
-		return rm2(&metricspb.ResourceMetrics{ScopeMetrics: []*metricspb.ScopeMetrics{{Metrics: []*metricspb.Metric{{Name: "g",
-			Data: &metricspb.Metric_Gauge{Gauge: &metricspb.Gauge{DataPoints: []*metricspb.NumberDataPoint{{Attributes: a}}}}}}}}})
+// A slice that is not the set's is encoded afresh, however it was made
+// from the set's, even while the set's stored bytes are wrong.
+func TestProtoEncoderOtherSlicesNotServed(t *testing.T) {
+	shared := pipeline.NewSharedAttrs()
+	set := shared.Share([]*commonpb.KeyValue{sv("a", "1"), sv("b", "2")})
+	e := ProtoEncoder{Shared: shared}
+	e.AppendMetricsRequest(nil, gaugeOf(set.KeyValues()))
+	stored := set.Encodings().Proto(7)
+	if stored == nil {
+		t.Fatal("nothing stored")
 	}
-	var e ProtoEncoder
-	s := pipeline.MarkShared([]*commonpb.KeyValue{sv("a", "1")})
-	checkCached(t, &e, point(s))
-	grown := append(s[:1:2], sv("b", "2")) // same array, over the sentinel
-	checkCached(t, &e, point(grown))
-	checkCached(t, &e, point(s)) // unmarked now: a=1 alone
-	realloc := append(pipeline.MarkShared([]*commonpb.KeyValue{sv("a", "1")}), sv("c", "3"))
-	checkCached(t, &e, point(realloc))
-	if pipeline.IsShared(grown) || pipeline.IsShared(realloc) || pipeline.IsShared(s) {
-		t.Fatal("appended slices read as shared")
+	stored[len(stored)-1] = 'X' // served, this would show
+	for name, a := range otherSlices(set) {
+		t.Run(name, func(t *testing.T) { checkCached(t, &e, gaugeOf(a)) })
 	}
+	runtime.KeepAlive(set)
 }
 
-// Unmarked slices may be mutated in place between batches (processors may
-// do that): they must be encoded afresh every time.
+// Slices that are no set's may be mutated in place between batches
+// (processors may do that): they are encoded afresh every time.
 func TestProtoEncoderUnsharedMutatedInPlace(t *testing.T) {
-	attrs := make([]*commonpb.KeyValue, 1, 4) // spare capacity, but no mark
+	attrs := make([]*commonpb.KeyValue, 1, 4)
 	attrs[0] = sv("k", "before")
-	rms := rm2(&metricspb.ResourceMetrics{ScopeMetrics: []*metricspb.ScopeMetrics{{Metrics: []*metricspb.Metric{{Name: "g",
-		Data: &metricspb.Metric_Gauge{Gauge: &metricspb.Gauge{DataPoints: []*metricspb.NumberDataPoint{{Attributes: attrs}}}}}}}}})
-	var e ProtoEncoder
+	rms := gaugeOf(attrs)
+	e := ProtoEncoder{Shared: pipeline.NewSharedAttrs()}
 	checkCached(t, &e, rms)
 	attrs[0] = sv("k", "after")
 	checkCached(t, &e, rms)
 }
 
 // BenchmarkProtoEncoderShared is the HTTP sink's steady state: the same
-// 1000 shared series every request with new values. "uncached" is the
-// encoder as before the cache (pooled, nocache).
+// 1000 series every request with new values. "uncached" is an encoder
+// without the sets.
 func BenchmarkProtoEncoderShared(b *testing.B) {
-	batch := &pipeline.Batch{Signal: pipeline.Metrics, Metrics: sharedBatch1000(true)}
+	shared := pipeline.NewSharedAttrs()
+	rms, sets := sharedBatch1000(shared)
 	for _, c := range []struct {
 		name string
 		enc  ProtoEncoder
-	}{{"uncached", ProtoEncoder{nocache: true}}, {"cached", ProtoEncoder{}}} {
+	}{{"uncached", ProtoEncoder{}}, {"cached", ProtoEncoder{Shared: shared}}} {
 		b.Run(c.name, func(b *testing.B) {
 			e := c.enc
-			buf := e.AppendMetricsRequest(nil, batch.Metrics)
+			buf := e.AppendMetricsRequest(nil, rms)
 			b.ReportAllocs()
 			b.ResetTimer()
 			for b.Loop() {
-				buf = e.AppendMetricsRequest(buf[:0], batch.Metrics)
+				buf = e.AppendMetricsRequest(buf[:0], rms)
 			}
 			b.ReportMetric(1000*float64(b.N)/b.Elapsed().Seconds(), "points/s")
 		})
 	}
-}
-
-func rm2(rm *metricspb.ResourceMetrics) []*metricspb.ResourceMetrics {
-	return []*metricspb.ResourceMetrics{rm}
+	runtime.KeepAlive(sets)
 }

@@ -23,26 +23,32 @@ import (
 // output is always complete. The output decodes to a message proto.Equal
 // to the input (see proto_encode_metrics_test.go).
 //
-// Data-point attribute slices the producer marked shared
-// (pipeline.MarkShared: the scraper reuses one per series across scrapes)
-// are encoded once and the bytes kept with the slice (pipeline.SetEncoded),
-// shared by every encoder and freed with the series (~13% of the scrape
-// path's CPU was sizing and appending them). The zero value is ready to
-// use.
+// Data-point attributes and metrics' metadata that are a shared set's
+// (pipeline.AttrSet, whose pipeline.AttrEncodings Shared finds: the
+// scraper sends every series again with its set's slice each scrape) are
+// encoded once and the bytes stored with the set, shared by every encoder
+// and freed with the series (~13% of the scrape path's CPU was sizing and
+// appending them). The output is the same with and without Shared.
 //
-// A ProtoEncoder is not safe for concurrent use.
+// The zero value is ready to use (and reuses nothing). A ProtoEncoder is
+// not safe for concurrent use.
 type ProtoEncoder struct {
+	// Shared finds the sets whose stored encodings are used and filled;
+	// nil: none.
+	Shared *pipeline.SharedAttrs
+
 	sizes []int
 	pos   int
 
-	nocache bool // set for the encoder that encodes a slice to be stored
-	// attrs holds, in pre-order like sizes, what the size pass decided for
-	// each shared attribute slice: its cached bytes, or nil for "encoded
-	// the usual way". The append pass reads it back so both passes agree
-	// without a second lookup.
+	// attrs holds, in pre-order like sizes, what the size pass found for
+	// each non-empty data-point attribute slice and metadata slice while
+	// Shared is set: the bytes stored with its set, or nil for "encoded
+	// the usual way". The append pass reads it back, so both passes agree
+	// even if the set is collected in between, and nothing is looked up
+	// twice.
 	attrs   [][]byte
 	apos    int
-	sub     *ProtoEncoder // encodes a slice for the cache
+	sub     *ProtoEncoder // encodes a set's KeyValues to be stored
 	scratch []byte
 
 	// flush, when set, is called between two data points (and two
@@ -268,27 +274,21 @@ func (e *ProtoEncoder) appendKeyValues(dst []byte, num protowire.Number, kvs []*
 	return dst
 }
 
-// shareable reports whether kvs may be served from its stored encoding: the
-// producer marked the slice (and e is not the encoder making one). It depends only on kvs, so the
-// size and append passes agree.
-func (e *ProtoEncoder) shareable(kvs []*commonpb.KeyValue) bool {
-	return !e.nocache && pipeline.IsShared(kvs)
-}
-
-// sizePointAttrs is sizeKeyValues for a data point's attributes: a shared
-// slice is sized from its cached encoding; an unshared one pays one check
-// (and one call: this does not fit the inlining budget).
+// sizePointAttrs is sizeKeyValues for a data point's attributes (or a
+// metric's metadata): a set's slice is sized from its stored encoding.
+// Without Shared it costs one check (and one call: this does not fit the
+// inlining budget).
 func (e *ProtoEncoder) sizePointAttrs(num protowire.Number, kvs []*commonpb.KeyValue) int {
-	if e.shareable(kvs) {
-		return e.sizeSharedAttrs(num, kvs)
+	if e.Shared == nil || len(kvs) == 0 {
+		return e.sizeKeyValues(num, kvs)
 	}
-	return e.sizeKeyValues(num, kvs)
+	return e.sizeSharedAttrs(num, kvs)
 }
 
-// sizeSharedAttrs looks shared kvs up (filling the cache on a miss) and
-// records the outcome for appendSharedAttrs.
+// sizeSharedAttrs looks kvs's set up (storing its encoding if it has none
+// yet) and records the outcome for appendSharedAttrs.
 func (e *ProtoEncoder) sizeSharedAttrs(num protowire.Number, kvs []*commonpb.KeyValue) int {
-	b := e.cachedKeyValues(num, kvs)
+	b := e.storedKeyValues(num, kvs)
 	e.attrs = append(e.attrs, b)
 	if b == nil {
 		return e.sizeKeyValues(num, kvs)
@@ -296,17 +296,17 @@ func (e *ProtoEncoder) sizeSharedAttrs(num protowire.Number, kvs []*commonpb.Key
 	return len(b)
 }
 
-// appendPointAttrs is appendKeyValues for a data point's attributes,
-// following the decision the size pass recorded.
+// appendPointAttrs is appendKeyValues for a data point's attributes (or a
+// metric's metadata), following what the size pass recorded.
 func (e *ProtoEncoder) appendPointAttrs(dst []byte, num protowire.Number, kvs []*commonpb.KeyValue) []byte {
-	if e.shareable(kvs) {
-		return e.appendSharedAttrs(dst, num, kvs)
+	if e.Shared == nil || len(kvs) == 0 {
+		return e.appendKeyValues(dst, num, kvs)
 	}
-	return e.appendKeyValues(dst, num, kvs)
+	return e.appendSharedAttrs(dst, num, kvs)
 }
 
 // appendSharedAttrs writes what sizeSharedAttrs recorded for kvs: the
-// cached bytes, or the usual encoding when it found the cache full.
+// stored bytes, or the usual encoding when kvs is no set's.
 func (e *ProtoEncoder) appendSharedAttrs(dst []byte, num protowire.Number, kvs []*commonpb.KeyValue) []byte {
 	b := e.attrs[e.apos]
 	e.apos++
@@ -316,22 +316,26 @@ func (e *ProtoEncoder) appendSharedAttrs(dst []byte, num protowire.Number, kvs [
 	return append(dst, b...)
 }
 
-// cachedKeyValues returns the field-num-tagged KeyValue messages of shared
-// kvs as stored with the slice, encoding and storing them on a miss.
-func (e *ProtoEncoder) cachedKeyValues(num protowire.Number, kvs []*commonpb.KeyValue) []byte {
-	kind := pipeline.ProtoField(int32(num))
-	if b := pipeline.Encoded(kvs, kind); b != nil {
+// storedKeyValues returns the field-num-tagged KeyValue messages of kvs as
+// stored with its set, encoding and storing them if the set has none under
+// num; nil if kvs is no set's.
+func (e *ProtoEncoder) storedKeyValues(num protowire.Number, kvs []*commonpb.KeyValue) []byte {
+	set := e.Shared.Find(kvs)
+	if set == nil {
+		return nil
+	}
+	if b := set.Proto(int32(num)); b != nil {
 		return b
 	}
 	// A separate encoder, because e is in the middle of its size pass.
 	if e.sub == nil {
-		e.sub = &ProtoEncoder{nocache: true}
+		e.sub = &ProtoEncoder{}
 	}
 	s := e.sub
 	s.sizes, s.pos = s.sizes[:0], 0
 	s.sizeKeyValues(num, kvs)
 	e.scratch = s.appendKeyValues(e.scratch[:0], num, kvs)
-	return pipeline.SetEncoded(kvs, kind, e.scratch)
+	return set.StoreProto(int32(num), e.scratch)
 }
 
 // AnyValue's oneof members are written even when zero: presence is the

@@ -62,7 +62,7 @@ func TestHistogramBuildersLent(t *testing.T) {
 	// between (a loaded machine) cannot take, and then a builder is made.
 	defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(1))
 	page := read(t, "vllm.txt")
-	sets, pools, metas := newAttrSets(), newSlabPools(), newMetaLines()
+	sets, pools, metas := newAttrSets(nil), newSlabPools(), newMetaLines()
 	var cs []*Converter
 	for i := range 3 {
 		cs = append(cs, newConverter(fixtureTarget(fmt.Sprint("vllm", i)), sets, pools, metas))

@@ -196,7 +196,7 @@ func TestLeasedScrapeAfterParseError(t *testing.T) {
 // batch is full, and at 84 targets that is dozens of scrapes at once.
 func TestSmallScrapeTakesSmallChunks(t *testing.T) {
 	pools := newSlabPools()
-	c := newConverter(fixtureTarget("small"), newAttrSets(), pools, newMetaLines())
+	c := newConverter(fixtureTarget("small"), newAttrSets(nil), pools, newMetaLines())
 	page := []byte(`# TYPE reqs counter
 reqs_total{code="200"} 7
 # TYPE temp gauge

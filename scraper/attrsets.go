@@ -17,48 +17,52 @@ import (
 // cpu and device values); across a job's targets, the same exporter on
 // every node exposes the same label sets, the node being the resource's
 // (job and instance are resource attributes, never point attributes).
-// Each series' attributes are kept for its life with their stored JSON
-// and protobuf encodings (pipeline.MarkShared), which is about half of a
-// series' memory, so equal sets are kept once: the Manager's converters
-// share one attrSets, and the series with equal attributes and the same
-// kind of point share one slice and its encodings.
+// Each series' attributes are a pipeline.AttrSet, kept for the series'
+// life with the JSON and protobuf encodings the sinks store with it, which
+// is about half of a series' memory, so equal sets are kept once: the
+// Manager's converters share one attrSets, and the series with equal
+// attributes and the same kind of point share one set.
 //
-// Entries are held weakly: a set lives while a series (or a point still in
-// a sink) uses it, and its entry goes with it, so nothing needs releasing
-// when series are evicted or targets go away.
+// The sets are made in the Manager's pipeline.SharedAttrs
+// (Options.SharedAttrs), through which the sinks' encoders find them from
+// a point's slice; with none, the sinks encode every point afresh.
+//
+// Entries are held weakly here, and the SharedAttrs drops a set's entry
+// once it is garbage: a set lives while a series uses it, and its entries
+// go with it, so nothing needs releasing when series are evicted or
+// targets go away.
 
-// attrSets interns point attribute slices, and families' metadata (their
+// attrSets interns point attribute sets, and families' metadata (their
 // name, help, unit and type repeat across a job's targets as the label sets
 // do). Safe for concurrent use.
 type attrSets struct {
+	shared *pipeline.SharedAttrs // where the sets are made; nil: shared nowhere
+
 	mu sync.Mutex
-	m  map[string]weak.Pointer[attrSet]
-	// meta is the metric metadata per Prometheus type, one shared slice
-	// for every family of the type: its encodings are stored with it like
-	// a set's (a node page has 283 families, each of which wrote
+	m  map[string]weak.Pointer[pipeline.AttrSet]
+	// meta is the metric metadata per Prometheus type, one set for every
+	// family of the type: its encodings are stored with it like a point
+	// set's (a node page has 283 families, each of which wrote
 	// "prometheus.type" and its type afresh in both encodings). Read only.
-	meta map[string][]*commonpb.KeyValue
+	meta map[string]*pipeline.AttrSet
 	// fams interns family metadata, held weakly as the sets are.
 	fams map[famID]weak.Pointer[famMeta]
 }
 
-// attrSet is one interned, shared (pipeline.MarkShared) attribute slice.
-// Series hold the *attrSet, which keeps the entry; points hold only kvs.
-type attrSet struct {
-	kvs []*commonpb.KeyValue
-}
-
-func newAttrSets() *attrSets {
-	s := &attrSets{m: map[string]weak.Pointer[attrSet]{}, meta: map[string][]*commonpb.KeyValue{}, fams: map[famID]weak.Pointer[famMeta]{}}
+// newAttrSets returns an empty attrSets making its sets in shared (nil: in
+// none).
+func newAttrSets(shared *pipeline.SharedAttrs) *attrSets {
+	s := &attrSets{shared: shared, m: map[string]weak.Pointer[pipeline.AttrSet]{}, meta: map[string]*pipeline.AttrSet{}, fams: map[famID]weak.Pointer[famMeta]{}}
 	for _, t := range []model.MetricType{model.MetricTypeCounter, model.MetricTypeGauge, model.MetricTypeHistogram,
 		model.MetricTypeGaugeHistogram, model.MetricTypeSummary, model.MetricTypeInfo, model.MetricTypeStateset, "unknown"} {
-		s.meta[string(t)] = pipeline.MarkShared([]*commonpb.KeyValue{strKV("prometheus.type", string(t))})
+		s.meta[string(t)] = shared.Share([]*commonpb.KeyValue{strKV("prometheus.type", string(t))})
 	}
 	return s
 }
 
-// Point kinds for a set's key: a slice keeps one protobuf encoding, and the
-// attributes are field 7 of number and summary points, 9 of histogram ones.
+// Point kinds for a set's key: the attributes are field 7 of number and
+// summary points, 9 of histogram ones, so a set per kind stores one
+// protobuf encoding.
 const (
 	kindNumber    = 'n'
 	kindHistogram = 'h'
@@ -67,8 +71,8 @@ const (
 // get returns the set for key (a point kind, then the attributes as the
 // Converter's point keys write them: 0xff name 0xfe value for each),
 // calling build for its attributes if there is none. build's slice is
-// copied by MarkShared, so it may be scratch.
-func (s *attrSets) get(key []byte, build func() []*commonpb.KeyValue) *attrSet {
+// copied into the set, so it may be scratch.
+func (s *attrSets) get(key []byte, build func() []*commonpb.KeyValue) *pipeline.AttrSet {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if wp, ok := s.m[string(key)]; ok {
@@ -76,7 +80,7 @@ func (s *attrSets) get(key []byte, build func() []*commonpb.KeyValue) *attrSet {
 			return a
 		}
 	}
-	a := &attrSet{kvs: pipeline.MarkShared(build())}
+	a := s.shared.Share(build())
 	k := string(key)
 	s.m[k] = weak.Make(a)
 	runtime.AddCleanup(a, s.forget, k)
@@ -84,7 +88,7 @@ func (s *attrSets) get(key []byte, build func() []*commonpb.KeyValue) *attrSet {
 }
 
 // find returns the set for key (as get's), or nil if there is none.
-func (s *attrSets) find(key []byte) *attrSet {
+func (s *attrSets) find(key []byte) *pipeline.AttrSet {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if wp, ok := s.m[string(key)]; ok {
@@ -124,7 +128,7 @@ func (s *attrSets) fam(id famID) *famMeta {
 	}
 	f := &famMeta{famID: id, metadata: s.meta[t]}
 	if f.metadata == nil {
-		f.metadata = pipeline.MarkShared([]*commonpb.KeyValue{strKV("prometheus.type", t)})
+		f.metadata = s.shared.Share([]*commonpb.KeyValue{strKV("prometheus.type", t)})
 	}
 	s.fams[id] = weak.Make(f)
 	runtime.AddCleanup(f, s.forgetFam, id)

@@ -1,7 +1,11 @@
 package scraper
 
 import (
+	"bytes"
+	"context"
+	"errors"
 	"fmt"
+	"net/http/httptest"
 	"runtime"
 	"strings"
 	"sync"
@@ -49,7 +53,7 @@ func TestAttrSetsShared(t *testing.T) {
 	ts := time.Unix(1_800_000_000, 0)
 	for _, fx := range fixtures {
 		page := read(t, fx.file)
-		sets := newAttrSets()
+		sets := newAttrSets(nil)
 		a, b := newConverter(fixtureTarget(fx.name), sets, newSlabPools(), newMetaLines()), newConverter(fixtureTarget(fx.name), sets, newSlabPools(), newMetaLines())
 		alone := NewConverter(fixtureTarget(fx.name))
 		var ra, rb, ralone []*metricspb.ResourceMetrics
@@ -116,7 +120,8 @@ func TestAttrSetsShared(t *testing.T) {
 func TestAttrSetsByPointKind(t *testing.T) {
 	page := []byte("# TYPE g gauge\ng{a=\"1\"} 1\n# TYPE c counter\nc_total{a=\"1\"} 1\n" +
 		"# TYPE h histogram\nh_bucket{a=\"1\",le=\"+Inf\"} 1\nh_sum{a=\"1\"} 1\nh_count{a=\"1\"} 1\n")
-	c := NewConverter(fixtureTarget("kind"))
+	shared := pipeline.NewSharedAttrs()
+	c := NewSharingConverter(fixtureTarget("kind"), shared)
 	rms, err := c.ConvertAll(page, ctText, time.Unix(1_800_000_000, 0), time.Millisecond)
 	if err != nil {
 		t.Fatal(err)
@@ -132,32 +137,48 @@ func TestAttrSetsByPointKind(t *testing.T) {
 	if c.sets.size() != 2 {
 		t.Errorf("%d sets, want 2", c.sets.size())
 	}
-	// Metadata is one shared slice per type, its encodings stored with it.
+	if sg, sh := shared.Find(g), shared.Find(h); sg == nil || sh == nil || sg == sh {
+		t.Error("the gauge's and the histogram's attributes are not two sets in the SharedAttrs")
+	}
+	// Metadata is one set per type, found in the SharedAttrs for its
+	// encodings to be stored with it.
 	for _, m := range rms[0].ScopeMetrics[0].Metrics {
-		if !pipeline.IsShared(m.Metadata) {
-			t.Errorf("%s: metadata not shared", m.Name)
-		}
-		if want := c.sets.meta[m.Metadata[0].Value.GetStringValue()]; !same(m.Metadata, want) {
-			t.Errorf("%s: metadata is not its type's slice", m.Name)
+		want := c.sets.meta[m.Metadata[0].Value.GetStringValue()]
+		if want == nil || shared.Find(m.Metadata) != want.Encodings() {
+			t.Errorf("%s: metadata is not its type's set", m.Name)
 		}
 	}
 }
 
 // Sets go with the last series that uses them: nothing is released by
-// hand, and the table does not grow with series that come and go.
+// hand, and neither the table nor the SharedAttrs grows with series that
+// come and go.
 func TestAttrSetsForgotten(t *testing.T) {
-	sets := newAttrSets()
+	shared := pipeline.NewSharedAttrs()
+	sets := newAttrSets(shared)
+	var points [][]*commonpb.KeyValue // slices of sets, as points in flight hold them
 	func() {
 		c := newConverter(fixtureTarget("gone"), sets, newSlabPools(), newMetaLines())
-		if _, err := c.ConvertAll(read(t, "node.txt"), ctText, time.Unix(1_800_000_000, 0), time.Millisecond); err != nil {
+		rms, err := c.ConvertAll(read(t, "node.txt"), ctText, time.Unix(1_800_000_000, 0), time.Millisecond)
+		if err != nil {
 			t.Fatal(err)
 		}
-		if sets.size() == 0 {
-			t.Fatal("no sets after a node page")
+		if sets.size() == 0 || shared.Len() <= len(sets.meta) {
+			t.Fatalf("%d sets, %d shared, after a node page", sets.size(), shared.Len())
+		}
+		for _, as := range pointAttrs(rms) {
+			for _, a := range as {
+				if shared.Find(a) != nil {
+					points = append(points, a)
+				}
+			}
 		}
 	}()
+	if len(points) == 0 {
+		t.Fatal("no point's attributes found in the SharedAttrs")
+	}
 	deadline := time.Now().Add(patience)
-	for (sets.size() > 0 || sets.famSize() > 0) && time.Now().Before(deadline) {
+	for (sets.size() > 0 || sets.famSize() > 0 || shared.Len() > len(sets.meta)) && time.Now().Before(deadline) {
 		runtime.GC()
 		time.Sleep(10 * time.Millisecond)
 	}
@@ -167,13 +188,23 @@ func TestAttrSetsForgotten(t *testing.T) {
 	if n := sets.famSize(); n != 0 {
 		t.Fatalf("%d family metadata left after their converter is gone", n)
 	}
+	// The metadata's sets are the table's for its life; the series' are
+	// gone, and a point still holding one's slice is no set's.
+	if n := shared.Len(); n != len(sets.meta) {
+		t.Fatalf("%d sets in the SharedAttrs, want the %d metadata sets", n, len(sets.meta))
+	}
+	for _, a := range points {
+		if shared.Find(a) != nil {
+			t.Fatal("a collected set found from a point's slice")
+		}
+	}
 }
 
 // Families share metadata only when all of it is equal: the same name with
 // another help, unit, type or honor_labels resource is a metadata of its
 // own, and each target's output keeps its own.
 func TestFamilyMetadataSharedOnlyWhenEqual(t *testing.T) {
-	sets := newAttrSets()
+	sets := newAttrSets(nil)
 	pages := []struct{ page, ct string }{
 		{"# HELP x One.\n# TYPE x gauge\nx 1\n", ctText},
 		{"# HELP x One.\n# TYPE x gauge\nx 2\n", ctText},   // equal: shared
@@ -225,7 +256,8 @@ func TestFamilyMetadataSharedOnlyWhenEqual(t *testing.T) {
 // sets' encodings while the others read them (run with -race).
 func TestAttrSetsConcurrentTargets(t *testing.T) {
 	page := read(t, "vllm.txt")
-	sets := newAttrSets()
+	shared := pipeline.NewSharedAttrs()
+	sets := newAttrSets(shared)
 	want := ""
 	var wg sync.WaitGroup
 	out := make([]string, 4)
@@ -234,7 +266,7 @@ func TestAttrSetsConcurrentTargets(t *testing.T) {
 		go func() {
 			defer wg.Done()
 			c := newConverter(fixtureTarget("vllm"), sets, newSlabPools(), newMetaLines())
-			var enc otlpwire.MetricsEncoder
+			enc := otlpwire.MetricsEncoder{Shared: shared}
 			var b []byte
 			for i := 0; i < 20; i++ {
 				rms, err := c.ConvertAll(page, ctText, time.Unix(1_800_000_000, 0), time.Millisecond)
@@ -261,4 +293,129 @@ func TestAttrSetsConcurrentTargets(t *testing.T) {
 			t.Fatalf("target %d's JSON differs from a converter's of its own", g)
 		}
 	}
+}
+
+// A Manager's scrapes reach the sinks with their point attributes and
+// metadata as sets the encoders find: from the second scrape on, every
+// point of a page is written from the encodings stored with its set (the
+// synthetic points, with the target's labels, are the only others), and
+// the bytes are those of encoders without the sets.
+func TestScrapedPointsServedFromStoredEncodings(t *testing.T) {
+	shared := pipeline.NewSharedAttrs()
+	var targets []Target
+	for _, fx := range fixtures[:3] { // vllm, node, dcgm: the job's mix
+		srv := httptest.NewServer(serve(read(t, fx.file), fx.ct))
+		defer srv.Close()
+		tg := loopbackTarget()
+		tg.JobName = fx.name
+		tg.Address = strings.TrimPrefix(srv.URL, "http://")
+		targets = append(targets, tg)
+	}
+	enc := &encodingSink{shared: shared, json: otlpwire.MetricsEncoder{Shared: shared}, pb: otlpwire.ProtoEncoder{Shared: shared}}
+	m, err := New(Options{Targets: targets, Next: enc, Logger: quiet(), SharedAttrs: shared})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for scrape := range 3 {
+		enc.reset()
+		m.ScrapeAll(context.Background())
+		if enc.err != nil {
+			t.Fatalf("scrape %d: %v", scrape, enc.err)
+		}
+		t.Logf("scrape %d: %d batches, %d points with attributes: %d served from stored encodings, %d synthetic; %d of %d metrics' metadata served",
+			scrape, enc.batches, enc.points, enc.hits, enc.synthetic, enc.metaHits, enc.metas)
+		if enc.batches != len(targets) || enc.points < 500 || enc.metas < 100 {
+			t.Fatalf("scrape %d: %d batches, %d points", scrape, enc.batches, enc.points)
+		}
+		if scrape == 0 {
+			continue // the first scrape stores them
+		}
+		if enc.synthetic != len(synthDefs)*len(targets) {
+			t.Errorf("scrape %d: %d points not served that are not the %d synthetic ones", scrape, enc.synthetic, len(synthDefs)*len(targets))
+		}
+		if enc.hits != enc.points-enc.synthetic {
+			t.Errorf("scrape %d: %d of %d points served from stored encodings", scrape, enc.hits, enc.points-enc.synthetic)
+		}
+		if enc.metaHits != enc.metas {
+			t.Errorf("scrape %d: %d of %d metrics' metadata served from stored encodings", scrape, enc.metaHits, enc.metas)
+		}
+	}
+	runtime.KeepAlive(m)
+}
+
+// encodingSink encodes every batch it takes as the sinks do, with and
+// without the sets, and counts the points whose attributes (and metrics
+// whose metadata) had both encodings stored with their set before.
+type encodingSink struct {
+	shared *pipeline.SharedAttrs
+	mu     sync.Mutex
+	json   otlpwire.MetricsEncoder
+	pb     otlpwire.ProtoEncoder
+
+	batches, points, hits, synthetic int
+	metas, metaHits                  int // metrics with metadata, and those served
+	err                              error
+}
+
+func (s *encodingSink) reset() {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.batches, s.points, s.hits, s.synthetic, s.metas, s.metaHits, s.err = 0, 0, 0, 0, 0, 0, nil
+}
+
+func (s *encodingSink) Consume(_ context.Context, b *pipeline.Batch) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	defer b.Release()
+	s.batches++
+	stored := func(kvs []*commonpb.KeyValue, field int32) bool {
+		a := s.shared.Find(kvs)
+		return a != nil && a.JSON() != nil && a.Proto(field) != nil
+	}
+	for _, rm := range b.Metrics {
+		for _, sm := range rm.ScopeMetrics {
+			for _, m := range sm.Metrics {
+				if len(m.Metadata) > 0 {
+					s.metas++
+					if stored(m.Metadata, 12) {
+						s.metaHits++
+					} else if s.shared.Find(m.Metadata) == nil {
+						s.err = fmt.Errorf("metric %s: metadata is no set's", m.Name)
+					}
+				}
+				count := func(kvs []*commonpb.KeyValue, field int32) {
+					if len(kvs) == 0 {
+						return
+					}
+					s.points++
+					switch {
+					case stored(kvs, field):
+						s.hits++
+					case s.shared.Find(kvs) == nil:
+						s.synthetic++
+					}
+				}
+				for _, p := range m.GetGauge().GetDataPoints() {
+					count(p.Attributes, 7)
+				}
+				for _, p := range m.GetSum().GetDataPoints() {
+					count(p.Attributes, 7)
+				}
+				for _, p := range m.GetHistogram().GetDataPoints() {
+					count(p.Attributes, 9)
+				}
+				for _, p := range m.GetSummary().GetDataPoints() {
+					count(p.Attributes, 7)
+				}
+			}
+		}
+	}
+	var plain otlpwire.ProtoEncoder
+	if !bytes.Equal(s.json.AppendMetrics(nil, b.Metrics), otlpwire.AppendMetrics(nil, b.Metrics)) {
+		s.err = errors.New("OTLP/JSON with the sets differs from without")
+	}
+	if !bytes.Equal(s.pb.AppendMetricsRequest(nil, b.Metrics), plain.AppendMetricsRequest(nil, b.Metrics)) {
+		s.err = errors.New("protobuf with the sets differs from without")
+	}
+	return nil
 }

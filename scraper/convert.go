@@ -58,7 +58,7 @@ type famState struct {
 // for a few hundred distinct ones. Read only.
 type famMeta struct {
 	famID
-	metadata []*commonpb.KeyValue // shared, immutable; of typ
+	metadata *pipeline.AttrSet // of typ
 }
 
 // famID is what names a family's metadata.
@@ -76,12 +76,14 @@ type famID struct {
 // is kept to 96 bytes: what only histograms and summaries need is in
 // shapeState, and the attributes are the set's.
 type pointSeries struct {
-	fam   *famState
-	set   *attrSet // the attributes (set.kvs), nil for none; keeps their entry in Converter.sets
-	start uint64   // committed start time (ns)
-	last  float64  // committed value (counter) or count (hist/summary)
-	gen   uint64   // scrape that last touched it
-	stale uint64   // scrape that emitted its staleness marker
+	fam *famState
+	// set is the attributes, nil for none; it keeps their entries in
+	// Converter.sets and the SharedAttrs.
+	set   *pipeline.AttrSet
+	start uint64  // committed start time (ns)
+	last  float64 // committed value (counter) or count (hist/summary)
+	gen   uint64  // scrape that last touched it
+	stale uint64  // scrape that emitted its staleness marker
 
 	// per-scrape state, reset on the first sample of each scrape
 	curStart uint64
@@ -106,12 +108,12 @@ type shapeState struct {
 	sum  *summaryBuilder
 }
 
-// attrs is the point attributes: shared, downstream must not mutate them.
+// attrs is the point attributes: a set's, downstream must not mutate them.
 func (ps *pointSeries) attrs() []*commonpb.KeyValue {
 	if ps.set == nil {
 		return nil
 	}
-	return ps.set.kvs
+	return ps.set.KeyValues()
 }
 
 // hist is this scrape's histogram builder, or nil.
@@ -194,10 +196,10 @@ type seriesEntry struct {
 }
 
 // pointKey names a point series: its family and its attributes, one
-// attrSet for equal attributes (nil for none).
+// set for equal attributes (nil for none).
 type pointKey struct {
 	fam *famState
-	set *attrSet
+	set *pipeline.AttrSet
 }
 
 // createdFor is what a B_created gauge gives a start time to: the points
@@ -271,7 +273,7 @@ type Converter struct {
 	ex      exemplar.Exemplar
 	setKey  []byte
 	pairs   []labels.Label       // a new series' attribute labels
-	attrBuf []*commonpb.KeyValue // a new attribute set, before MarkShared copies it
+	attrBuf []*commonpb.KeyValue // a new attribute set, before the set copies it
 	kvKey   []byte
 	touched []*pointSeries
 	order   []*famState
@@ -287,9 +289,16 @@ type Converter struct {
 	ms    metricSlab // this scrape's metrics
 }
 
-// NewConverter returns a Converter for target t.
-func NewConverter(t Target) *Converter {
-	return newConverter(t, newAttrSets(), newSlabPools(), newMetaLines())
+// NewConverter returns a Converter for target t whose attribute sets are
+// shared in no pipeline.SharedAttrs: the sinks encode its points afresh.
+func NewConverter(t Target) *Converter { return NewSharingConverter(t, nil) }
+
+// NewSharingConverter returns a Converter for target t that makes its
+// point attribute sets and metric metadata in shared, so that encoders
+// given shared store and reuse their encodings (pipeline.SharedAttrs), as
+// a Manager's converters do.
+func NewSharingConverter(t Target, shared *pipeline.SharedAttrs) *Converter {
+	return newConverter(t, newAttrSets(shared), newSlabPools(), newMetaLines())
 }
 
 // newConverter returns a Converter for target t that interns its point
@@ -1348,7 +1357,7 @@ func (c *Converter) resolve(p textparse.Parser, se *seriesEntry) error {
 	// series with the same attributes, attrsets.go) and is never changed,
 	// so the sinks may cache its encoding. Equal attributes are one set,
 	// so the family and the set name the point.
-	var set *attrSet
+	var set *pipeline.AttrSet
 	if len(pairs) > 0 {
 		set = c.sets.get(key, func() []*commonpb.KeyValue {
 			attrs := c.attrBuf[:0]
@@ -1499,7 +1508,7 @@ func (ms *metricSlab) metric(f *famState) *metricspb.Metric {
 		x.d.DataPoints = ms.numPoints(f.lastN)
 		x.w.Gauge, x.m.Data, m = &x.d, &x.w, &x.m
 	}
-	m.Name, m.Description, m.Unit, m.Metadata = f.name, f.help, f.unit, f.metadata
+	m.Name, m.Description, m.Unit, m.Metadata = f.name, f.help, f.unit, f.metadata.KeyValues()
 	return m
 }
 
@@ -1635,7 +1644,7 @@ var synthDecls = func() map[string]metaDecl {
 // in one point).
 func (c *Converter) synthetic(ms []*metricspb.Metric, own *[synthN]*metricspb.Metric, ts uint64, up float64, dur time.Duration, n scrapeCounts, sl *slab) []*metricspb.Metric {
 	vals := [...]float64{up, dur.Seconds(), float64(n.samples), float64(n.kept), float64(n.added)}
-	meta := c.sets.meta["gauge"]
+	meta := c.sets.meta["gauge"].KeyValues()
 	// From the scrape's arena, like the page's own metrics: they were
 	// 30 of a steady scrape's 50 allocations.
 	for i, d := range synthDefs {

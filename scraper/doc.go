@@ -100,7 +100,9 @@
 // that family's TYPE line). A known
 // series then costs a compare, a float parse and a point.
 //
-// Point attribute slices are cached and shared between scrapes
-// (pipeline.MarkShared), so the sinks keep their encodings with them:
-// downstream must not mutate point attributes in place.
+// Each series' point attributes, and each family's metadata, are a
+// pipeline.AttrSet kept between scrapes and shared by equal ones
+// (attrsets.go), made in Options.SharedAttrs so that the sinks' encoders
+// store and reuse their encodings: downstream must not mutate point
+// attributes in place.
 package scraper

@@ -17,7 +17,7 @@ import (
 func TestMetaLinesShared(t *testing.T) {
 	page := read(t, "node.txt")
 	metas := newMetaLines()
-	sets, pools := newAttrSets(), newSlabPools()
+	sets, pools := newAttrSets(nil), newSlabPools()
 	a := newConverter(fixtureTarget("node"), sets, pools, metas)
 	b := newConverter(fixtureTarget("node"), sets, pools, metas)
 	for i := range 2 {
@@ -75,7 +75,7 @@ func TestMetaLinesKeyedByFormat(t *testing.T) {
 	text := "# HELP greeting " + help + "\n# TYPE greeting gauge\ngreeting 1\n"
 	om := "# HELP greeting " + help + "\n# TYPE greeting gauge\ngreeting 1\n# EOF\n"
 	metas := newMetaLines()
-	sets, pools := newAttrSets(), newSlabPools()
+	sets, pools := newAttrSets(nil), newSlabPools()
 	ct := newConverter(fixtureTarget("t"), sets, pools, metas)
 	co := newConverter(fixtureTarget("o"), sets, pools, metas)
 	for i := range 3 {
@@ -107,7 +107,7 @@ func TestMetaLinesKeyedByFormat(t *testing.T) {
 // holds, and the table takes new ones.
 func TestMetaLinesBounded(t *testing.T) {
 	metas := newMetaLines()
-	sets, pools := newAttrSets(), newSlabPools()
+	sets, pools := newAttrSets(nil), newSlabPools()
 	kept := newConverter(fixtureTarget("kept"), sets, pools, metas)
 	page := []byte("# HELP kept_g A gauge kept.\n# TYPE kept_g gauge\nkept_g 1\n")
 	if _, err := kept.Convert(page, ctText, time.Now()); err != nil {

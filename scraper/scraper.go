@@ -70,6 +70,10 @@ type Options struct {
 	// Telemetry records each target's scrapes and counts their points as
 	// the receiver's; nil records nothing.
 	Telemetry *telemetry.Scrape
+	// SharedAttrs is where the point attribute sets and metric metadata
+	// are made, for the sinks' encoders given the same to store and reuse
+	// their encodings; nil shares none.
+	SharedAttrs *pipeline.SharedAttrs
 	// rootCAs replaces the system's roots for https targets (tests).
 	rootCAs *x509.CertPool
 }
@@ -139,10 +143,10 @@ func New(opts Options) (*Manager, error) {
 	}
 	slots := max(runtime.GOMAXPROCS(0), 1)
 	m := &Manager{opts: opts, pages: newPageGate(slots, pageWait), bodies: bodyList{keep: slots, bigTTL: 2 * len(opts.Targets)}}
-	sets := newAttrSets()      // one for all targets: equal label sets are kept once (attrsets.go)
-	pools := newSlabPools()    // one for all targets: a scrape's chunks go to the next (arena.go)
-	metas := newMetaLines()    // one for all targets: a job's targets serve the same HELP and TYPE lines
-	perJob := map[string]int{} // targets kept so far, by job
+	sets := newAttrSets(opts.SharedAttrs) // one for all targets: equal label sets are kept once (attrsets.go)
+	pools := newSlabPools()               // one for all targets: a scrape's chunks go to the next (arena.go)
+	metas := newMetaLines()               // one for all targets: a job's targets serve the same HELP and TYPE lines
+	perJob := map[string]int{}            // targets kept so far, by job
 	rounds := map[groupKey]*round{}
 	jobs := map[string]int{} // targets of each job
 	for _, t := range opts.Targets {

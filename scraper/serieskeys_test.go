@@ -96,7 +96,7 @@ func TestSeriesKeysOffWhenNothingIsShared(t *testing.T) {
 		[]byte("# TYPE a gauge\na{x=\"1\"} 1\na{x=\"2\"} 2\na{x=\"3\"} 3\n"),
 		[]byte("# TYPE b gauge\nb{x=\"1\"} 1\nb{x=\"2\"} 2\na{x=\"3\"} 3\n"),
 	}
-	sets, pools, metas, keys := newAttrSets(), newSlabPools(), newMetaLines(), newSeriesKeys()
+	sets, pools, metas, keys := newAttrSets(nil), newSlabPools(), newMetaLines(), newSeriesKeys()
 	var convs []*Converter
 	for range pages {
 		c := newConverter(fixtureTarget("j"), sets, pools, metas)
@@ -135,7 +135,7 @@ func TestSeriesKeysOffWhenNothingIsShared(t *testing.T) {
 // by the other: the table keeps going.
 func TestSeriesKeysConcurrentFirstScrapes(t *testing.T) {
 	page := read(t, "node.txt")
-	sets, pools, metas, keys := newAttrSets(), newSlabPools(), newMetaLines(), newSeriesKeys()
+	sets, pools, metas, keys := newAttrSets(nil), newSlabPools(), newMetaLines(), newSeriesKeys()
 	var wg sync.WaitGroup
 	for range 2 {
 		c := newConverter(fixtureTarget("j"), sets, pools, metas)

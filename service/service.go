@@ -90,6 +90,10 @@ type Service struct {
 	https     []*sink.HTTP
 	backfills map[string]*backfill // by file and exporter (backfill.go)
 	telemetry *telemetry.Telemetry // otelstep's own metrics
+	// sharedAttrs is where the scrapers and connectors make their series'
+	// attribute sets, and where the sinks' encoders find them to store and
+	// reuse their encodings (pipeline.SharedAttrs).
+	sharedAttrs *pipeline.SharedAttrs
 
 	health    []*http.Server
 	healthLn  []net.Listener
@@ -105,7 +109,8 @@ type Service struct {
 
 // New builds every component of cfg without starting any.
 func New(cfg *config.Config, log *slog.Logger) (*Service, error) {
-	s := &Service{cfg: cfg, log: log, started: time.Now(), plan: defaultStopPlan, connectors: map[string]*spanmetrics.Connector{}}
+	s := &Service{cfg: cfg, log: log, started: time.Now(), plan: defaultStopPlan, connectors: map[string]*spanmetrics.Connector{},
+		sharedAttrs: pipeline.NewSharedAttrs()}
 	tel, err := telemetry.New(cfg.Service.Telemetry, telemetry.Options{Logger: log, Start: s.started})
 	if err != nil {
 		return nil, fmt.Errorf("service.telemetry.metrics: %w", err)
@@ -126,7 +131,8 @@ func New(cfg *config.Config, log *slog.Logger) (*Service, error) {
 			return sk, nil
 		}
 		if f, ok := cfg.Files[id]; ok {
-			fs, err := sink.NewFile(sink.FileOptions{Name: id, Path: f.Path, Signal: fileSignal[id], Logger: log.With("sink", id), Telemetry: s.telemetry.Sink(id)})
+			fs, err := sink.NewFile(sink.FileOptions{Name: id, Path: f.Path, Signal: fileSignal[id], Logger: log.With("sink", id), Telemetry: s.telemetry.Sink(id),
+				SharedAttrs: s.sharedAttrs})
 			if err != nil {
 				return nil, fmt.Errorf("exporter %s: %w", id, err)
 			}
@@ -138,6 +144,7 @@ func New(cfg *config.Config, log *slog.Logger) (*Service, error) {
 		o := httpOptions(id, e, log)
 		o.Telemetry = s.telemetry.Sink(id)
 		o.Secrets = cfg.Secrets
+		o.SharedAttrs = s.sharedAttrs
 		hs, err := sink.NewHTTP(o)
 		if err != nil {
 			return nil, fmt.Errorf("exporter %s: %w", id, err)
@@ -262,7 +269,8 @@ func New(cfg *config.Config, log *slog.Logger) (*Service, error) {
 		if next == nil {
 			continue // defined but in no pipeline: the collector does not start it either
 		}
-		m, err := scraper.New(scraper.Options{Targets: targets, Next: next, Logger: log.With("receiver", id), Telemetry: s.telemetry.Scrape(id)})
+		m, err := scraper.New(scraper.Options{Targets: targets, Next: next, Logger: log.With("receiver", id), Telemetry: s.telemetry.Scrape(id),
+			SharedAttrs: s.sharedAttrs})
 		if err != nil {
 			return nil, fmt.Errorf("receiver %s: %w", id, err)
 		}
@@ -318,7 +326,7 @@ func (s *Service) connector(cn *config.Connector, heads map[pipeline.Signal][]pi
 	}
 	c, err := spanmetrics.New(cn.ID, spanmetrics.Config{
 		Buckets: sm.Buckets, Dimensions: dims, FlushInterval: sm.FlushInterval, Namespace: sm.Namespace,
-		Unit: sm.Unit, Delta: sm.Delta, CacheSize: sm.CacheSize,
+		Unit: sm.Unit, Delta: sm.Delta, CacheSize: sm.CacheSize, SharedAttrs: s.sharedAttrs,
 	}, next, log.With("connector", cn.ID))
 	if err != nil {
 		return nil, fmt.Errorf("connector %s: %w", cn.ID, err)

@@ -10,9 +10,11 @@ import (
 	"net/http/httptest"
 	"os"
 	"path/filepath"
+	"runtime"
 	"testing"
 	"time"
 
+	"github.com/otelstep/otelstep/internal/otlptest"
 	"github.com/otelstep/otelstep/otlpwire"
 	"github.com/otelstep/otelstep/pipeline"
 	collogspb "go.opentelemetry.io/proto/otlp/collector/logs/v1"
@@ -40,19 +42,24 @@ func bench1000() *pipeline.Batch {
 	return b
 }
 
-func BenchmarkFileSink(b *testing.B) { benchFileSink(b, bench1000()) }
+func BenchmarkFileSink(b *testing.B) { benchFileSink(b, bench1000(), nil) }
 
 // BenchmarkFileSinkShared is BenchmarkFileSink with the point attributes
-// marked shared, as the scraper sends them: the steady state, with their
-// JSON encodings stored.
-func BenchmarkFileSinkShared(b *testing.B) { benchFileSink(b, sharedBench1000()) }
+// shared sets' slices, as the scraper sends them: the steady state, with
+// their JSON stored.
+func BenchmarkFileSinkShared(b *testing.B) {
+	shared := pipeline.NewSharedAttrs()
+	batch, sets := sharedBench1000(shared)
+	benchFileSink(b, batch, shared)
+	runtime.KeepAlive(sets)
+}
 
-func benchFileSink(b *testing.B, batch *pipeline.Batch) {
+func benchFileSink(b *testing.B, batch *pipeline.Batch, shared *pipeline.SharedAttrs) {
 	if batch.Items() != 1000 {
 		b.Fatal(batch.Items())
 	}
 	path := filepath.Join(b.TempDir(), "bench.jsonl")
-	f, err := NewFile(FileOptions{Path: path, Signal: pipeline.Metrics})
+	f, err := NewFile(FileOptions{Path: path, Signal: pipeline.Metrics, SharedAttrs: shared})
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -115,23 +122,29 @@ func BenchmarkEncodeRequestGzip(b *testing.B) {
 // JSONL file and the OTLP/HTTP exporter posting to a loopback backend that
 // reads and discards. Each op is one 1000-point batch, through to both
 // sinks' bytes (Shutdown waits for the last).
-func BenchmarkFanout(b *testing.B) { benchFanout(b, bench1000()) }
+func BenchmarkFanout(b *testing.B) { benchFanout(b, bench1000(), nil) }
 
-// BenchmarkFanoutShared is BenchmarkFanout with the point attributes marked
-// shared, as the scraper sends them (both sinks' caches in steady state).
-func BenchmarkFanoutShared(b *testing.B) { benchFanout(b, sharedBench1000()) }
+// BenchmarkFanoutShared is BenchmarkFanout with the point attributes
+// shared sets' slices, as the scraper sends them (both sinks' stored
+// encodings in steady state).
+func BenchmarkFanoutShared(b *testing.B) {
+	shared := pipeline.NewSharedAttrs()
+	batch, sets := sharedBench1000(shared)
+	benchFanout(b, batch, shared)
+	runtime.KeepAlive(sets)
+}
 
-func benchFanout(b *testing.B, batch *pipeline.Batch) {
+func benchFanout(b *testing.B, batch *pipeline.Batch, shared *pipeline.SharedAttrs) {
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		_, _ = io.Copy(io.Discard, r.Body)
 	}))
 	defer srv.Close()
-	file, err := NewFile(FileOptions{Path: filepath.Join(b.TempDir(), "m.jsonl"), Signal: pipeline.Metrics, QueueSize: 64})
+	file, err := NewFile(FileOptions{Path: filepath.Join(b.TempDir(), "m.jsonl"), Signal: pipeline.Metrics, QueueSize: 64, SharedAttrs: shared})
 	if err != nil {
 		b.Fatal(err)
 	}
 	web, err := NewHTTP(HTTPOptions{Name: "otlp_http/bench", Endpoint: srv.URL, QueueSize: 4096,
-		Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
+		Logger: slog.New(slog.NewTextHandler(io.Discard, nil)), SharedAttrs: shared})
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -226,20 +239,12 @@ func benchReceived(b *testing.B, sig pipeline.Signal, body []byte, items int) {
 	b.ReportMetric(float64(items)*float64(b.N)/b.Elapsed().Seconds(), "items/s")
 }
 
-// sharedBench1000 is bench1000 with every point's attributes marked shared,
-// as the scraper will send them.
-func sharedBench1000() *pipeline.Batch {
+// sharedBench1000 is bench1000 with every point's attributes a set's
+// slice, shared in shared, as the scraper sends them, and the sets, which
+// the caller holds while it wants them found.
+func sharedBench1000(shared *pipeline.SharedAttrs) (*pipeline.Batch, []*pipeline.AttrSet) {
 	batch := bench1000()
-	for _, rm := range batch.Metrics {
-		for _, sm := range rm.ScopeMetrics {
-			for _, m := range sm.Metrics {
-				for _, p := range m.GetGauge().GetDataPoints() {
-					p.Attributes = pipeline.MarkShared(p.Attributes)
-				}
-			}
-		}
-	}
-	return batch
+	return batch, otlptest.ShareAll(shared, batch.Metrics)
 }
 
 // tracesProto is rss as OTLP messages.

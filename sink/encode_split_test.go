@@ -10,6 +10,7 @@ import (
 	"net/http/httptest"
 	"os"
 	"path/filepath"
+	"runtime"
 	"sync"
 	"testing"
 
@@ -252,8 +253,9 @@ func TestLogsEncoderForwardsReceivedRecords(t *testing.T) {
 	}
 }
 
-// Through the HTTP sink (two workers, each with its own cache) and the file
-// sink, shared batches arrive intact. Run with -race.
+// Through the HTTP sink (two workers, each with its own encoder) and the
+// file sink, batches of shared sets arrive intact, and both sinks stored
+// their encodings with the sets. Run with -race.
 func TestSinksSharedBatches(t *testing.T) {
 	var mu sync.Mutex
 	var got []*colmetricspb.ExportMetricsServiceRequest
@@ -274,19 +276,19 @@ func TestSinksSharedBatches(t *testing.T) {
 	}))
 	defer srv.Close()
 	lg, _ := testLogger()
-	web, err := NewHTTP(HTTPOptions{Endpoint: srv.URL, Logger: lg})
+	sim := otlptest.NewScrapeSim(30, nil)
+	web, err := NewHTTP(HTTPOptions{Endpoint: srv.URL, Logger: lg, SharedAttrs: sim.Shared})
 	if err != nil {
 		t.Fatal(err)
 	}
 	path := filepath.Join(t.TempDir(), "m.jsonl")
-	file, err := NewFile(FileOptions{Path: path, Signal: pipeline.Metrics, Logger: lg})
+	file, err := NewFile(FileOptions{Path: path, Signal: pipeline.Metrics, Logger: lg, SharedAttrs: sim.Shared})
 	if err != nil {
 		t.Fatal(err)
 	}
 	_ = web.Start(context.Background())
 	_ = file.Start(context.Background())
 	fan := NewFanout(file, web)
-	sim := otlptest.NewScrapeSim(30)
 	var sent [][]*metricspb.ResourceMetrics
 	for n := range 12 {
 		rms := sim.Batch(n)
@@ -325,16 +327,25 @@ func TestSinksSharedBatches(t *testing.T) {
 			t.Errorf("batch %d: file line differs from otlpwire.AppendMetrics", n)
 		}
 	}
+	for i, a := range sim.Gauge {
+		if set := sim.Shared.Find(a); set == nil || set.JSON() == nil || set.Proto(7) == nil {
+			t.Fatalf("gauge series %d: the sinks stored no encodings with its set", i)
+		}
+	}
 }
 
 // BenchmarkEncodeRequestGzipShared is BenchmarkEncodeRequestGzip (protobuf
 // then gzip level 1) on shared attributes, with a worker's encoder.
 func BenchmarkEncodeRequestGzipShared(b *testing.B) {
-	batch := sharedBench1000()
+	shared := pipeline.NewSharedAttrs()
+	batch, sets := sharedBench1000(shared)
+	defer runtime.KeepAlive(sets)
+	cached := new(requestEncoder)
+	cached.enc.Shared = shared
 	for _, c := range []struct {
 		name string
 		re   *requestEncoder
-	}{{"cached", new(requestEncoder)}} {
+	}{{"cached", cached}} {
 		b.Run(c.name, func(b *testing.B) {
 			var out bytes.Buffer
 			b.ReportAllocs()

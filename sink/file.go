@@ -31,6 +31,10 @@ type FileOptions struct {
 	// Telemetry records the items written, the bytes written and the
 	// queue's length; nil records nothing.
 	Telemetry *telemetry.Sink
+	// SharedAttrs finds the producers' attribute sets whose OTLP/JSON the
+	// sink stores and reuses (otlpwire.MetricsEncoder.Shared); nil encodes
+	// every point afresh.
+	SharedAttrs *pipeline.SharedAttrs
 }
 
 const (
@@ -86,7 +90,7 @@ type File struct {
 	// lately between two write-outs (write): a metrics resource bigger than
 	// the buffer is written out while it is encoded (flushMidResource).
 	maxRes int
-	// metricsEnc reuses the JSON of shared point attributes, and writes
+	// metricsEnc reuses the JSON stored with attribute sets, and writes
 	// out a metrics resource bigger than the buffer while encoding it
 	// (flushMidResource).
 	metricsEnc otlpwire.MetricsEncoder
@@ -208,6 +212,7 @@ func newFile(o FileOptions, w io.Writer) *File {
 	s.writable = make(chan struct{})
 	close(s.writable)
 	s.metricsEnc.Flush = s.flushMidResource
+	s.metricsEnc.Shared = o.SharedAttrs
 	s.tel = o.Telemetry
 	s.unobserve = s.tel.ObserveQueue(func() int { return len(s.q) }, o.QueueSize)
 	return s

@@ -66,6 +66,10 @@ type HTTPOptions struct {
 	// Telemetry records what the sink sends, fails, drops and retries,
 	// each request's duration and the queue's length; nil records nothing.
 	Telemetry *telemetry.Sink
+	// SharedAttrs finds the producers' attribute sets whose protobuf
+	// encodings the sink stores and reuses (otlpwire.ProtoEncoder.Shared);
+	// nil encodes every point afresh.
+	SharedAttrs *pipeline.SharedAttrs
 }
 
 // HTTPStats counts what the HTTP sink did. Failed and Dropped count batches.
@@ -369,6 +373,7 @@ func (h *HTTP) encode(b *pipeline.Batch, items int) *body {
 	bd.sig, bd.items = sig, items
 	h.encSem <- struct{}{}
 	re := h.encoders.get()
+	re.enc.Shared = h.o.SharedAttrs
 	err := re.encode(b, h.gzip, &bd.buf)
 	h.encoders.put(re)
 	<-h.encSem

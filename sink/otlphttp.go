@@ -27,10 +27,9 @@ import (
 // the POST, and the classification of the answer per the OTLP/HTTP spec.
 
 // EncodeRequest marshals b's export request as protobuf into out (which it
-// resets), gzipped when gz is set. It is what replay sends; the HTTP sink
-// workers use their own requestEncoder. Shared point attributes are encoded
-// once per series whichever encoder meets them (pipeline.Encoded), so
-// pooled encoders serve as well as the workers' own.
+// resets), gzipped when gz is set. It is what replay sends (decoded from
+// files: no point's attributes are a producer's set, so it uses none); the
+// HTTP sink uses its own requestEncoders.
 func EncodeRequest(b *pipeline.Batch, gz bool, out *bytes.Buffer) error {
 	re := requestEncPool.Get().(*requestEncoder)
 	defer requestEncPool.Put(re)

@@ -66,7 +66,8 @@
 // still owns the batch). Spans may be Span messages, records kept as
 // received (pipeline.Records, read with otlpwire.ScanSpan), or both. A batch a flush sends downstream is
 // the callee's once Consume returns nil; its data point attribute slices
-// are shared between flushes (pipeline.MarkShared) and must not be changed,
+// are each series' pipeline.AttrSet's, sent again at every flush (made in
+// Config.SharedAttrs for the sinks' encoders) and must not be changed;
 // everything else in it is new each flush.
 //
 // Enqueue never blocks (beyond a mutex held while a flush gathers its

@@ -36,6 +36,10 @@ type Config struct {
 	Unit          string        // histogram.unit: "ms" (default) or "s"
 	Delta         bool          // aggregation_temporality AGGREGATION_TEMPORALITY_DELTA; default cumulative
 	CacheSize     int           // dimensions_cache_size, the bound on series; 0 = collector's default (1000)
+	// SharedAttrs, not from the collector's config, is where the series'
+	// point attribute sets are made, for the sinks' encoders given the
+	// same to store and reuse their encodings; nil shares none.
+	SharedAttrs *pipeline.SharedAttrs
 }
 
 // The collector's defaults.
@@ -94,14 +98,15 @@ type Connector struct {
 	interval  time.Duration
 	delta     bool
 	maxSeries int
-	div       float64   // nanoseconds per histogram unit
-	bounds    []float64 // shared read-only by every histogram point sent
+	shared    *pipeline.SharedAttrs // where series' attribute sets are made
+	div       float64               // nanoseconds per histogram unit
+	bounds    []float64             // shared read-only by every histogram point sent
 	callsName string
 	durName   string
 	unit      string
 	dims      []dim
 	// Data point attributes every series of a kind (code) shares:
-	// attributes are never changed once sent (pipeline.MarkShared).
+	// attributes are never changed once sent (pipeline.AttrSet).
 	kindKVs    [len(kindNames)]*commonpb.KeyValue
 	codeKVs    [len(codeNames)]*commonpb.KeyValue
 	instanceKV *commonpb.KeyValue
@@ -165,9 +170,9 @@ type resourceDim struct {
 // series is the counts of one series. count is both the calls and the
 // histogram's count, so the two always agree.
 type series struct {
-	key    string               // its series key, in resource.series
-	attrs  []*commonpb.KeyValue // shared by every point sent (MarkShared)
-	start  uint64               // start time of the next point sent
+	key    string            // its series key, in resource.series
+	attrs  *pipeline.AttrSet // its point attributes, sent with every point
+	start  uint64            // start time of the next point sent
 	count  uint64
 	sum    float64
 	counts []uint64 // per bucket, the overflow bucket last
@@ -190,6 +195,7 @@ func New(name string, cfg Config, next pipeline.Consumer, log *slog.Logger) (*Co
 		interval:  cfg.FlushInterval,
 		delta:     cfg.Delta,
 		maxSeries: cfg.CacheSize,
+		shared:    cfg.SharedAttrs,
 		resources: make(map[string]*resource),
 	}
 	if c.interval == 0 {
@@ -518,7 +524,7 @@ func (c *Connector) newSeries(r *resource, sf *spanFields, now uint64) *series {
 		}
 	}
 	return &series{
-		attrs:  pipeline.MarkShared(attrs),
+		attrs:  c.shared.Share(attrs),
 		start:  now,
 		counts: make([]uint64, len(c.bounds)+1),
 	}
@@ -618,11 +624,11 @@ func (c *Connector) build(now uint64) (*pipeline.Batch, []*series, []metricspb.H
 			i := len(sent)
 			sent = append(sent, s)
 			nvals[i].AsInt = int64(s.count)
-			nps[i] = metricspb.NumberDataPoint{Attributes: s.attrs, StartTimeUnixNano: s.start, TimeUnixNano: now, Value: &nvals[i]}
+			nps[i] = metricspb.NumberDataPoint{Attributes: s.attrs.KeyValues(), StartTimeUnixNano: s.start, TimeUnixNano: now, Value: &nvals[i]}
 			sums[i] = s.sum
 			bc := cnts[i*len(s.counts) : (i+1)*len(s.counts) : (i+1)*len(s.counts)]
 			copy(bc, s.counts)
-			hps[i] = metricspb.HistogramDataPoint{Attributes: s.attrs, StartTimeUnixNano: s.start, TimeUnixNano: now,
+			hps[i] = metricspb.HistogramDataPoint{Attributes: s.attrs.KeyValues(), StartTimeUnixNano: s.start, TimeUnixNano: now,
 				Count: s.count, Sum: &sums[i], BucketCounts: bc, ExplicitBounds: c.bounds}
 			if c.delta {
 				s.start, s.count, s.sum = now, 0, 0

@@ -818,3 +818,53 @@ func TestHistogramBounds(t *testing.T) {
 		t.Fatalf("buckets %v sum %v, want [2 2 1] %v", p.dur.BucketCounts, p.dur.GetSum(), sum)
 	}
 }
+
+// A series' point attributes are one set for its life, made in the
+// SharedAttrs the connector is given: the calls (field 7) and duration
+// (field 9) points of every flush carry its slice, the sinks' encoders
+// store both encodings with it at the first flush and write them at the
+// next, with the bytes of encoders without the sets.
+func TestSeriesAttributesShared(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		shared := pipeline.NewSharedAttrs()
+		rec := &recorder{}
+		c := newConnector(t, Config{FlushInterval: 10 * time.Second, SharedAttrs: shared}, rec)
+		ctx := context.Background()
+		defer c.Shutdown(ctx)
+		_ = c.Start(ctx)
+		_ = c.Enqueue(ctx, tracesBatch(svc("a"), span("x", server, unset, 3*time.Millisecond), span("y", client, errCode, time.Second)))
+		time.Sleep(10 * time.Second)
+		synctest.Wait()
+		_ = c.Enqueue(ctx, tracesBatch(svc("a"), span("x", server, unset, 5*time.Millisecond)))
+		time.Sleep(10 * time.Second)
+		synctest.Wait()
+		bs := rec.got()
+		if len(bs) != 2 {
+			t.Fatalf("%d flushes", len(bs))
+		}
+		je, pe := otlpwire.MetricsEncoder{Shared: shared}, otlpwire.ProtoEncoder{Shared: shared}
+		var plain otlpwire.ProtoEncoder
+		sets := map[*pipeline.AttrEncodings]bool{}
+		for i, b := range bs {
+			for k, p := range points(t, b, c) {
+				set := shared.Find(p.calls.Attributes)
+				if set == nil || shared.Find(p.dur.Attributes) != set {
+					t.Fatalf("flush %d, %s: the calls' and duration's attributes are not one set", i, k)
+				}
+				sets[set] = true
+				if stored := set.JSON() != nil && set.Proto(7) != nil && set.Proto(9) != nil; stored != (i > 0) {
+					t.Errorf("flush %d, %s: encodings stored %v before the flush is encoded", i, k, stored)
+				}
+			}
+			if !bytes.Equal(je.AppendMetrics(nil, b.Metrics), otlpwire.AppendMetrics(nil, b.Metrics)) {
+				t.Errorf("flush %d: OTLP/JSON with the sets differs from without", i)
+			}
+			if !bytes.Equal(pe.AppendMetricsRequest(nil, b.Metrics), plain.AppendMetricsRequest(nil, b.Metrics)) {
+				t.Errorf("flush %d: protobuf with the sets differs from without", i)
+			}
+		}
+		if len(sets) != 2 {
+			t.Errorf("%d sets for two series over two flushes", len(sets))
+		}
+	})
+}

@@ -67,21 +67,43 @@ func BenchSpans(n int) []*tracepb.ResourceSpans {
 	return []*tracepb.ResourceSpans{{Resource: &resourcepb.Resource{}, ScopeSpans: []*tracepb.ScopeSpans{{Spans: spans}}}}
 }
 
-// ScrapeSim builds batches the way the scraper does: each series keeps one
-// marked attribute slice for its whole life and gets a new value every
-// scrape; a series dies, one appears, and some points carry fresh, unmarked
-// attributes.
+// ScrapeSim builds batches the way the scraper does: each series' point
+// attributes are a set shared in Shared, held for the series' whole life,
+// and every scrape sends the set's slice with a new value; a series dies,
+// one appears, and some points carry fresh attributes that are no set's.
 type ScrapeSim struct {
-	// Each series' attributes, marked shared, by point kind; the last
-	// Summ entry is a suffix of a gauge series' (not shared) and the last
-	// Hist entry a gauge series' slice under a second kind.
+	// Shared finds the sets: what the sinks' encoders are given.
+	Shared *pipeline.SharedAttrs
+	// Each series' attributes, a set's slice, by point kind; the last Summ
+	// entry is a suffix of a gauge series' (no set's) and the last Hist
+	// entry a gauge series' slice under a second kind.
 	Gauge, Hist, Summ, Exp [][]*commonpb.KeyValue
-	ExemplarAttrs          []*commonpb.KeyValue
+	// ExemplarAttrs, and each batch's resource and scope attributes, are
+	// sets' slices too, where no encoder looks for one.
+	ExemplarAttrs []*commonpb.KeyValue
+	// Meta is the metadata of metric "meta", a set's slice as a scraped
+	// family's.
+	Meta []*commonpb.KeyValue
+	// Sets holds every set made, as the scraper's series hold theirs.
+	Sets []*pipeline.AttrSet
 }
 
-// NewScrapeSim makes the series of a target of the given size.
-func NewScrapeSim(series int) *ScrapeSim {
-	s := &ScrapeSim{ExemplarAttrs: pipeline.MarkShared([]*commonpb.KeyValue{str("trace", "x")})}
+// share makes a set of kvs and keeps it.
+func (s *ScrapeSim) share(kvs ...*commonpb.KeyValue) []*commonpb.KeyValue {
+	a := s.Shared.Share(kvs)
+	s.Sets = append(s.Sets, a)
+	return a.KeyValues()
+}
+
+// NewScrapeSim makes the series of a target of the given size, their sets
+// shared in shared (nil: in a table of their own).
+func NewScrapeSim(series int, shared *pipeline.SharedAttrs) *ScrapeSim {
+	if shared == nil {
+		shared = pipeline.NewSharedAttrs()
+	}
+	s := &ScrapeSim{Shared: shared}
+	s.ExemplarAttrs = s.share(str("trace", "x"))
+	s.Meta = s.share(str("prometheus.type", "gauge"))
 	odd := []*commonpb.KeyValue{
 		{Key: "i", Value: &commonpb.AnyValue{Value: &commonpb.AnyValue_IntValue{IntValue: -3}}},
 		{Key: "b", Value: &commonpb.AnyValue{Value: &commonpb.AnyValue_BoolValue{}}},
@@ -95,12 +117,12 @@ func NewScrapeSim(series int) *ScrapeSim {
 		if i%7 == 0 {
 			attrs = append(attrs, odd...)
 		}
-		s.Gauge = append(s.Gauge, pipeline.MarkShared(attrs))
-		s.Hist = append(s.Hist, pipeline.MarkShared([]*commonpb.KeyValue{str("h", fmt.Sprint(i)), str("job", "j")}))
-		s.Summ = append(s.Summ, pipeline.MarkShared([]*commonpb.KeyValue{str("q", fmt.Sprint(i))}))
-		s.Exp = append(s.Exp, pipeline.MarkShared([]*commonpb.KeyValue{str("e", fmt.Sprint(i))}))
+		s.Gauge = append(s.Gauge, s.share(attrs...))
+		s.Hist = append(s.Hist, s.share(str("h", fmt.Sprint(i)), str("job", "j")))
+		s.Summ = append(s.Summ, s.share(str("q", fmt.Sprint(i))))
+		s.Exp = append(s.Exp, s.share(str("e", fmt.Sprint(i))))
 	}
-	s.Summ = append(s.Summ, s.Gauge[1][1:]) // a suffix: not shared
+	s.Summ = append(s.Summ, s.Gauge[1][1:]) // a suffix: no set's
 	s.Hist = append(s.Hist, s.Gauge[2])     // field 9 here, 7 in the gauge
 	return s
 }
@@ -111,7 +133,7 @@ var values = []float64{math.NaN(), math.Inf(1), math.Inf(-1), math.Copysign(0, -
 // gauge series is replaced by a new one).
 func (s *ScrapeSim) Batch(n int) []*metricspb.ResourceMetrics {
 	if n == 2 {
-		s.Gauge[len(s.Gauge)-1] = pipeline.MarkShared([]*commonpb.KeyValue{str("cpu", "new")})
+		s.Gauge[len(s.Gauge)-1] = s.share(str("cpu", "new"))
 	}
 	ts := uint64(1700000000000000000 + n*15e9)
 	var gauge, sum []*metricspb.NumberDataPoint
@@ -149,17 +171,68 @@ func (s *ScrapeSim) Batch(n int) []*metricspb.ResourceMetrics {
 			Positive: &metricspb.ExponentialHistogramDataPoint_Buckets{Offset: -1, BucketCounts: []uint64{uint64(n)}}})
 	}
 	return []*metricspb.ResourceMetrics{{
-		Resource: &resourcepb.Resource{Attributes: pipeline.MarkShared([]*commonpb.KeyValue{str("service.name", "s"), str("Authorization", "Bearer t0k")})},
+		Resource: &resourcepb.Resource{Attributes: s.share(str("service.name", "s"), str("Authorization", "Bearer t0k"))},
 		ScopeMetrics: []*metricspb.ScopeMetrics{{
-			Scope: &commonpb.InstrumentationScope{Name: "otelstep", Attributes: pipeline.MarkShared([]*commonpb.KeyValue{str("scope", "attr")})},
+			Scope: &commonpb.InstrumentationScope{Name: "otelstep", Attributes: s.share(str("scope", "attr"))},
 			Metrics: []*metricspb.Metric{
 				{Name: "g", Unit: "1", Data: &metricspb.Metric_Gauge{Gauge: &metricspb.Gauge{DataPoints: gauge}}},
 				{Name: "c_total", Data: &metricspb.Metric_Sum{Sum: &metricspb.Sum{DataPoints: sum, AggregationTemporality: 2, IsMonotonic: true}}},
 				{Name: "h", Data: &metricspb.Metric_Histogram{Histogram: &metricspb.Histogram{DataPoints: hist, AggregationTemporality: 2}}},
 				{Name: "s", Data: &metricspb.Metric_Summary{Summary: &metricspb.Summary{DataPoints: summ}}},
 				{Name: "e", Data: &metricspb.Metric_ExponentialHistogram{ExponentialHistogram: &metricspb.ExponentialHistogram{DataPoints: exp}}},
-				{Name: "meta", Metadata: pipeline.MarkShared([]*commonpb.KeyValue{str("prometheus.type", "gauge")})},
+				{Name: "meta", Metadata: s.Meta},
 			},
 		}},
 	}}
+}
+
+// ShareAll makes every data point's attributes and every metric's metadata
+// in rms a set's slice, shared in shared, as the scraper sends them (equal
+// contents, new slices), and returns the sets: the caller holds them for
+// as long as it wants them found.
+func ShareAll(shared *pipeline.SharedAttrs, rms []*metricspb.ResourceMetrics) []*pipeline.AttrSet {
+	var sets []*pipeline.AttrSet
+	share := func(kvs *[]*commonpb.KeyValue) {
+		if len(*kvs) > 0 {
+			a := shared.Share(*kvs)
+			sets = append(sets, a)
+			*kvs = a.KeyValues()
+		}
+	}
+	for _, rm := range rms {
+		for _, sm := range rm.GetScopeMetrics() {
+			for _, m := range sm.GetMetrics() {
+				if m == nil {
+					continue
+				}
+				share(&m.Metadata)
+				for _, p := range m.GetGauge().GetDataPoints() {
+					if p != nil {
+						share(&p.Attributes)
+					}
+				}
+				for _, p := range m.GetSum().GetDataPoints() {
+					if p != nil {
+						share(&p.Attributes)
+					}
+				}
+				for _, p := range m.GetHistogram().GetDataPoints() {
+					if p != nil {
+						share(&p.Attributes)
+					}
+				}
+				for _, p := range m.GetExponentialHistogram().GetDataPoints() {
+					if p != nil {
+						share(&p.Attributes)
+					}
+				}
+				for _, p := range m.GetSummary().GetDataPoints() {
+					if p != nil {
+						share(&p.Attributes)
+					}
+				}
+			}
+		}
+	}
+	return sets
 }

@@ -1,6 +1,9 @@
 // Package otlpwire is otelstep's codec for the OTLP wire formats: protobuf
 // and OTLP/JSON, in both directions, for every signal (metrics, traces,
-// logs). Nothing else in otelstep reads or writes OTLP bytes.
+// logs). Every OTLP export request otelstep's receivers, sinks and replay
+// read or write is decoded or encoded here; outside it, only
+// pipeline.Records walks the framing of the spans and log records kept as
+// received.
 //
 //   - Protobuf decoding (proto_decode*.go): UnmarshalRequest and
 //     UnmarshalOwnedRequest turn an export request body into a
@@ -10,6 +13,10 @@
 //     LogRecordDecoder decode them one at a time; ScanSpan and ScanValue
 //     (span_scan.go) read a span record's name, kind, times, status code
 //     and chosen attributes without decoding it.
+//   - Both decoders decode the request, resource and scope messages, which
+//     have one shape in every signal, once for all three
+//     (proto_decode_envelope.go, json_decode_envelope.go); the per-signal
+//     files decode what differs, the metrics, spans and log records.
 //   - Protobuf encoding (proto_encode*.go): ProtoEncoder appends an
 //     export request of any signal to a caller-owned buffer.
 //   - OTLP/JSON decoding (json_decode*.go, json_scan.go): DecodeMetrics,

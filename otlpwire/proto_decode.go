@@ -46,8 +46,11 @@ import (
 // Semantics: for any input proto.Unmarshal (DiscardUnknown) accepts, the
 // result is proto.Equal to its result, with three deliberate differences:
 //   - unknown fields are skipped (validated as proto.Unmarshal does, but
-//     not kept: our encoders never write any, and an OTLP receiver has no
-//     use for them); so compare with proto.UnmarshalOptions{DiscardUnknown: true};
+//     not kept: an OTLP receiver has no use for them); so compare with
+//     proto.UnmarshalOptions{DiscardUnknown: true}. Those inside a span or
+//     log record kept as its record stay in the record's bytes, and the
+//     protobuf encoder, which copies records, writes them (the OTLP/JSON
+//     encoder does not);
 //   - a known field with an unexpected wire type is an error (proto.Unmarshal
 //     keeps it as an unknown field; gogo-style generated decoders, the
 //     Collector's pdata among them, reject it). decoder.lenient restores

@@ -1,8 +1,9 @@
 // Package pipeline holds the few types every stage shares: the signal kinds,
 // the batch that flows from receivers (scraper, otlpin) through processors
 // (resource) to the sinks, with the spans and log records it carries as
-// received (items.go) and the leases on its memory (lease.go), and the
-// Consumer interface that links the stages.
+// received (items.go) and the leases on its memory (lease.go), the
+// Consumer interface that links the stages, and the series' attribute sets
+// whose encodings the sinks store (attrset.go: AttrSet, SharedAttrs).
 //
 // Data flows one way: a receiver calls Consume on the first processor, which
 // calls Consume on the next, and the last one is the sink fan-out. A batch is

@@ -3,6 +3,7 @@ package otlpin
 import (
 	"testing"
 
+	"github.com/otelstep/otelstep/internal/otlptest"
 	"github.com/otelstep/otelstep/otlpwire"
 	"github.com/otelstep/otelstep/pipeline"
 	collogspb "go.opentelemetry.io/proto/otlp/collector/logs/v1"
@@ -86,7 +87,7 @@ func TestDropEmpty(t *testing.T) {
 		}
 		for _, b := range []*pipeline.Batch{decoded, built} {
 			dropEmpty(b)
-			if got := requestOf(b); !proto.Equal(got, c.want) {
+			if got := otlptest.RequestOf(b); !proto.Equal(got, c.want) {
 				t.Errorf("%v: got %v\nwant %v", c.sig, got, c.want)
 			}
 			if b.Items() != c.wantItems {
@@ -116,26 +117,6 @@ func TestDropEmptyAllOrNothing(t *testing.T) {
 	if len(b.Logs) != 1 || &b.Logs[0] != &full[0] || &b.Logs[0].ScopeLogs[0] != &scopes[0] {
 		t.Errorf("a batch with nothing empty changed: %v", b.Logs)
 	}
-}
-
-// requestOf is the export request holding b's data.
-func requestOf(b *pipeline.Batch) proto.Message {
-	switch b.Signal {
-	case pipeline.Traces:
-		// Received spans are kept as records: as messages to compare.
-		rss, err := pipeline.TracesProto(b.Traces)
-		if err != nil {
-			panic(err) // the decoder checked every record
-		}
-		return &coltracepb.ExportTraceServiceRequest{ResourceSpans: rss}
-	case pipeline.Logs:
-		rls, err := pipeline.LogsProto(b.Logs)
-		if err != nil {
-			panic(err)
-		}
-		return &collogspb.ExportLogsServiceRequest{ResourceLogs: rls}
-	}
-	return &colmetricspb.ExportMetricsServiceRequest{ResourceMetrics: b.Metrics}
 }
 
 func marshal(m proto.Message) []byte {

@@ -11,6 +11,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/otelstep/otelstep/internal/otlptest"
 	"github.com/otelstep/otelstep/otlpwire"
 	"github.com/otelstep/otelstep/pipeline"
 	collogspb "go.opentelemetry.io/proto/otlp/collector/logs/v1"
@@ -38,26 +39,6 @@ func newRequest(s pipeline.Signal) proto.Message {
 		return &collogspb.ExportLogsServiceRequest{}
 	}
 	return &colmetricspb.ExportMetricsServiceRequest{}
-}
-
-// requestOf is the export request holding b's data.
-func requestOf(b *pipeline.Batch) proto.Message {
-	switch b.Signal {
-	case pipeline.Traces:
-		// Received spans are kept as records: as messages to compare.
-		rss, err := pipeline.TracesProto(b.Traces)
-		if err != nil {
-			panic(err) // the decoder checked every record
-		}
-		return &coltracepb.ExportTraceServiceRequest{ResourceSpans: rss}
-	case pipeline.Logs:
-		rls, err := pipeline.LogsProto(b.Logs)
-		if err != nil {
-			panic(err)
-		}
-		return &collogspb.ExportLogsServiceRequest{ResourceLogs: rls}
-	}
-	return &colmetricspb.ExportMetricsServiceRequest{ResourceMetrics: b.Metrics}
 }
 
 // reference decodes data with proto.Unmarshal, dropping unknown fields as
@@ -131,8 +112,8 @@ func compare(t testing.TB, s pipeline.Signal, data []byte) error {
 	if (lerr == nil) != (werr == nil) {
 		t.Fatalf("lenient decoder: error %v, proto.Unmarshal: error %v\ninput %x", lerr, werr, data)
 	}
-	if werr == nil && !proto.Equal(requestOf(lax), want) {
-		t.Fatalf("lenient decoder and proto.Unmarshal differ\ninput %x\ngot  %v\nwant %v", data, requestOf(lax), want)
+	if werr == nil && !proto.Equal(otlptest.RequestOf(lax), want) {
+		t.Fatalf("lenient decoder and proto.Unmarshal differ\ninput %x\ngot  %v\nwant %v", data, otlptest.RequestOf(lax), want)
 	}
 	got, gerr := otlpwire.UnmarshalRequest(s, data)
 	switch {
@@ -140,8 +121,8 @@ func compare(t testing.TB, s pipeline.Signal, data []byte) error {
 		t.Fatalf("decoder: %v; proto.Unmarshal succeeded\ninput %x", gerr, data)
 	case gerr == nil && werr != nil:
 		t.Fatalf("decoder succeeded; proto.Unmarshal: %v\ninput %x", werr, data)
-	case gerr == nil && !proto.Equal(requestOf(got), want):
-		t.Fatalf("decoder and proto.Unmarshal differ\ninput %x\ngot  %v\nwant %v", data, requestOf(got), want)
+	case gerr == nil && !proto.Equal(otlptest.RequestOf(got), want):
+		t.Fatalf("decoder and proto.Unmarshal differ\ninput %x\ngot  %v\nwant %v", data, otlptest.RequestOf(got), want)
 	}
 	if gerr == nil {
 		checkItemDecoders(t, got, data)
@@ -275,15 +256,15 @@ func TestDecodeFixtures(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			if !proto.Equal(requestOf(b), f.msg) {
-				t.Fatalf("round trip differs\ngot  %v\nwant %v", requestOf(b), f.msg)
+			if !proto.Equal(otlptest.RequestOf(b), f.msg) {
+				t.Fatalf("round trip differs\ngot  %v\nwant %v", otlptest.RequestOf(b), f.msg)
 			}
 			compare(t, f.sig, f.data)
 			// The result must not alias the input: callers reuse buffers.
 			for i := range buf {
 				buf[i] = 0xAA
 			}
-			if !proto.Equal(requestOf(b), f.msg) {
+			if !proto.Equal(otlptest.RequestOf(b), f.msg) {
 				t.Fatal("result changed when the input buffer was overwritten")
 			}
 		})
@@ -532,8 +513,8 @@ func TestDecodeEveryField(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			if !proto.Equal(requestOf(b), tc.msg) {
-				t.Fatalf("differs\ngot  %v\nwant %v", requestOf(b), tc.msg)
+			if !proto.Equal(otlptest.RequestOf(b), tc.msg) {
+				t.Fatalf("differs\ngot  %v\nwant %v", otlptest.RequestOf(b), tc.msg)
 			}
 			compare(t, tc.sig, data)
 		})
@@ -1059,7 +1040,7 @@ func TestDecodePooledConcurrent(t *testing.T) {
 				_, _ = otlpwire.UnmarshalRequest(f.sig, f.data[:len(f.data)-1]) // mostly a failure, leaving a decoder's stacks dirty
 			}
 			for i, b := range kept {
-				if f := fs[(i+w)%len(fs)]; !proto.Equal(requestOf(b), f.msg) {
+				if f := fs[(i+w)%len(fs)]; !proto.Equal(otlptest.RequestOf(b), f.msg) {
 					done <- fmt.Errorf("%s changed after later decodes", f.name)
 					return
 				}

@@ -9,10 +9,14 @@ import (
 	"math"
 
 	"github.com/otelstep/otelstep/pipeline"
+	collogspb "go.opentelemetry.io/proto/otlp/collector/logs/v1"
+	colmetricspb "go.opentelemetry.io/proto/otlp/collector/metrics/v1"
+	coltracepb "go.opentelemetry.io/proto/otlp/collector/trace/v1"
 	commonpb "go.opentelemetry.io/proto/otlp/common/v1"
 	metricspb "go.opentelemetry.io/proto/otlp/metrics/v1"
 	resourcepb "go.opentelemetry.io/proto/otlp/resource/v1"
 	tracepb "go.opentelemetry.io/proto/otlp/trace/v1"
+	"google.golang.org/protobuf/proto"
 )
 
 func str(k, v string) *commonpb.KeyValue {
@@ -235,4 +239,26 @@ func ShareAll(shared *pipeline.SharedAttrs, rms []*metricspb.ResourceMetrics) []
 		}
 	}
 	return sets
+}
+
+// RequestOf is the export request holding b's data, its spans and log
+// records unmarshalled from their records: what a test compares with
+// proto.Equal against the request it encoded.
+func RequestOf(b *pipeline.Batch) proto.Message {
+	switch b.Signal {
+	case pipeline.Traces:
+		// Received spans are kept as records: as messages to compare.
+		rss, err := pipeline.TracesProto(b.Traces)
+		if err != nil {
+			panic(err) // the decoders check every record they keep
+		}
+		return &coltracepb.ExportTraceServiceRequest{ResourceSpans: rss}
+	case pipeline.Logs:
+		rls, err := pipeline.LogsProto(b.Logs)
+		if err != nil {
+			panic(err)
+		}
+		return &collogspb.ExportLogsServiceRequest{ResourceLogs: rls}
+	}
+	return &colmetricspb.ExportMetricsServiceRequest{ResourceMetrics: b.Metrics}
 }

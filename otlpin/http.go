@@ -67,15 +67,8 @@ func overBudget() *httpError {
 }
 
 func (r *Receiver) serveHTTP(w http.ResponseWriter, req *http.Request) {
-	var sig pipeline.Signal
-	switch req.URL.Path {
-	case "/v1/metrics":
-		sig = pipeline.Metrics
-	case "/v1/traces":
-		sig = pipeline.Traces
-	case "/v1/logs":
-		sig = pipeline.Logs
-	default:
+	sig, ok := pipeline.SignalOfPath(req.URL.Path)
+	if !ok {
 		r.httpReject(w, req, "", &httpError{http.StatusNotFound, codes.NotFound, "otlpin: unknown path " + strconv.Quote(req.URL.Path) + "; OTLP/HTTP paths are /v1/metrics, /v1/traces and /v1/logs"})
 		return
 	}

@@ -2,6 +2,4 @@
 
 package otlpwire_test
 
-import ()
-
 const raceEnabled = true

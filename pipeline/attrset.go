@@ -1,7 +1,6 @@
 package pipeline
 
 import (
-	"maps"
 	"runtime"
 	"sync"
 	"sync/atomic"
@@ -57,9 +56,6 @@ type AttrEncodings struct {
 	kvs   []*commonpb.KeyValue
 	json  atomic.Pointer[[]byte]
 	proto atomic.Pointer[protoEncoding] // one per field number, newest first
-	// dropped is set when the set is garbage and its SharedAttrs entry
-	// dropped: a copy of the table made before is not to find it.
-	dropped atomic.Bool
 }
 
 // protoEncoding is the protobuf encoding of a set's KeyValues as repeated
@@ -162,26 +158,17 @@ type attrKey = **commonpb.KeyValue
 // when series end. The entry holds the encodings, not the AttrSet.
 //
 // The encoders look every data point up, on several goroutines, while new
-// sets are rare once the first scrapes are done, so lookups take no lock:
-// Find reads an immutable copy of the table (read), and looks in the
-// table itself (all, under mu) only while the copy lacks entries or holds
-// dropped ones; after enough such lookups the copy is made again.
+// sets are rare once the first scrapes are done: a sync.Map, whose reads of
+// stable keys take no lock.
 //
 // A nil *SharedAttrs shares nothing: Share makes sets no one finds, and
 // Find finds none. Safe for concurrent use.
 type SharedAttrs struct {
-	read  atomic.Pointer[map[attrKey]*AttrEncodings] // a copy of all; never changed once stored
-	stale atomic.Bool                                // all differs from read
-
-	mu     sync.Mutex
-	all    map[attrKey]*AttrEncodings
-	misses int // lookups in all since read was copied
+	m sync.Map // attrKey → *AttrEncodings
 }
 
 // NewSharedAttrs returns an empty table.
-func NewSharedAttrs() *SharedAttrs {
-	return &SharedAttrs{all: map[attrKey]*AttrEncodings{}}
-}
+func NewSharedAttrs() *SharedAttrs { return &SharedAttrs{} }
 
 // Share returns a new set holding a copy of kvs (which may be scratch),
 // whose encodings r's Find finds while the set exists. An empty kvs makes
@@ -192,24 +179,14 @@ func (r *SharedAttrs) Share(kvs []*commonpb.KeyValue) *AttrSet {
 		return a
 	}
 	k := &a.enc.kvs[0]
-	r.mu.Lock()
-	r.all[k] = a.enc
-	r.stale.Store(true)
-	r.mu.Unlock()
+	r.m.Store(k, a.enc)
 	runtime.AddCleanup(a, r.forget, k) // k does not keep a
 	return a
 }
 
-// forget drops the entry of a set that is garbage.
-func (r *SharedAttrs) forget(k attrKey) {
-	r.mu.Lock()
-	if e := r.all[k]; e != nil {
-		e.dropped.Store(true)
-	}
-	delete(r.all, k)
-	r.stale.Store(true)
-	r.mu.Unlock()
-}
+// forget drops the entry of a set that is garbage. No newer set can have
+// taken k: the entry's encodings hold the array k points into.
+func (r *SharedAttrs) forget(k attrKey) { r.m.Delete(k) }
 
 // Find returns the encodings of the set whose slice kvs is, or nil: for a
 // nil r, an empty kvs, a slice no set of r's is (another slice, a part of
@@ -219,33 +196,11 @@ func (r *SharedAttrs) Find(kvs []*commonpb.KeyValue) *AttrEncodings {
 	if r == nil || len(kvs) == 0 {
 		return nil
 	}
-	k := &kvs[0]
-	if m := r.read.Load(); m != nil {
-		if e := (*m)[k]; e != nil && !e.dropped.Load() {
-			return e.ifLen(len(kvs))
-		}
-	}
-	if !r.stale.Load() {
+	v, ok := r.m.Load(&kvs[0])
+	if !ok {
 		return nil
 	}
-	return r.findAll(k, len(kvs))
-}
-
-// findAll is Find's lookup in the table itself, copying the table for
-// Find's lock-free reads once the lookups since the last copy are a
-// quarter of its entries (a copy costs about as much as that many
-// lookups).
-func (r *SharedAttrs) findAll(k attrKey, n int) *AttrEncodings {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	e := r.all[k]
-	if r.misses++; r.misses > len(r.all)/4 {
-		m := maps.Clone(r.all)
-		r.read.Store(&m)
-		r.stale.Store(false)
-		r.misses = 0
-	}
-	return e.ifLen(n)
+	return v.(*AttrEncodings).ifLen(len(kvs))
 }
 
 // ifLen returns e if its slice has n elements, else nil.
@@ -262,7 +217,7 @@ func (r *SharedAttrs) Len() int {
 	if r == nil {
 		return 0
 	}
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	return len(r.all)
+	n := 0
+	r.m.Range(func(_, _ any) bool { n++; return true })
+	return n
 }

@@ -22,7 +22,8 @@ import (
 // DecodeMetrics parses an OTLP/JSON ExportMetricsServiceRequest as the spec
 // and the OpenTelemetry Collector write it: hex trace and span ids, camelCase
 // or snake_case field names, 64-bit integers as strings or numbers, enums as
-// integers or names. Unknown fields are ignored.
+// integers or names (a name the enum does not have is an error, as in the
+// collector). Unknown fields are ignored.
 func DecodeMetrics(data []byte) (*colmetricspb.ExportMetricsServiceRequest, error) {
 	req := &colmetricspb.ExportMetricsServiceRequest{}
 	d := newDecoder(data)

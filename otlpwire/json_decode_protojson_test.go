@@ -1,6 +1,7 @@
 package otlpwire
 
 import (
+	"bytes"
 	"encoding/base64"
 	"encoding/hex"
 	"encoding/json"
@@ -12,13 +13,19 @@ import (
 	"google.golang.org/protobuf/encoding/protojson"
 	"google.golang.org/protobuf/proto"
 	"google.golang.org/protobuf/reflect/protoreflect"
+
+	logspb "go.opentelemetry.io/proto/otlp/logs/v1"
+	metricspb "go.opentelemetry.io/proto/otlp/metrics/v1"
+	tracepb "go.opentelemetry.io/proto/otlp/trace/v1"
 )
 
 // This file keeps the previous decoder (hex ids rewritten to base64, then
 // protojson) as the reference the hand-written decoder is tested against,
 // with the collector's rule for ids added: a trace id that is neither
 // empty nor 16 bytes, or a span id neither empty nor 8, fails the request
-// (pjCheckIDs).
+// (pjCheckIDs); and the collector's (and protojson's, without
+// DiscardUnknown) rule for enums: a name the enum does not have fails the
+// request (pjCheckEnumNames).
 
 var pjUnmarshalOpts = protojson.UnmarshalOptions{DiscardUnknown: true}
 
@@ -47,6 +54,9 @@ func pjDecodeLogs(data []byte) (*collogspb.ExportLogsServiceRequest, error) {
 }
 
 func pjDecode(data []byte, m proto.Message) error {
+	if err := pjCheckEnumNames(data); err != nil {
+		return err
+	}
 	fixed, err := pjHexIDsToBase64(data)
 	if err != nil {
 		return err
@@ -191,4 +201,66 @@ func pjSkipSpace(data []byte, i int) int {
 		}
 	}
 	return i
+}
+
+// pjEnumNames are the enum fields' names, by JSON key, in both spellings.
+var pjEnumNames = map[string]map[string]int32{
+	"kind":                    tracepb.Span_SpanKind_value,
+	"code":                    tracepb.Status_StatusCode_value,
+	"severityNumber":          logspb.SeverityNumber_value,
+	"severity_number":         logspb.SeverityNumber_value,
+	"aggregationTemporality":  metricspb.AggregationTemporality_value,
+	"aggregation_temporality": metricspb.AggregationTemporality_value,
+}
+
+// pjCheckEnumNames fails on a string value of an enum key that is not one
+// of the enum's names. It looks at the text, so it also refuses such a
+// value under an unknown field, which the decoder skips: the differential
+// tests only ask the decoder to accept what this path accepts.
+func pjCheckEnumNames(data []byte) error {
+	for i := 0; i < len(data); {
+		if data[i] != '"' {
+			i++
+			continue
+		}
+		start := i
+		end, esc := pjScanString(data, i)
+		if end < 0 {
+			return nil // protojson reports it
+		}
+		i = end
+		j := pjSkipSpace(data, i)
+		if j >= len(data) || data[j] != ':' {
+			continue
+		}
+		k := data[start+1 : end-1]
+		if esc || bytes.IndexByte(k, '\\') >= 0 {
+			var s string
+			if json.Unmarshal(data[start:end], &s) != nil {
+				continue
+			}
+			k = []byte(s)
+		}
+		names := pjEnumNames[string(k)]
+		if names == nil {
+			continue
+		}
+		v := pjSkipSpace(data, j+1)
+		if v >= len(data) || data[v] != '"' {
+			continue
+		}
+		vend, _ := pjScanString(data, v)
+		if vend < 0 {
+			return nil
+		}
+		var name string
+		if json.Unmarshal(data[v:vend], &name) != nil {
+			continue // protojson reports it
+		}
+		if _, ok := names[name]; !ok {
+			return fmt.Errorf("unknown enum name %q for %s at offset %d", name, k, v)
+		}
+		i = vend
+	}
+	return nil
 }

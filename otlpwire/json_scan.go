@@ -838,7 +838,18 @@ func (d *jsonDecoder) enumValue(names map[string]int32) (int32, error) {
 	switch c := d.peek(); {
 	case c == '"':
 		name, err := d.rawString(want)
-		return names[string(name)], err
+		if err != nil {
+			return 0, err
+		}
+		v, ok := names[string(name)]
+		if !ok {
+			// As the collector does (and protojson without
+			// DiscardUnknown): a name the enum does not have is an
+			// error, not the default value.
+			// The value is not quoted: errors never quote the input.
+			return 0, d.fail(start, "unknown enum name: want one of the enum's names or a 32-bit integer")
+		}
+		return v, nil
 	case c == '-' || isDigit(c):
 		n, ok := scanNumber(d.b[start:])
 		if !ok {

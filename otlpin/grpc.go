@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"runtime"
+	"strings"
 	"time"
 
 	"google.golang.org/genproto/googleapis/rpc/errdetails"
@@ -19,6 +20,7 @@ import (
 	"google.golang.org/protobuf/types/known/durationpb"
 
 	"github.com/otelstep/otelstep/pipeline"
+	"github.com/otelstep/otelstep/telemetry"
 )
 
 // handshakeTimeout bounds a new gRPC connection's HTTP/2 handshake, as
@@ -49,9 +51,11 @@ func (r *Receiver) newGRPCServer() *grpc.Server {
 	// A stream that comes while the byte budget is spent is refused before
 	// gRPC reads its message (admission.go); one that comes with room left
 	// is read, and refused by the codec if its message does not fit.
-	opts = append(opts, grpc.InTapHandle(func(ctx context.Context, _ *tap.Info) (context.Context, error) {
+	opts = append(opts, grpc.InTapHandle(func(ctx context.Context, info *tap.Info) (context.Context, error) {
 		if r.admit.full() {
-			return nil, status.Error(codes.Unavailable, "otlpin: "+errOverBudget.Error()+", retry later")
+			err := status.Error(codes.Unavailable, "otlpin: "+errOverBudget.Error()+", retry later")
+			r.grpcRefuse(ctx, signalOfMethod(info.FullMethodName), ReasonOverBudget, err)
+			return nil, err
 		}
 		return ctx, nil
 	}))
@@ -106,19 +110,23 @@ func (r *Receiver) grpcExport(ctx context.Context, b *pipeline.Batch) error {
 	c := r.consumer(b.Signal)
 	if c == nil {
 		b.Release()
-		r.grpcReject(ctx, b.Signal, "no pipeline for signal")
-		return status.Errorf(codes.Unimplemented, "otlpin: no %s pipeline is configured", b.Signal)
+		err := status.Errorf(codes.Unimplemented, "otlpin: no %s pipeline is configured", b.Signal)
+		r.grpcRefuse(ctx, b.Signal.String(), ReasonNoPipeline, err)
+		return err
 	}
+	sig := b.Signal
 	err := r.deliver(ctx, c, b)
 	switch classify(err) {
 	case outcomeOK:
 		return nil
 	case outcomeRetry:
-		r.log.Warn("OTLP/gRPC export refused, sender told to retry", "remote", grpcRemote(ctx), "signal", b.Signal.String(), "error", err)
-		return retryLater(b.Signal, err)
+		err = retryLater(sig, err)
+		r.grpcRefuse(ctx, sig.String(), ReasonRetryLater, err)
+		return err
 	default:
-		r.log.Warn("OTLP/gRPC export failed", "remote", grpcRemote(ctx), "signal", b.Signal.String(), "error", err)
-		return status.Errorf(codes.Internal, "otlpin: %s pipeline failed: %v", b.Signal, err)
+		err = status.Errorf(codes.Internal, "otlpin: %s pipeline failed: %v", sig, err)
+		r.grpcRefuse(ctx, sig.String(), ReasonPipelineFailed, err)
+		return err
 	}
 }
 
@@ -132,8 +140,37 @@ func retryLater(sig pipeline.Signal, err error) error {
 	return st.Err()
 }
 
-func (r *Receiver) grpcReject(ctx context.Context, s pipeline.Signal, reason string) {
-	r.log.Debug("OTLP/gRPC request rejected", "remote", grpcRemote(ctx), "signal", s.String(), "reason", reason)
+// grpcRefuse records a request of signal refused with the status error
+// err (refuse).
+func (r *Receiver) grpcRefuse(ctx context.Context, signal string, reason Reason, err error) {
+	st := status.Convert(err)
+	r.refuse(refusal{signal: signal, tr: telemetry.GRPC, reason: reason, remote: grpcRemote(ctx), answer: "gRPC " + st.Code().String(), err: st.Message()})
+}
+
+// decodeRefusal is the reason of a request whose message gRPC could not
+// read (dec's error, a status): too large, or not decompressed.
+func decodeRefusal(err error) Reason {
+	switch status.Code(err) {
+	case codes.ResourceExhausted:
+		return ReasonTooLarge
+	case codes.Internal:
+		if strings.Contains(status.Convert(err).Message(), "decompress") {
+			return ReasonDecompress
+		}
+	}
+	return ReasonDecode
+}
+
+// signalOfMethod is the signal of an OTLP export method's full name
+// ("/opentelemetry.proto.collector.trace.v1.TraceService/Export"),
+// "unknown" for any other.
+func signalOfMethod(m string) string {
+	for sig, name := range map[pipeline.Signal]string{pipeline.Traces: ".trace.", pipeline.Metrics: ".metrics.", pipeline.Logs: ".logs."} {
+		if strings.HasPrefix(m, "/opentelemetry.proto.collector") && strings.Contains(m, name) {
+			return sig.String()
+		}
+	}
+	return "unknown"
 }
 
 func grpcRemote(ctx context.Context) string {

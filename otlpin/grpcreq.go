@@ -84,20 +84,25 @@ func exportService(name, file string, sig pipeline.Signal, resp func() any) *grp
 	full := "/" + name + "/Export"
 	handler := func(srv any, ctx context.Context, dec func(any) error, icpt grpc.UnaryServerInterceptor) (any, error) {
 		req := &exportRequest{batch: pipeline.Batch{Signal: sig}}
+		r := srv.(*Receiver)
 		if err := dec(req); err != nil {
+			r.grpcRefuse(ctx, sig.String(), decodeRefusal(err), err)
 			return nil, err
 		}
 		if req.refused != nil {
-			return nil, retryLater(sig, req.refused)
+			err := retryLater(sig, req.refused)
+			r.grpcRefuse(ctx, sig.String(), ReasonOverBudget, err)
+			return nil, err
 		}
 		if req.err != nil {
 			// Malformed (an id of the wrong length, say): nothing of it
 			// is passed on, and the sender is not to send it again.
-			srv.(*Receiver).grpcReject(ctx, sig, req.err.Error())
-			return nil, status.Errorf(codes.InvalidArgument, "otlpin: cannot decode %v", req.err)
+			err := status.Errorf(codes.InvalidArgument, "otlpin: cannot decode %v", req.err)
+			r.grpcRefuse(ctx, sig.String(), ReasonDecode, err)
+			return nil, err
 		}
 		export := func(ctx context.Context, _ any) (any, error) {
-			if err := srv.(*Receiver).grpcExport(ctx, &req.batch); err != nil {
+			if err := r.grpcExport(ctx, &req.batch); err != nil {
 				return nil, err
 			}
 			return resp(), nil

@@ -25,6 +25,7 @@ import (
 
 	"github.com/otelstep/otelstep/otlpwire"
 	"github.com/otelstep/otelstep/pipeline"
+	"github.com/otelstep/otelstep/telemetry"
 )
 
 const (
@@ -58,28 +59,29 @@ type httpError struct {
 	status int
 	code   codes.Code
 	msg    string
+	reason Reason
 }
 
 // overBudget is the answer to a request the receiver's byte budget has no
 // room for (admission.go).
 func overBudget() *httpError {
-	return &httpError{http.StatusServiceUnavailable, codes.Unavailable, "otlpin: " + errOverBudget.Error() + ", retry later"}
+	return &httpError{http.StatusServiceUnavailable, codes.Unavailable, "otlpin: " + errOverBudget.Error() + ", retry later", ReasonOverBudget}
 }
 
 func (r *Receiver) serveHTTP(w http.ResponseWriter, req *http.Request) {
 	sig, ok := pipeline.SignalOfPath(req.URL.Path)
 	if !ok {
-		r.httpReject(w, req, "", &httpError{http.StatusNotFound, codes.NotFound, "otlpin: unknown path " + strconv.Quote(req.URL.Path) + "; OTLP/HTTP paths are /v1/metrics, /v1/traces and /v1/logs"})
+		r.httpReject(w, req, "unknown", "", &httpError{http.StatusNotFound, codes.NotFound, "otlpin: unknown path " + strconv.Quote(req.URL.Path) + "; OTLP/HTTP paths are /v1/metrics, /v1/traces and /v1/logs", ReasonUnknownPath})
 		return
 	}
 	c := r.consumer(sig)
 	if c == nil {
-		r.httpReject(w, req, "", &httpError{http.StatusNotFound, codes.Unimplemented, fmt.Sprintf("otlpin: no %s pipeline is configured", sig)})
+		r.httpReject(w, req, sig.String(), "", &httpError{http.StatusNotFound, codes.Unimplemented, fmt.Sprintf("otlpin: no %s pipeline is configured", sig), ReasonNoPipeline})
 		return
 	}
 	if req.Method != http.MethodPost {
 		w.Header().Set("Allow", http.MethodPost)
-		r.httpReject(w, req, "", &httpError{http.StatusMethodNotAllowed, codes.Unimplemented, "otlpin: method " + req.Method + " not allowed, use POST"})
+		r.httpReject(w, req, sig.String(), "", &httpError{http.StatusMethodNotAllowed, codes.Unimplemented, "otlpin: method " + req.Method + " not allowed, use POST", ReasonMethod})
 		return
 	}
 	ct := ""
@@ -87,13 +89,13 @@ func (r *Receiver) serveHTTP(w http.ResponseWriter, req *http.Request) {
 		ct = mt
 	}
 	if ct != ctProtobuf && ct != ctJSON {
-		r.httpReject(w, req, "", &httpError{http.StatusUnsupportedMediaType, codes.InvalidArgument,
-			fmt.Sprintf("otlpin: unsupported Content-Type %q, use %s or %s", req.Header.Get("Content-Type"), ctProtobuf, ctJSON)})
+		r.httpReject(w, req, sig.String(), "", &httpError{http.StatusUnsupportedMediaType, codes.InvalidArgument,
+			fmt.Sprintf("otlpin: unsupported Content-Type %q, use %s or %s", req.Header.Get("Content-Type"), ctProtobuf, ctJSON), ReasonContentType})
 		return
 	}
 	body, bd, g, herr := r.readBody(w, req, ct == ctProtobuf)
 	if herr != nil {
-		r.httpReject(w, req, ct, herr)
+		r.httpReject(w, req, sig.String(), ct, herr)
 		return
 	}
 	b, resp, err := decodeHTTP(sig, ct, body)
@@ -102,7 +104,7 @@ func (r *Receiver) serveHTTP(w http.ResponseWriter, req *http.Request) {
 		// to point into it (the error's text, say). Its bytes are no
 		// longer the budget's.
 		g.lease.Release()
-		r.httpReject(w, req, ct, &httpError{http.StatusBadRequest, codes.InvalidArgument, fmt.Sprintf("otlpin: cannot decode %s %s request: %v", ct, sig, err)})
+		r.httpReject(w, req, sig.String(), ct, &httpError{http.StatusBadRequest, codes.InvalidArgument, fmt.Sprintf("otlpin: cannot decode %s %s request: %v", ct, sig, err), ReasonDecode})
 		return
 	}
 	if bd != nil {
@@ -114,12 +116,14 @@ func (r *Receiver) serveHTTP(w http.ResponseWriter, req *http.Request) {
 	case outcomeOK:
 		writeMessage(w, ct, http.StatusOK, resp)
 	case outcomeRetry:
+		msg := fmt.Sprintf("otlpin: %s pipeline cannot take data now, retry later: %v", sig, err)
+		r.refuse(refusal{signal: sig.String(), tr: telemetry.HTTP, reason: ReasonRetryLater, remote: req.RemoteAddr, answer: "HTTP 503", err: msg})
 		w.Header().Set("Retry-After", strconv.Itoa(int(retryAfter/time.Second)))
-		r.log.Warn("OTLP/HTTP export refused, sender told to retry", "remote", req.RemoteAddr, "path", req.URL.Path, "error", err)
-		writeMessage(w, ct, http.StatusServiceUnavailable, &spb.Status{Code: int32(codes.Unavailable), Message: fmt.Sprintf("otlpin: %s pipeline cannot take data now, retry later: %v", sig, err)})
+		writeMessage(w, ct, http.StatusServiceUnavailable, &spb.Status{Code: int32(codes.Unavailable), Message: msg})
 	default:
-		r.log.Warn("OTLP/HTTP export failed", "remote", req.RemoteAddr, "path", req.URL.Path, "error", err)
-		writeMessage(w, ct, http.StatusInternalServerError, &spb.Status{Code: int32(codes.Internal), Message: fmt.Sprintf("otlpin: %s pipeline failed: %v", sig, err)})
+		msg := fmt.Sprintf("otlpin: %s pipeline failed: %v", sig, err)
+		r.refuse(refusal{signal: sig.String(), tr: telemetry.HTTP, reason: ReasonPipelineFailed, remote: req.RemoteAddr, answer: "HTTP 500", err: msg})
+		writeMessage(w, ct, http.StatusInternalServerError, &spb.Status{Code: int32(codes.Internal), Message: msg})
 	}
 }
 
@@ -191,7 +195,7 @@ func (r *Receiver) readBodyOf(w http.ResponseWriter, req *http.Request, enc stri
 		defer zr.Close()
 		src = zr
 	default:
-		return nil, nil, &httpError{http.StatusUnsupportedMediaType, codes.InvalidArgument, fmt.Sprintf("otlpin: unsupported Content-Encoding %q, use gzip, deflate, zstd or none", enc)}
+		return nil, nil, &httpError{http.StatusUnsupportedMediaType, codes.InvalidArgument, fmt.Sprintf("otlpin: unsupported Content-Encoding %q, use gzip, deflate, zstd or none", enc), ReasonContentEncoding}
 	}
 	if known {
 		// The size is known (and within maxBody, checked above): read into
@@ -244,7 +248,7 @@ func (r *Receiver) discardBody(req *http.Request) {
 }
 
 func (r *Receiver) tooLarge(what string) *httpError {
-	return &httpError{http.StatusRequestEntityTooLarge, codes.ResourceExhausted, fmt.Sprintf("otlpin: request %s larger than the limit of %d bytes", what, r.maxBody)}
+	return &httpError{http.StatusRequestEntityTooLarge, codes.ResourceExhausted, fmt.Sprintf("otlpin: request %s larger than the limit of %d bytes", what, r.maxBody), ReasonTooLarge}
 }
 
 func (r *Receiver) bodyReadError(err error, enc string) *httpError {
@@ -253,9 +257,9 @@ func (r *Receiver) bodyReadError(err error, enc string) *httpError {
 		return r.tooLarge("body")
 	}
 	if enc == "" || enc == "identity" {
-		return &httpError{http.StatusBadRequest, codes.InvalidArgument, fmt.Sprintf("otlpin: cannot read request body: %v", err)}
+		return &httpError{http.StatusBadRequest, codes.InvalidArgument, fmt.Sprintf("otlpin: cannot read request body: %v", err), ReasonDecode}
 	}
-	return &httpError{http.StatusBadRequest, codes.InvalidArgument, fmt.Sprintf("otlpin: cannot decompress %s request body: %v", enc, err)}
+	return &httpError{http.StatusBadRequest, codes.InvalidArgument, fmt.Sprintf("otlpin: cannot decompress %s request body: %v", enc, err), ReasonDecompress}
 }
 
 // decodeHTTP decodes an export request and returns its batch and the empty
@@ -296,11 +300,11 @@ func decodeHTTP(sig pipeline.Signal, ct string, body []byte) (*pipeline.Batch, p
 	return b, resp, nil
 }
 
-// httpReject logs a rejected request (never its body) and answers it. ct is
-// the request's (supported) content type, "" if unknown: then the answer is
-// plain text.
-func (r *Receiver) httpReject(w http.ResponseWriter, req *http.Request, ct string, e *httpError) {
-	r.log.Debug("OTLP/HTTP request rejected", "remote", req.RemoteAddr, "method", req.Method, "path", req.URL.Path, "status", e.status, "reason", e.msg)
+// httpReject records a rejected request of signal (refuse, never its
+// body) and answers it. ct is the request's (supported) content type, ""
+// if unknown: then the answer is plain text.
+func (r *Receiver) httpReject(w http.ResponseWriter, req *http.Request, signal, ct string, e *httpError) {
+	r.refuse(refusal{signal: signal, tr: telemetry.HTTP, reason: e.reason, remote: req.RemoteAddr, answer: "HTTP " + strconv.Itoa(e.status), err: e.msg})
 	if e.status == http.StatusRequestEntityTooLarge || e.status == http.StatusBadRequest {
 		// The rest of the body is not read: do not keep the connection.
 		w.Header().Set("Connection", "close")

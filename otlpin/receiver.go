@@ -31,6 +31,11 @@
 // HTTP error bodies are google.rpc.Status messages encoded in the request's
 // content type (protobuf or JSON); when the content type itself is not
 // supported the body is plain text.
+//
+// Every refused request is counted by signal, transport and reason
+// (Reason), and logged: the first of each reason at WARN with the peer and
+// the error, then at most once a period a count (refusals.go). Status
+// shows the listeners, the accepted and the refused requests.
 package otlpin
 
 import (
@@ -126,6 +131,16 @@ type Options struct {
 	HTTPReadTimeout, HTTPReadHeaderTimeout, HTTPWriteTimeout, HTTPIdleTimeout time.Duration
 	// HTTPDisableKeepAlives closes each connection after its request.
 	HTTPDisableKeepAlives bool
+
+	// RefusalReportPeriod is how often, at most, the refused requests of a
+	// reason are reported in the log after the first (refusals.go). 0 =
+	// DefaultRefusalReportPeriod.
+	RefusalReportPeriod time.Duration
+
+	// Redact hides secrets in the text of an error before it is logged or
+	// shown (Status); nil = shown as it is. An error is cut to a few
+	// hundred bytes after Redact, so a cut never leaves a secret's head.
+	Redact func(string) string
 }
 
 // Receiver serves OTLP over gRPC and/or HTTP.
@@ -140,6 +155,14 @@ type Receiver struct {
 	bodies bodyPool
 	// admit is the byte budget of requests in flight (admission.go).
 	admit *admission
+	// refusals is the record of refused requests (refusals.go), accepted
+	// that of accepted ones, by signal and transport.
+	refusals *refusals
+	accepted [3][2]acceptedCount
+	// stopReports ends the refusals' reports; reported is closed once the
+	// last is logged.
+	stopReports context.CancelFunc
+	reported    chan struct{}
 
 	// forceCtx is cancelled when Shutdown gives up waiting, so in-flight
 	// Consume calls are abandoned.
@@ -198,6 +221,10 @@ func New(opts Options) (*Receiver, error) {
 	if r.admit.limit == 0 {
 		r.admit.limit = DefaultAdmissionBytes
 	}
+	if r.opts.RefusalReportPeriod <= 0 {
+		r.opts.RefusalReportPeriod = DefaultRefusalReportPeriod
+	}
+	r.refusals = newRefusals(r.log)
 	r.forceCtx, r.forceCancel = context.WithCancel(context.Background())
 	return r, nil
 }
@@ -231,6 +258,12 @@ func (r *Receiver) Start(ctx context.Context) error {
 		}
 	}
 	r.started = true
+	reportCtx, stopReports := context.WithCancel(context.WithoutCancel(ctx))
+	r.stopReports, r.reported = stopReports, make(chan struct{})
+	go func() {
+		defer close(r.reported)
+		r.refusals.run(reportCtx, r.opts.RefusalReportPeriod)
+	}()
 	if n := r.opts.MaxConnections; n >= 0 {
 		if n == 0 {
 			n = DefaultMaxConnections
@@ -345,6 +378,10 @@ func (r *Receiver) Shutdown(ctx context.Context) error {
 		}
 		r.forceCancel()
 		r.serveWG.Wait()
+		if r.stopReports != nil { // started: the refusals not yet reported
+			r.stopReports()
+			<-r.reported
+		}
 	})
 	return r.shutErr
 }
@@ -423,22 +460,22 @@ func transportOf(ctx context.Context) telemetry.Transport {
 // not taken is released here (its leases, pipeline.Lease): the caller must
 // not touch it afterwards.
 func (r *Receiver) deliver(ctx context.Context, c pipeline.Consumer, b *pipeline.Batch) error {
+	sig, tr := b.Signal, transportOf(ctx)
 	dropEmpty(b)
 	if b.Len() == 0 {
 		b.Release()
+		r.countAccepted(sig, tr, 0)
 		return nil
 	}
 	cctx, cancel := r.consumeCtx(ctx)
 	defer cancel()
 	// Counted once per request, before the batch is downstream's, and the
 	// count handed on: the pipelines' own counts need not walk it again.
-	sig, items := b.Signal, -1
-	if r.opts.Telemetry.Enabled() {
-		items = b.Items()
-	}
+	items := b.Items()
 	err := telemetry.Consume(cctx, c, b, items)
-	r.opts.Telemetry.Record(sig, transportOf(ctx), items, err)
+	r.opts.Telemetry.Record(sig, tr, items, err)
 	if err == nil {
+		r.countAccepted(sig, tr, items)
 		return nil
 	}
 	b.Release()

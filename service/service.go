@@ -20,6 +20,7 @@ import (
 	"github.com/otelstep/otelstep/config"
 	"github.com/otelstep/otelstep/otlpin"
 	"github.com/otelstep/otelstep/pipeline"
+	"github.com/otelstep/otelstep/redact"
 	"github.com/otelstep/otelstep/resource"
 	"github.com/otelstep/otelstep/scraper"
 	"github.com/otelstep/otelstep/sink"
@@ -290,6 +291,7 @@ func New(cfg *config.Config, log *slog.Logger) (*Service, error) {
 			GRPCEndpoint: o.GRPCEndpoint, HTTPEndpoint: o.HTTPEndpoint,
 			Metrics: multi(h[pipeline.Metrics]), Traces: multi(h[pipeline.Traces]), Logs: multi(h[pipeline.Logs]),
 			Logger:          log.With("receiver", id),
+			Redact:          redact.New(cfg.Secrets...).Replace,
 			DrainTimeout:    s.plan.receivers,
 			MaxRequestBytes: o.HTTPMaxRequestBodyBytes, GRPCMaxRecvBytes: min(int64(o.GRPCMaxRecvMiB), 1<<42) << 20,
 			AdmissionBytes: int64(o.AdmissionMiB) << 20,

@@ -3,6 +3,7 @@ package telemetry
 import (
 	"context"
 	"errors"
+	"sync"
 	"time"
 
 	"go.opentelemetry.io/otel/attribute"
@@ -33,6 +34,7 @@ type instruments struct {
 	meter metric.Meter // for the sinks' queue callbacks
 
 	recvAccepted, recvRefused [signals]metric.Int64Counter
+	recvRefusedRequests       metric.Int64Counter
 	pipeItems                 metric.Int64Counter
 
 	expSent, expFailed               [signals]metric.Int64Counter
@@ -87,6 +89,7 @@ func newInstruments(m metric.Meter, level Level) *instruments {
 		ins.expFailed[sig] = counter(LevelBasic, "otelcol_exporter_send_failed_"+it.name, it.unit, "Items the backend refused or whose retries ran out.")
 		ins.expUnsent[sig] = counter(LevelBasic, "otelstep_exporter_unsent_at_stop_"+it.name, it.unit, "Items the OTLP/HTTP exporter had not sent when its time at stop ran out (they are in the JSONL).")
 	}
+	ins.recvRefusedRequests = counter(LevelBasic, "otelstep_receiver_refused_requests", "{requests}", "Requests a receiver refused, by signal, transport and reason.")
 	ins.expDropped = counter(LevelBasic, "otelstep_exporter_dropped_batches", "{batches}", "Batches dropped because the exporter queue was full, or left in it at shutdown.")
 	ins.pipeItems = counter(LevelNormal, "otelstep_pipeline_items", "{items}", "Points, spans or log records that entered a pipeline.")
 	ins.expRetries = counter(LevelNormal, "otelstep_exporter_retries", "{requests}", "Requests sent again after a retryable failure.")
@@ -136,7 +139,18 @@ const (
 // signal and transport. A nil *Receiver counts nothing.
 type Receiver struct {
 	ins *instruments
+	id  string
 	by  [2]attrs // by Transport
+	// refusedBy are the attribute sets of the refused requests' counts,
+	// made the first time each is counted: refusals are rare, and their
+	// reasons the receiver's to name.
+	refusedBy sync.Map // refusalKey -> attrs
+}
+
+// refusalKey is one attribute set of otelstep_receiver_refused_requests.
+type refusalKey struct {
+	signal, reason string
+	tr             Transport
 }
 
 // Receiver is the instrument set of receiver id (nil below level basic).
@@ -144,7 +158,7 @@ func (t *Telemetry) Receiver(id string) *Receiver {
 	if t.Level() < LevelBasic {
 		return nil
 	}
-	r := &Receiver{ins: t.ins}
+	r := &Receiver{ins: t.ins, id: id}
 	for tr, name := range [2]string{GRPC: "grpc", HTTP: "http"} {
 		r.by[tr] = newAttrs(attribute.String("receiver", id), attribute.String("transport", name))
 	}
@@ -166,6 +180,22 @@ func (r *Receiver) Record(sig pipeline.Signal, tr Transport, items int, err erro
 		c = r.ins.recvRefused[sig]
 	}
 	c.Add(bg, int64(items), r.by[tr].add...)
+}
+
+// RefusedRequest counts one request of signal (a pipeline.Signal's name,
+// or "unknown" when its path named none) that came over tr and was
+// refused for reason.
+func (r *Receiver) RefusedRequest(signal string, tr Transport, reason string) {
+	if r == nil || tr < GRPC || tr > HTTP {
+		return
+	}
+	k := refusalKey{signal, reason, tr}
+	a, ok := r.refusedBy.Load(k)
+	if !ok {
+		a, _ = r.refusedBy.LoadOrStore(k, newAttrs(attribute.String("receiver", r.id), attribute.String("signal", signal),
+			attribute.String("transport", [2]string{GRPC: "grpc", HTTP: "http"}[tr]), attribute.String("reason", reason)))
+	}
+	r.ins.recvRefusedRequests.Add(bg, 1, a.(attrs).add...)
 }
 
 // Pipeline counts the items that entered one pipeline. A nil *Pipeline

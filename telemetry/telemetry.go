@@ -35,6 +35,7 @@
 //	otelcol_receiver_accepted_spans                 counter    basic     receiver, transport          spans, as above
 //	otelcol_receiver_accepted_log_records           counter    basic     receiver, transport          log records, as above
 //	otelcol_receiver_refused_{metric_points,spans,log_records}  basic    receiver, transport          items the pipeline refused (full, stopping, failed)
+//	otelstep_receiver_refused_requests              counter    basic     receiver, signal, transport, reason  OTLP requests refused, whether or not their items could be counted (reasons: otlpin.Reason)
 //	otelcol_exporter_sent_{metric_points,spans,log_records}     basic    exporter                     items written: accepted by the backend, or in the JSONL file's buffer as a whole line
 //	otelcol_exporter_send_failed_{metric_points,spans,log_records} basic exporter                     items the backend refused or whose retries ran out
 //	otelcol_exporter_queue_size                     gauge      basic     exporter                     batches queued (observed when read)

@@ -1,0 +1,228 @@
+package otlpin
+
+import (
+	"context"
+	"log/slog"
+	"slices"
+	"sync"
+	"time"
+
+	"github.com/otelstep/otelstep/pipeline"
+	"github.com/otelstep/otelstep/telemetry"
+)
+
+// Refused requests: counted, logged and shown, in one place.
+//
+// Every request the receiver answers with an error goes through
+// Receiver.refuse, whatever refused it (the path, the method, the content
+// type or encoding, the size, the body's decoding, the byte budget, the
+// pipeline) and over either transport. It counts the request by signal,
+// transport and reason (otelstep_receiver_refused_requests; the items of
+// a batch the pipeline refused are counted by deliver as
+// otelcol_receiver_refused_*, since only a decoded request's items are
+// known), keeps the reason's last refusal for Status, and logs: the first
+// refusal of each reason at WARN, with the peer and the error; after that
+// at most once a report period (Options.RefusalReportPeriod) a WARN per
+// reason with the count since the last line; nothing while none comes; at
+// Shutdown, the count not yet reported. A client that sends one bad request
+// a second thus costs a line a minute, and the first line says what is
+// wrong.
+
+// Reason is why a request was refused: the reason attribute of
+// otelstep_receiver_refused_requests, and the key of the log lines and of
+// Status.
+type Reason string
+
+// The reasons, with the answers they go with.
+const (
+	ReasonUnknownPath     Reason = "unknown_path"     // HTTP 404: not an OTLP path
+	ReasonNoPipeline      Reason = "no_pipeline"      // HTTP 404, gRPC UNIMPLEMENTED: the signal has no pipeline
+	ReasonMethod          Reason = "method"           // HTTP 405
+	ReasonContentType     Reason = "content_type"     // HTTP 415
+	ReasonContentEncoding Reason = "content_encoding" // HTTP 415
+	ReasonTooLarge        Reason = "too_large"        // HTTP 413, gRPC RESOURCE_EXHAUSTED
+	ReasonDecompress      Reason = "decompress"       // HTTP 400, gRPC INTERNAL: the body does not decompress
+	ReasonDecode          Reason = "decode"           // HTTP 400, gRPC INVALID_ARGUMENT: not an export request
+	ReasonOverBudget      Reason = "over_budget"      // HTTP 503, gRPC UNAVAILABLE: the byte budget of requests in flight is spent
+	ReasonRetryLater      Reason = "retry_later"      // HTTP 503, gRPC UNAVAILABLE: the pipeline is full, stopping, or a JSONL file cannot be written
+	ReasonPipelineFailed  Reason = "pipeline_failed"  // HTTP 500, gRPC INTERNAL
+	ReasonPeerConnections Reason = "peer_connections" // a connection closed at once: its peer holds its share of the listener (flood.go)
+)
+
+// DefaultRefusalReportPeriod is Options.RefusalReportPeriod unset.
+const DefaultRefusalReportPeriod = time.Minute
+
+// maxErrorText bounds an error's text as logged and shown: a decoder's
+// error can quote much of a request.
+const maxErrorText = 512
+
+// refusal is one refused request.
+type refusal struct {
+	signal string // a pipeline.Signal's name, "unknown" when not known
+	tr     telemetry.Transport
+	reason Reason
+	remote string // the peer's address
+	answer string // "HTTP 415", "gRPC InvalidArgument"
+	err    string // what the sender was told, or why
+}
+
+// signalName is sig's name for a refusal.
+func signalName(sig pipeline.Signal, known bool) string {
+	if !known {
+		return "unknown"
+	}
+	return sig.String()
+}
+
+func transportName(tr telemetry.Transport) string {
+	if tr == telemetry.GRPC {
+		return "grpc"
+	}
+	return "http"
+}
+
+// refuse counts, keeps and logs f (see above).
+func (r *Receiver) refuse(f refusal) {
+	f.err = cut(r.redact(f.err), maxErrorText)
+	r.opts.Telemetry.RefusedRequest(f.signal, f.tr, string(f.reason))
+	r.refusals.add(f, time.Now())
+}
+
+// redact hides the secrets in s (Options.Redact).
+func (r *Receiver) redact(s string) string {
+	if r.opts.Redact == nil {
+		return s
+	}
+	return r.opts.Redact(s)
+}
+
+// cut shortens s to at most n bytes, at a rune boundary, marking the cut.
+func cut(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	for n > 0 && s[n]&0xC0 == 0x80 {
+		n--
+	}
+	return s[:n] + "…"
+}
+
+// refusals is a receiver's record of its refused requests, by reason.
+type refusals struct {
+	log *slog.Logger
+	mu  sync.Mutex
+	by  map[Reason]*refusalCount
+}
+
+// refusalCount is one reason's record.
+type refusalCount struct {
+	total      uint64
+	unreported uint64 // since the last line logged
+	first      time.Time
+	last       refusal
+	lastAt     time.Time
+}
+
+func newRefusals(log *slog.Logger) *refusals {
+	return &refusals{log: log, by: map[Reason]*refusalCount{}}
+}
+
+// add records f, refused at now; the first of its reason is logged.
+func (t *refusals) add(f refusal, now time.Time) {
+	t.mu.Lock()
+	c := t.by[f.reason]
+	first := c == nil
+	if first {
+		c = &refusalCount{first: now}
+		t.by[f.reason] = c
+	} else {
+		c.unreported++
+	}
+	c.total++
+	c.last, c.lastAt = f, now
+	t.mu.Unlock()
+	if first {
+		t.log.Warn("OTLP request refused; more of this reason are counted and reported at most once a period",
+			"reason", string(f.reason), "signal", f.signal, "transport", transportName(f.tr), "remote", f.remote, "answer", f.answer, "error", f.err)
+	}
+}
+
+// report logs, for each reason refused since the last line, how many and
+// the last one.
+func (t *refusals) report(since time.Duration) {
+	type line struct {
+		reason Reason
+		n      uint64
+		total  uint64
+		last   refusal
+	}
+	var lines []line
+	t.mu.Lock()
+	for reason, c := range t.by {
+		if c.unreported == 0 {
+			continue
+		}
+		lines = append(lines, line{reason, c.unreported, c.total, c.last})
+		c.unreported = 0
+	}
+	t.mu.Unlock()
+	slices.SortFunc(lines, func(a, b line) int {
+		if a.reason < b.reason {
+			return -1
+		}
+		return 1
+	})
+	for _, l := range lines {
+		t.log.Warn("OTLP requests still refused", "reason", string(l.reason), "count", l.n, "within", since.String(), "total", l.total,
+			"last_signal", l.last.signal, "last_transport", transportName(l.last.tr), "last_remote", l.last.remote, "last_answer", l.last.answer, "last_error", l.last.err)
+	}
+}
+
+// run reports every period until ctx ends, then once more for what came
+// after the last report.
+func (t *refusals) run(ctx context.Context, period time.Duration) {
+	tick := time.NewTicker(period)
+	defer tick.Stop()
+	last := time.Now()
+	for {
+		select {
+		case <-ctx.Done():
+			t.report(time.Since(last).Round(time.Millisecond))
+			return
+		case now := <-tick.C:
+			t.report(now.Sub(last).Round(time.Millisecond))
+			last = now
+		}
+	}
+}
+
+// RefusalStatus is one reason's refusals, for a status document.
+type RefusalStatus struct {
+	Reason    Reason    `json:"reason"`
+	Count     uint64    `json:"count"`
+	First     time.Time `json:"first"`
+	Last      time.Time `json:"last"`
+	Signal    string    `json:"last_signal"`
+	Transport string    `json:"last_transport"`
+	Remote    string    `json:"last_remote"`
+	Answer    string    `json:"last_answer"`
+	Error     string    `json:"last_error"`
+}
+
+// status is the record, by reason.
+func (t *refusals) status() []RefusalStatus {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	out := make([]RefusalStatus, 0, len(t.by))
+	for reason, c := range t.by {
+		out = append(out, RefusalStatus{Reason: reason, Count: c.total, First: c.first, Last: c.lastAt,
+			Signal: c.last.signal, Transport: transportName(c.last.tr), Remote: c.last.remote, Answer: c.last.answer, Error: c.last.err})
+	}
+	slices.SortFunc(out, func(a, b RefusalStatus) int {
+		if a.Reason < b.Reason {
+			return -1
+		}
+		return 1
+	})
+	return out
+}

@@ -74,6 +74,9 @@ type Options struct {
 	// are made, for the sinks' encoders given the same to store and reuse
 	// their encodings; nil shares none.
 	SharedAttrs *pipeline.SharedAttrs
+	// DownLogEvery is how often a target that stays down is logged again
+	// (status.go); 0 is every 5 minutes.
+	DownLogEvery time.Duration
 	// rootCAs replaces the system's roots for https targets (tests).
 	rootCAs *x509.CertPool
 }
@@ -131,6 +134,8 @@ type loop struct {
 	req    *http.Request
 	// tel records the target's scrapes (nil: not at all).
 	tel *telemetry.ScrapeTarget
+	// health is the target's status and the state of its log lines.
+	health health
 }
 
 // New validates opts and returns a Manager.
@@ -140,6 +145,9 @@ func New(opts Options) (*Manager, error) {
 	}
 	if opts.Logger == nil {
 		opts.Logger = slog.Default()
+	}
+	if opts.DownLogEvery <= 0 {
+		opts.DownLogEvery = defaultDownLogEvery
 	}
 	slots := max(runtime.GOMAXPROCS(0), 1)
 	m := &Manager{opts: opts, pages: newPageGate(slots, pageWait), bodies: bodyList{keep: slots, bigTTL: 2 * len(opts.Targets)}}
@@ -218,6 +226,7 @@ func New(opts Options) (*Manager, error) {
 		l := &loop{t: t, url: u.String(), conv: conv, m: m,
 			ph: phase(g.job, g.n, t.Interval), round: rounds[g], tel: opts.Telemetry.Target(t.JobName, t.instance()),
 			client: clients[ck], req: req}
+		l.health.st = TargetStatus{Job: t.JobName, Instance: t.instance(), URL: l.url}
 		m.loops = append(m.loops, l)
 	}
 	for _, r := range rounds {
@@ -452,29 +461,28 @@ func (l *loop) scrape(ctx context.Context) ([]*metricspb.ResourceMetrics, []*pip
 	start := time.Now()
 	rms, leases, err := l.fetchAndConvert(ctx, start)
 	if err == nil {
-		if l.tel.Enabled() {
-			n := l.conv.lastCounts()
-			l.tel.Scraped(true, time.Since(start), n.samples, n.kept, n.added)
-		}
+		d, n := time.Since(start), l.conv.lastCounts()
+		l.health.scraped(l.m.opts.Logger, l.m.opts.DownLogEvery, start, d, nil, n.samples)
+		l.tel.Scraped(true, d, n.samples, n.kept, n.added)
 		return rms, leases
 	}
 	if ctx.Err() != nil {
 		l.m.opts.Logger.Info("scrape cut short by the stop: nothing recorded", "job", l.t.JobName, "target", l.url, "error", err)
 		return nil, nil
 	}
-	attrs := []any{"job", l.t.JobName, "target", l.url, "error", err}
 	var pe *panicError
-	if errors.As(err, &pe) && l.m.opts.Logger.Enabled(ctx, slog.LevelDebug) {
-		attrs = append(attrs, "stack", string(pe.stack))
+	if errors.As(err, &pe) {
+		l.m.opts.Logger.Debug("scrape panicked", "job", l.t.JobName, "target", l.url, "error", err, "stack", string(pe.stack))
 	}
-	l.m.opts.Logger.Warn("scrape failed", attrs...)
 	var n scrapeCounts // what the page counted before it failed, as Prometheus reports it
 	var pgErr *pageError
 	if errors.As(err, &pgErr) {
 		n = pgErr.n
 	}
-	l.tel.Scraped(false, time.Since(start), n.samples, n.kept, n.added)
-	return l.conv.downLeased(start, time.Since(start), n)
+	d := time.Since(start)
+	l.health.scraped(l.m.opts.Logger, l.m.opts.DownLogEvery, start, d, err, n.samples)
+	l.tel.Scraped(false, d, n.samples, n.kept, n.added)
+	return l.conv.downLeased(start, d, n)
 }
 
 // fetchAndConvert reads the target's page and converts it. A panic in

@@ -80,7 +80,11 @@ type Service struct {
 
 	scrapers  []*scraper.Manager
 	receivers []*otlpin.Receiver
-	batchers  []*sink.Batcher
+	// By component id, for the status document (status.go).
+	scraperByID  map[string]*scraper.Manager
+	receiverByID map[string]*otlpin.Receiver
+	sinks        map[string]sink.Sink
+	batchers     []*sink.Batcher
 	// connectors by id: sinks of one pipeline that feed others.
 	connectors map[string]*spanmetrics.Connector
 	// drain is the stop order of the stages that hold data for a while:
@@ -111,13 +115,14 @@ type Service struct {
 // New builds every component of cfg without starting any.
 func New(cfg *config.Config, log *slog.Logger) (*Service, error) {
 	s := &Service{cfg: cfg, log: log, started: time.Now(), plan: defaultStopPlan, connectors: map[string]*spanmetrics.Connector{},
-		sharedAttrs: pipeline.NewSharedAttrs()}
+		sharedAttrs: pipeline.NewSharedAttrs(), scraperByID: map[string]*scraper.Manager{}, receiverByID: map[string]*otlpin.Receiver{}}
 	tel, err := telemetry.New(cfg.Service.Telemetry, telemetry.Options{Logger: log, Start: s.started})
 	if err != nil {
 		return nil, fmt.Errorf("service.telemetry.metrics: %w", err)
 	}
 	s.telemetry = tel
 	sinks := map[string]sink.Sink{}
+	s.sinks = sinks
 	fileSignal := map[string]pipeline.Signal{}
 	for _, p := range cfg.Service.Pipelines {
 		sig, _ := pipeline.ParseSignal(p.Signal)
@@ -276,6 +281,7 @@ func New(cfg *config.Config, log *slog.Logger) (*Service, error) {
 			return nil, fmt.Errorf("receiver %s: %w", id, err)
 		}
 		s.scrapers = append(s.scrapers, m)
+		s.scraperByID[id] = m
 	}
 	for id, o := range cfg.OTLP {
 		h := heads[id]
@@ -304,6 +310,7 @@ func New(cfg *config.Config, log *slog.Logger) (*Service, error) {
 			return nil, fmt.Errorf("receiver %s: %w", id, err)
 		}
 		s.receivers = append(s.receivers, r)
+		s.receiverByID[id] = r
 	}
 	return s, nil
 }
@@ -504,6 +511,9 @@ func (s *Service) start(ctx context.Context) error {
 		}
 		mux := http.NewServeMux()
 		mux.HandleFunc(h.Path, s.healthHandler)
+		if h.Path != "/status" {
+			mux.HandleFunc("/status", s.statusHandler) // status.go
+		}
 		if h.Path != "/metrics" {
 			mux.Handle("/metrics", s.metricsHandler())
 		}

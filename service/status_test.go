@@ -1,0 +1,281 @@
+package service
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"io"
+	"log/slog"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	coltracepb "go.opentelemetry.io/proto/otlp/collector/trace/v1"
+	tracepb "go.opentelemetry.io/proto/otlp/trace/v1"
+	"google.golang.org/protobuf/proto"
+
+	"github.com/otelstep/otelstep/config"
+)
+
+// statusOf fetches the status document.
+func statusOf(t *testing.T, s *Service) (int, statusDoc, string) {
+	t.Helper()
+	resp, err := http.Get("http://" + s.HealthAddr().String() + "/status")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(resp.Body)
+	var doc statusDoc
+	if err := json.Unmarshal(b, &doc); err != nil {
+		t.Fatalf("status document: %v\n%s", err, b)
+	}
+	if ct := resp.Header.Get("Content-Type"); ct != "application/json" {
+		t.Errorf("status Content-Type %q", ct)
+	}
+	return resp.StatusCode, doc, string(b)
+}
+
+// statusConfig is a config of two pipelines: traces from OTLP to a JSONL
+// file (at tracesPath) and a backend (its endpoint with userinfo and a
+// query), metrics from a scrape target to a JSONL file.
+func statusConfig(t *testing.T, dir, tracesPath, backend, target string) *config.Config {
+	t.Helper()
+	yaml := `
+extensions:
+  health_check:
+    endpoint: 127.0.0.1:0
+receivers:
+  otlp:
+    protocols:
+      http:
+        endpoint: 127.0.0.1:0
+  prometheus:
+    config:
+      scrape_configs:
+      - job_name: node
+        scrape_interval: 1h
+        static_configs:
+        - targets: [` + target + `]
+processors:
+  batch: {}
+exporters:
+  file/traces:
+    path: ` + tracesPath + `
+  file/metrics:
+    path: ` + filepath.Join(dir, "metrics.jsonl") + `
+  otlphttp:
+    endpoint: ` + strings.Replace(backend, "http://", "http://user:${env:TOKEN}@", 1) + `/?key=${env:TOKEN}
+    headers:
+      Authorization: Bearer ${env:TOKEN}
+service:
+  extensions: [health_check]
+  pipelines:
+    traces:
+      receivers: [otlp]
+      processors: [batch]
+      exporters: [file/traces, otlphttp]
+    metrics:
+      receivers: [prometheus]
+      exporters: [file/metrics]
+`
+	cfg, err := config.Parse("status.yaml", []byte(yaml), func(k string) (string, bool) {
+		if k == "TOKEN" {
+			return testToken, true
+		}
+		return "", false
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return cfg
+}
+
+// The status document: per pipeline and component, healthy and status,
+// the receiver's listener and counts (a refused request's reason), each
+// sink's state, the scrape target; the endpoint without its userinfo or
+// query, and the token nowhere.
+func TestStatusDocument(t *testing.T) {
+	backend := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		_, _ = io.Copy(io.Discard, r.Body)
+		w.Header().Set("Content-Type", "application/x-protobuf")
+	}))
+	defer backend.Close()
+	target := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
+		_, _ = io.WriteString(w, "# TYPE up_test gauge\nup_test 1\n")
+	}))
+	defer target.Close()
+	dir := t.TempDir()
+	cfg := statusConfig(t, dir, filepath.Join(dir, "traces.jsonl"), backend.URL, strings.TrimPrefix(target.URL, "http://"))
+	s, err := New(cfg, slog.New(slog.NewTextHandler(io.Discard, nil)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if doc := s.status(time.Now()); doc.Healthy || doc.Status != statusStarting {
+		t.Errorf("before Run: healthy %v status %s, want unhealthy, %s", doc.Healthy, doc.Status, statusStarting)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := runReady(t, ctx, s)
+
+	otlp := "http://" + s.receivers[0].HTTPAddr().String()
+	for _, ct := range []string{"text/plain", "application/x-protobuf"} {
+		resp, err := http.Post(otlp+"/v1/traces", ct, bytes.NewReader(traceBody(t)))
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+	}
+
+	code, doc, raw := statusOf(t, s)
+	if code != http.StatusOK || !doc.Healthy || doc.Status != statusOK || doc.StartTime.IsZero() {
+		t.Fatalf("running: %d healthy %v status %s\n%s", code, doc.Healthy, doc.Status, raw)
+	}
+	if strings.Contains(raw, testToken) || strings.Contains(raw, "user") || strings.Contains(raw, "Authorization") {
+		t.Fatalf("a secret, the userinfo or a header in the status document:\n%s", raw)
+	}
+	traces := doc.Components["pipeline:traces"]
+	if traces == nil || doc.Components["pipeline:metrics"] == nil {
+		t.Fatalf("pipelines: %s", raw)
+	}
+	for _, key := range []string{"receiver:otlp", "processor:batch", "exporter:file/traces", "exporter:otlphttp"} {
+		if c := traces.Components[key]; c == nil || !c.Healthy || c.Status != statusOK {
+			t.Errorf("traces %s: %+v", key, c)
+		}
+	}
+	var rcv struct {
+		HTTPEndpoint string `json:"http_endpoint"`
+		Accepted     []struct {
+			Signal, Transport string
+			Requests, Items   uint64
+		}
+		Refused []struct {
+			Reason string
+			Count  uint64
+		}
+		LastRefusal struct {
+			Reason string
+			Answer string `json:"last_answer"`
+			Remote string `json:"last_remote"`
+		} `json:"last_refusal"`
+	}
+	remarshal(t, traces.Components["receiver:otlp"].Details, &rcv)
+	if rcv.HTTPEndpoint != s.receivers[0].HTTPAddr().String() {
+		t.Errorf("receiver endpoint %q", rcv.HTTPEndpoint)
+	}
+	if len(rcv.Refused) != 1 || rcv.Refused[0].Reason != "content_type" || rcv.Refused[0].Count != 1 || rcv.LastRefusal.Answer != "HTTP 415" || rcv.LastRefusal.Remote == "" {
+		t.Errorf("receiver refusals: %+v", rcv)
+	}
+	accepted := uint64(0)
+	for _, a := range rcv.Accepted {
+		if a.Signal == "traces" && a.Transport == "http" {
+			accepted = a.Items
+		}
+	}
+	if accepted != 1 {
+		t.Errorf("receiver accepted %d spans over HTTP, want 1: %+v", accepted, rcv.Accepted)
+	}
+	var file struct{ Path, State string }
+	remarshal(t, traces.Components["exporter:file/traces"].Details, &file)
+	if file.State != "ok" || file.Path != filepath.Join(dir, "traces.jsonl") {
+		t.Errorf("file sink: %+v", file)
+	}
+	var exp struct{ Endpoint string }
+	remarshal(t, traces.Components["exporter:otlphttp"].Details, &exp)
+	if exp.Endpoint != backend.URL+"/" {
+		t.Errorf("exporter endpoint %q, want %q", exp.Endpoint, backend.URL+"/")
+	}
+	var targets []struct{ Job, Target string }
+	remarshal(t, doc.Components["pipeline:metrics"].Components["receiver:prometheus"].Details, &targets)
+	if len(targets) != 1 || targets[0].Job != "node" || targets[0].Target != strings.TrimPrefix(target.URL, "http://") {
+		t.Errorf("targets: %+v", targets)
+	}
+	if code, body := get(t, "http://"+s.HealthAddr().String()+"/"); code != http.StatusOK || !strings.Contains(body, `"status":"Server available"`) {
+		t.Errorf("GET / changed: %d %s", code, body)
+	}
+	cancel()
+	if err := <-done; err != nil {
+		t.Fatal(err)
+	}
+}
+
+// A JSONL file that cannot be written: the service unhealthy (503, as GET
+// / says), the file's pipeline and the file sink failing with the reason.
+func TestStatusDocumentFailingFile(t *testing.T) {
+	if _, err := os.Stat("/dev/full"); err != nil {
+		t.Skip("needs /dev/full")
+	}
+	backend := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { _, _ = io.Copy(io.Discard, r.Body) }))
+	defer backend.Close()
+	dir := t.TempDir()
+	cfg := statusConfig(t, dir, "/dev/full", backend.URL, "127.0.0.1:1")
+	s, err := New(cfg, slog.New(slog.NewTextHandler(io.Discard, nil)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	// The stop cannot write the file either: short stages, not the job's.
+	s.plan = stopPlan{total: 3 * time.Second, receivers: 200 * time.Millisecond, flush: 500 * time.Millisecond, backend: 200 * time.Millisecond, telemetry: 200 * time.Millisecond}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := runReady(t, ctx, s)
+	otlp := "http://" + s.receivers[0].HTTPAddr().String()
+	deadline := time.Now().Add(patience)
+	for s.failing() == nil && time.Now().Before(deadline) {
+		resp, err := http.Post(otlp+"/v1/traces", "application/x-protobuf", bytes.NewReader(traceBody(t)))
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+	}
+	code, doc, raw := statusOf(t, s)
+	traces := doc.Components["pipeline:traces"]
+	if code != http.StatusServiceUnavailable || doc.Healthy || !strings.Contains(doc.Error, "no space left") {
+		t.Fatalf("file failing: %d healthy %v error %q\n%s", code, doc.Healthy, doc.Error, raw)
+	}
+	f := traces.Components["exporter:file/traces"]
+	var file struct{ State string }
+	remarshal(t, f.Details, &file)
+	if f.Healthy || f.Status != statusRecoverable || file.State != "failing" || traces.Status != statusRecoverable {
+		t.Errorf("failing file sink: %+v %+v, pipeline %s", f, file, traces.Status)
+	}
+	if m := doc.Components["pipeline:metrics"]; m == nil || !m.Healthy {
+		t.Errorf("the metrics pipeline: %+v", m)
+	}
+	cancel()
+	<-done
+}
+
+func remarshal(t *testing.T, from, to any) {
+	t.Helper()
+	b, err := json.Marshal(from)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := json.Unmarshal(b, to); err != nil {
+		t.Fatalf("%v: %s", err, b)
+	}
+}
+
+func get(t *testing.T, url string) (int, string) {
+	t.Helper()
+	resp, err := http.Get(url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(resp.Body)
+	return resp.StatusCode, string(b)
+}
+
+// traceBody is an export request of one span, in protobuf.
+func traceBody(t *testing.T) []byte {
+	t.Helper()
+	b, err := proto.Marshal(&coltracepb.ExportTraceServiceRequest{ResourceSpans: []*tracepb.ResourceSpans{{ScopeSpans: []*tracepb.ScopeSpans{{
+		Spans: []*tracepb.Span{{TraceId: bytes.Repeat([]byte{1}, 16), SpanId: bytes.Repeat([]byte{2}, 8), Name: "s"}}}}}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return b
+}

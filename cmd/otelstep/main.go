@@ -53,6 +53,8 @@ func run(args []string, stdout, stderr io.Writer) int {
 			return runReplay(args[1:], stdout, stderr)
 		case "bench":
 			return runBench(args[1:], stdout, stderr)
+		case "report":
+			return runReport(args[1:], stdout, stderr)
 		case "help", "-h", "--help":
 			usage(stderr)
 			return exitOK

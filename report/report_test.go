@@ -1,0 +1,280 @@
+package report
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"math"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+)
+
+// emulatedMean is the mean over the grid's steps (one per scrape here) of a
+// gauge as PromQL's instant selector sees it: the latest sample at or
+// before the step, within the 5 m lookback.
+func emulatedMean(steps int, f func(i int) (float64, bool)) float64 {
+	sum, n := 0.0, 0
+	for k := 0; k < steps; k++ {
+		for i := k; i >= 0 && k-i < 60; i-- {
+			if v, ok := f(i); ok {
+				sum += v
+				n++
+				break
+			}
+		}
+	}
+	return sum / float64(n)
+}
+
+func buildTestJobs(t *testing.T) (*Report, []string) {
+	t.Helper()
+	base := t.TempDir()
+	a := writeOtelstepJob(t, filepath.Join(base, "jobA"))
+	b := writeCollectorJob(t, filepath.Join(base, "jobB", "otel"))
+	r, err := Build(context.Background(), Config{Dirs: []string{a, filepath.Join(base, "jobB")}, Page: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return r, []string{a, b}
+}
+
+// TestSummaryMatchesTruth: both jobs, one written by otelstep with v1's
+// vLLM names, one in the collector's format with v0's, summarise to the
+// figures the test's functions of time give.
+func TestSummaryMatchesTruth(t *testing.T) {
+	r, _ := buildTestJobs(t)
+	for ji, js := range r.Jobs {
+		name := []string{"otelstep's files", "the collector's files"}[ji]
+		t.Run(name, func(t *testing.T) {
+			checkJob(t, js)
+		})
+	}
+}
+
+func checkJob(t *testing.T, js *JobSummary) {
+	if js.grid.Step != testInterval || js.grid.steps() != testScrapes {
+		t.Fatalf("grid: step %v, %d steps; want %v, %d", js.grid.Step, js.grid.steps(), testInterval, testScrapes)
+	}
+	if js.Start != testT0.Format(time.RFC3339Nano) {
+		t.Errorf("start %s, want %s", js.Start, testT0.Format(time.RFC3339Nano))
+	}
+	one := func(id string) SeriesResult {
+		t.Helper()
+		p := js.Panels[id]
+		if p.Error != "" {
+			t.Fatalf("%s: %s", id, p.Error)
+		}
+		if len(p.Series) != 1 {
+			t.Fatalf("%s: %d series, want 1: %+v", id, len(p.Series), p.Series)
+		}
+		return p.Series[0]
+	}
+	for id, want := range map[string]float64{
+		"generation_tokens_per_s": genTokensPerS * rampFactor,
+		"prompt_tokens_per_s":     promptTokensPerS * rampFactor,
+		"preemptions":             preemptPerS * rampFactor,
+		"prefix_cache_hit_rate":   prefixHitsPerS / prefixQueryPerS, // the ramp cancels out of a ratio of rates
+		"span_calls_per_s":        spanCallsPerS * rampFactor,
+		"node_cpu":                1 - (idleCPU0+idleCPU1)/2*rampFactor,
+		"node_memory_used":        memTotal - memAvail,
+		"requests_running":        emulatedMean(testScrapes, func(i int) (float64, bool) { return runningAt(i), true }),
+		"requests_waiting":        emulatedMean(testScrapes, func(i int) (float64, bool) { return waitingAt(i), true }),
+		"kv_cache_usage":          emulatedMean(testScrapes, func(i int) (float64, bool) { return kvAt(i), true }),
+	} {
+		s := one(id)
+		if !near(s.Mean, want) {
+			t.Errorf("%s: mean %v, want %v", id, s.Mean, want)
+		}
+	}
+	// Past the ramp, each step's rate is the counter's.
+	for id, want := range map[string]float64{"generation_tokens_per_s": genTokensPerS, "node_cpu": 1 - (idleCPU0+idleCPU1)/2} {
+		s := one(id)
+		for k := 4; k < len(s.Values); k++ {
+			if !near(s.Values[k], want) {
+				t.Fatalf("%s: step %d: %v, want %v", id, k, s.Values[k], want)
+			}
+		}
+	}
+	for id, want := range wantQuantiles {
+		s := one(id)
+		if !near(s.Mean, want) || !near(s.Min, want) || !near(s.Max, want) || !near(s.Last, want) {
+			t.Errorf("%s: mean %v min %v max %v last %v, want %v throughout", id, s.Mean, s.Min, s.Max, s.Last, want)
+		}
+	}
+	if l := one("generation_tokens_per_s").Labels; l["job"] != "gym-vllm/policy" || l["model_name"] != "m1" {
+		t.Errorf("generation_tokens_per_s labels %v", l)
+	}
+	gpus := map[string]func(gpu, i int) float64{
+		"gpu_util":        gpuUtilAt,
+		"gpu_memory_used": func(gpu, _ int) float64 { return gpuMemAt(gpu) },
+		"gpu_power":       gpuPowAt,
+		"gpu_temperature": func(gpu, _ int) float64 { return gpuTempAt(gpu) },
+	}
+	for id, f := range gpus {
+		p := js.Panels[id]
+		if len(p.Series) != 2 {
+			t.Fatalf("%s: %d series, want one per GPU", id, len(p.Series))
+		}
+		for gpu, s := range p.Series {
+			if s.Labels["gpu"] != string(rune('0'+gpu)) || s.Labels["instance"] != "node1:9400" {
+				t.Errorf("%s: series %d labels %v", id, gpu, s.Labels)
+			}
+			want := emulatedMean(testScrapes, func(i int) (float64, bool) { return f(gpu, i), i != dcgmDown && !dcgmMissing(i) })
+			if !near(s.Mean, want) {
+				t.Errorf("%s gpu %d: mean %v, want %v", id, gpu, s.Mean, want)
+			}
+		}
+	}
+
+	wantTargets := []Target{
+		{Job: "dcgm", Instance: "node1:9400", UpRatio: float64(testScrapes-4) / (testScrapes - 3), Scrapes: testScrapes - 3, Down: 1, Gaps: 1},
+		{Job: "gym-vllm/policy", Instance: "127.0.0.1:8000", UpRatio: 1, Scrapes: testScrapes},
+		{Job: "node", Instance: "node1:9100", UpRatio: 1, Scrapes: testScrapes},
+	}
+	if len(js.Targets) != len(wantTargets) {
+		t.Fatalf("targets %+v", js.Targets)
+	}
+	for i, w := range wantTargets {
+		g := js.Targets[i]
+		if g.Job != w.Job || g.Instance != w.Instance || !near(g.UpRatio, w.UpRatio) || g.Scrapes != w.Scrapes || g.Down != w.Down || g.Gaps != w.Gaps {
+			t.Errorf("target %d: %+v, want %+v", i, g, w)
+		}
+	}
+
+	ms := func(d time.Duration) float64 { return d.Seconds() }
+	wantSpans := map[string]SpanStats{
+		"chat": {Count: testTraces, P50: ms(rootDur(24)), P99: ms(rootDur(49))},
+		"llm":  {Count: testTraces, P50: ms(rootDur(24) / 2), P99: ms(rootDur(49) / 2)},
+		"tool": {Count: testTraces, Errors: testTraces / 10, P50: ms(rootDur(24) / 4), P99: ms(rootDur(49) / 4)},
+	}
+	if len(js.Spans) != len(wantSpans) {
+		t.Fatalf("spans %+v", js.Spans)
+	}
+	for _, s := range js.Spans {
+		w := wantSpans[s.Name]
+		if s.Service != "policy-model" || s.Count != w.Count || s.Errors != w.Errors || !near(s.P50, w.P50) || !near(s.P99, w.P99) {
+			t.Errorf("span %+v, want %+v of service policy-model", s, w)
+		}
+	}
+	if len(js.traces) != 5 || js.traces[0].Root != "policy-model: chat" || !near(js.traces[0].DurS, ms(rootDur(49))) ||
+		len(js.traces[0].Spans) != 3 || js.traces[0].Spans[0].Depth != 0 || js.traces[0].Spans[1].Depth != 1 {
+		t.Errorf("slowest traces: %+v", js.traces[:min(1, len(js.traces))])
+	}
+
+	wantSev := map[string]int{"INFO": 40, "WARN": 7, "ERROR": 8, "FATAL": 1}
+	if len(js.Logs.BySeverity) != len(wantSev) {
+		t.Errorf("logs by severity %v, want %v", js.Logs.BySeverity, wantSev)
+	}
+	for k, v := range wantSev {
+		if js.Logs.BySeverity[k] != v {
+			t.Errorf("logs by severity %v, want %v", js.Logs.BySeverity, wantSev)
+		}
+	}
+	wantTop := []BodyCount{{"CUDA out of memory", 5}, {"upstream timeout", 3}, {"engine died", 1}}
+	if len(js.Logs.TopErrors) != len(wantTop) {
+		t.Fatalf("top errors %v, want %v", js.Logs.TopErrors, wantTop)
+	}
+	for i := range wantTop {
+		if js.Logs.TopErrors[i] != wantTop[i] {
+			t.Errorf("top errors %v, want %v", js.Logs.TopErrors, wantTop)
+		}
+	}
+	for _, k := range identityKeys {
+		if js.Resource[k] == "" {
+			t.Errorf("resource has no %s: %v", k, js.Resource)
+		}
+	}
+	if _, ok := js.Resource["Authorization"]; ok {
+		t.Error("resource holds Authorization")
+	}
+}
+
+// TestDamagedLinesCountedAndSkipped: the collector job's metrics file has
+// a damaged line and a cut last one.
+func TestDamagedLinesCountedAndSkipped(t *testing.T) {
+	r, _ := buildTestJobs(t)
+	var m FileStats
+	for _, f := range r.Jobs[1].Files {
+		if filepath.Base(f.Path) == "metrics.jsonl" {
+			m = f
+		}
+	}
+	if m.Lines != testScrapes+2 || m.Skipped != 2 || !strings.Contains(m.FirstProblem, "metrics.jsonl:12:") {
+		t.Errorf("metrics file: %+v; want %d lines, 2 skipped, first at line 12", m, testScrapes+2)
+	}
+	for _, f := range r.Jobs[0].Files {
+		if f.Skipped != 0 {
+			t.Errorf("%+v: skipped lines in otelstep's files", f)
+		}
+	}
+}
+
+// TestOutputsHoldNoToken: the collector's files carry the token on every
+// resource; no output does.
+func TestOutputsHoldNoToken(t *testing.T) {
+	r, _ := buildTestJobs(t)
+	var j, md, page bytes.Buffer
+	if err := r.WriteJSON(&j); err != nil {
+		t.Fatal(err)
+	}
+	if err := r.WriteMarkdown(&md); err != nil {
+		t.Fatal(err)
+	}
+	if err := r.WritePage(&page); err != nil {
+		t.Fatal(err)
+	}
+	for what, s := range map[string]string{"json": j.String(), "markdown": md.String(), "page": page.String()} {
+		mustNotContain(t, what, s, testToken)
+		if strings.Contains(strings.ToLower(s), "authorization") {
+			t.Errorf("%s names the Authorization attribute", what)
+		}
+	}
+	// The summary's shape, as the issue gives it.
+	var doc struct {
+		Jobs []struct {
+			Dir      string            `json:"dir"`
+			Resource map[string]string `json:"resource"`
+			Start    string            `json:"start"`
+			End      string            `json:"end"`
+			Panels   map[string]struct {
+				Title, Unit, Query string
+				Series             []struct {
+					Labels               map[string]string
+					Mean, Min, Max, Last *float64
+				}
+			} `json:"panels"`
+			Spans []struct {
+				Service, Name string
+				Count, Errors int
+				P50           float64 `json:"p50_s"`
+				P99           float64 `json:"p99_s"`
+			} `json:"spans"`
+			Logs struct {
+				BySeverity map[string]int `json:"by_severity"`
+				TopErrors  []struct {
+					Body  string
+					Count int
+				} `json:"top_errors"`
+			} `json:"logs"`
+			Targets []struct {
+				Job, Instance string
+				UpRatio       float64 `json:"up_ratio"`
+				Scrapes       int
+			} `json:"targets"`
+		} `json:"jobs"`
+	}
+	dec := json.NewDecoder(&j)
+	if err := dec.Decode(&doc); err != nil {
+		t.Fatal(err)
+	}
+	if len(doc.Jobs) != 2 || doc.Jobs[1].Panels["e2e_latency_p99"].Series[0].Mean == nil ||
+		math.Abs(*doc.Jobs[1].Panels["e2e_latency_p99"].Series[0].Mean-1.95) > 1e-9 ||
+		doc.Jobs[0].Spans[0].Count != testTraces || doc.Jobs[0].Logs.BySeverity["ERROR"] != 8 || doc.Jobs[0].Targets[1].Scrapes != testScrapes {
+		t.Errorf("summary JSON does not carry the figures:\n%s", j.String())
+	}
+	if !strings.Contains(md.String(), "| e2e_latency_p99 | s | job=gym-vllm/policy model_name=m1 | 1.95 |") {
+		t.Errorf("markdown lacks the e2e p99 row:\n%s", md.String())
+	}
+}

@@ -66,10 +66,16 @@ type Record struct {
 	cp      checkpoint // all but Offset, Line and Done: those are done's
 	arrived spanSet    // delivered, or reported and skipped
 	failed  spanSet    // given up on, not yet backfilled (at or after Live.From)
-	base    int        // lines in the file at open
-	timer   *time.Timer
-	closed  bool
-	wake    chan struct{} // cap 1: failed grew
+	// refused: the backend refused them (401, 400, ...); the backfill
+	// leaves them to `otelstep replay`, which sends what is not arrived.
+	refused spanSet
+	// items are the items of this run's lines not delivered, by their
+	// Start, for the backlog's count.
+	items  map[int64]int
+	base   int // lines in the file at open
+	timer  *time.Timer
+	closed bool
+	wake   chan struct{} // cap 1: failed grew
 
 	writeMu sync.Mutex // one write at a time, each of a state no older than the last's
 	err     error      // the first write error, under mu
@@ -169,6 +175,19 @@ func OpenRecord(o RecordOptions) (*Record, error) {
 	}
 	r.cp.Live.Size, r.cp.Live.Lines = size, r.base
 	r.failed = r.arrived.gaps(r.cp.Live.From, r.cp.Live.FromLine, size, r.base)
+	// What the backend refused in an earlier run stays left to replay
+	// (which may have sent part of it since).
+	for _, x := range r.cp.Live.Refused {
+		left := spanSet{spans: []span{x}}
+		for _, a := range r.arrived.spans {
+			left.sub(a)
+		}
+		for _, y := range left.spans {
+			r.failed.sub(y)
+			r.refused.add(y)
+		}
+	}
+	r.cp.Live.Refused = nil
 	if n := r.failed.bytes(); n > 0 {
 		r.log.Info("delivery record: an earlier run did not deliver part of the file; backfilling it",
 			"bytes", n, "lines", r.failed.lines())
@@ -221,13 +240,15 @@ func countLines(path string, from, to int64) (int, error) {
 func (r *Record) Path() string { return r.path }
 
 // Delivered records that l reached the backend (sink.DeliveryRecord).
-func (r *Record) Delivered(l sink.Line) { r.mark(l, true) }
+func (r *Record) Delivered(l sink.Line) { r.mark(l, sink.Delivered) }
 
-// Undelivered records that the exporter gave up on l: a Backfill sends it
-// (sink.DeliveryRecord).
-func (r *Record) Undelivered(l sink.Line) { r.mark(l, false) }
+// Undelivered records that the exporter gave up on l, and why: a Backfill
+// sends it, unless the backend refused it (sink.LeftRefused): that is left
+// to `otelstep replay` (sink.DeliveryRecord).
+func (r *Record) Undelivered(l sink.Line, f sink.Fate) { r.mark(l, f) }
 
-func (r *Record) mark(l sink.Line, delivered bool) {
+func (r *Record) mark(l sink.Line, f sink.Fate) {
+	delivered := f == sink.Delivered
 	s := span{Start: l.Start, End: l.End, FirstLine: r.base + l.Index + 1, Lines: 1}
 	r.mu.Lock()
 	defer r.mu.Unlock()
@@ -237,16 +258,51 @@ func (r *Record) mark(l sink.Line, delivered bool) {
 	if live := r.cp.Live; s.End > live.Size {
 		live.Size, live.Lines = s.End, s.FirstLine
 	}
-	if delivered {
+	switch {
+	case delivered:
 		r.arrived.add(s)
-	} else {
+	case f == sink.LeftRefused:
+		r.refused.add(s)
+		r.cp.Live.RefusedReason = "the backend refused it"
+	default:
 		r.failed.add(s)
 		select {
 		case r.wake <- struct{}{}:
 		default:
 		}
 	}
+	if !delivered && l.Items > 0 {
+		if r.items == nil {
+			r.items = map[int64]int{}
+		}
+		r.items[l.Start] = l.Items
+	}
 	r.dirtyLocked()
+}
+
+// refuse moves the ranges a backfill was sending, which the backend
+// refused with status, from those to backfill to those left to replay.
+func (r *Record) refuse(spans []span, status int) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	for _, s := range spans {
+		r.failed.sub(s)
+		r.refused.add(s)
+	}
+	r.cp.Live.RefusedReason = fmt.Sprintf("the backend refused it (HTTP %d)", status)
+	r.dirtyLocked()
+}
+
+// Backlog is what the record's file holds that the backend has not got:
+// to backfill, and left to replay (sink.Backlog).
+func (r *Record) Backlog() sink.Backlog {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	b := sink.Backlog{Batches: r.failed.lines() + r.refused.lines(), Bytes: r.failed.bytes() + r.refused.bytes()}
+	for _, n := range r.items {
+		b.Items += int64(n)
+	}
+	return b
 }
 
 // done records a backfilled chunk (marker).
@@ -257,6 +313,12 @@ func (r *Record) done(s span, skipped int) {
 	if s.End > s.Start {
 		r.arrived.add(s)
 		r.failed.sub(s)
+		r.refused.sub(s)
+		for at := range r.items {
+			if at >= s.Start && at < s.End {
+				delete(r.items, at)
+			}
+		}
 	}
 	r.dirtyLocked()
 }
@@ -339,6 +401,10 @@ func (r *Record) write(sync bool) {
 func (r *Record) snapshotLocked() checkpoint {
 	cp := r.cp
 	live := *r.cp.Live
+	live.Refused = append([]span(nil), r.refused.spans...)
+	if len(live.Refused) == 0 {
+		live.RefusedReason = ""
+	}
 	cp.Live = &live
 	spans := r.arrived.spans
 	if len(spans) > 0 && spans[0].Start == 0 {

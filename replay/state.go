@@ -59,6 +59,11 @@ type liveState struct {
 	// otelstep wrote them.
 	Size  int64 `json:"size"`
 	Lines int   `json:"lines"`
+	// Refused are the ranges the backend refused (a 401, a 400): not
+	// backfilled by otelstep, left to `otelstep replay`, which sends
+	// every range not done; RefusedReason says why.
+	Refused       []span `json:"refused,omitempty"`
+	RefusedReason string `json:"refused_reason,omitempty"`
 }
 
 // span is a done byte range [Start, End) holding lines [FirstLine, FirstLine+Lines).

@@ -70,6 +70,7 @@ func newBackfill(id string, fc config.FileExporter, ec *config.OTLPHTTPExporter,
 		lg.Warn("no delivery record: what the exporter does not deliver is not sent again by otelstep (`otelstep replay` sends it)", "error", err)
 		return nil
 	}
+	h.AddBacklog(rec.Backlog)
 	return &backfill{id: id, rec: rec, o: replay.BackfillOptions{
 		Record: rec, Exporter: h, Token: sink.BearerToken(ec.Headers), Secrets: secrets, Logger: lg,
 	}}

@@ -23,29 +23,33 @@ import (
 type Line struct {
 	Start, End int64
 	Index      int
+	// Items is the batch's items (points, spans or log records), as the
+	// HTTP sink counted them.
+	Items int
 }
 
 // DeliveryRecord is told, for each line a File sink wrote of a batch that
 // an HTTP sink was given too, whether the HTTP sink delivered the batch (a
-// 2xx answer) or not (dropped from a full queue, refused, retries
-// exhausted, unsent at stop). A line is reported once both are known and
+// 2xx answer) or not, and why not (its Fate: dropped from a full queue,
+// refused, retries exhausted, unsent at stop). A line is reported once both are known and
 // only once it is in the file (written out, not only buffered); a line the
 // File sink never wrote (lost at a stop past its deadline) is not reported.
 // Calls come from the sinks' goroutines in no particular order and must
 // not block.
 type DeliveryRecord interface {
 	Delivered(Line)
-	Undelivered(Line)
+	Undelivered(Line, Fate)
 }
 
 // ticket joins one batch's two fates for one DeliveryRecord: where its line
 // was written and whether the HTTP sink delivered it. Whichever comes second
 // tells the record.
 type ticket struct {
-	rec       DeliveryRecord
-	line      Line // set by written, before its bit
-	delivered bool // set by settle, before its bit
-	state     atomic.Int32
+	rec   DeliveryRecord
+	line  Line // set by written, before its bit
+	fate  Fate // set by settle, before its bit
+	items int  // set by settle, before its bit
+	state atomic.Int32
 }
 
 const (
@@ -59,9 +63,9 @@ func (t *ticket) written(l Line) {
 	t.finish(ticketWritten)
 }
 
-// settle says whether the HTTP sink delivered the batch.
-func (t *ticket) settle(delivered bool) {
-	t.delivered = delivered
+// settle says what became of the batch of items items at the HTTP sink.
+func (t *ticket) settle(f Fate, items int) {
+	t.fate, t.items = f, items
 	t.finish(ticketSettled)
 }
 
@@ -70,10 +74,12 @@ func (t *ticket) finish(bit int32) {
 	if t.state.Or(bit) != other {
 		return // the other fate is not known yet (or this one was told twice)
 	}
-	if t.delivered {
-		t.rec.Delivered(t.line)
+	l := t.line
+	l.Items = t.items
+	if t.fate == Delivered {
+		t.rec.Delivered(l)
 	} else {
-		t.rec.Undelivered(t.line)
+		t.rec.Undelivered(l, t.fate)
 	}
 }
 
@@ -166,14 +172,6 @@ func (s *File) linesLost(n int) {
 	s.unwritten = s.unwritten[:0]
 }
 
-// settle tells bd's ticket whether bd was delivered.
-func (bd *body) settle() {
-	if bd.t != nil {
-		bd.t.settle(bd.delivered)
-	}
-	bd.t, bd.delivered = nil, false
-}
-
 // answered is called after every 2xx answer to a live request: it wakes
 // whoever waits in Answered.
 func (h *HTTP) answered() {
@@ -237,7 +235,13 @@ func (h *HTTP) PostBackfill(ctx context.Context, sig pipeline.Signal, body []byt
 	defer cancel()
 	stop := context.AfterFunc(h.runCtx, cancel)
 	defer stop()
-	return Post(ctx, h.client, Export{Signal: sig, URL: h.urls[sig], Headers: h.o.Headers, Gzip: h.gzip, Body: body, Redact: h.red})
+	res := Post(ctx, h.client, Export{Signal: sig, URL: h.urls[sig], Headers: h.o.Headers, Gzip: h.gzip, Body: body, Redact: h.red})
+	if res.OK() || ctx.Err() == nil {
+		// The backend's state, as a live request's answer says it;
+		// not a request cut short by a stop.
+		h.observe(sig, res)
+	}
+	return res
 }
 
 var errUnknownSignal = errors.New("unknown signal")

@@ -33,7 +33,7 @@ func (r *lineRecord) Delivered(l Line) {
 	r.delivered = append(r.delivered, l)
 }
 
-func (r *lineRecord) Undelivered(l Line) {
+func (r *lineRecord) Undelivered(l Line, _ Fate) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	r.undelivered = append(r.undelivered, l)

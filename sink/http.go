@@ -70,18 +70,41 @@ type HTTPOptions struct {
 	// encodings the sink stores and reuses (otlpwire.ProtoEncoder.Shared);
 	// nil encodes every point afresh.
 	SharedAttrs *pipeline.SharedAttrs
+	// TokenEnv names the environment variable the ingest token in Headers
+	// came from (a 401 or 403 is logged with it); "" when unknown.
+	TokenEnv string
+	// ReportEvery is how often a run of failed exports is summed up in
+	// the log while it lasts; default DefaultReportEvery.
+	ReportEvery time.Duration
 }
 
-// HTTPStats counts what the HTTP sink did. Failed and Dropped count batches.
+// DefaultReportEvery is HTTPOptions.ReportEvery when unset.
+const DefaultReportEvery = time.Minute
+
+// HTTPStats counts what the HTTP sink did. Fates counts every batch it
+// took by its fate (the sum is what it took); the other fields are sums of
+// them. Failed and Dropped count batches.
 type HTTPStats struct {
-	SentBatches uint64
+	Fates       [numFates]FateCount
+	SentBatches uint64 // Fates[Delivered]
 	SentItems   uint64
-	Failed      uint64 // rejected (non-retryable) or retries exhausted
+	Failed      uint64 // refused, or retries exhausted: Fates[LeftRefused]+Fates[LeftBackendDown]
 	Dropped     uint64 // oldest dropped when the queue was full, or left at shutdown
 	Retries     uint64
 	// UnsentBatches and UnsentItems are what Shutdown's time ran out on:
-	// queued, in flight or waiting to be retried (counted in Dropped too).
+	// queued, in flight or waiting to be retried (counted in Dropped too):
+	// Fates[LeftAtStop].
 	UnsentBatches, UnsentItems uint64
+}
+
+// Accepted is every batch and item the sink took: the sum of the fates.
+func (st HTTPStats) Accepted() FateCount {
+	var c FateCount
+	for _, f := range st.Fates {
+		c.Batches += f.Batches
+		c.Items += f.Items
+	}
+	return c
 }
 
 const httpWorkers = 2
@@ -122,15 +145,16 @@ type HTTP struct {
 	encSem   chan struct{}
 	bodies   freeList[body]
 
-	mu       sync.Mutex
-	ring     []*body
-	head, n  int
-	bytes    int64 // the queued bodies hold (their buffers' capacity), at most o.QueueBytes but for one
-	stopping bool
-	started  bool
-	avail    chan struct{}
-	stopCh   chan struct{}
-	wg       sync.WaitGroup
+	mu         sync.Mutex
+	ring       []*body
+	head, n    int
+	bytes      int64 // the queued bodies hold (their buffers' capacity), at most o.QueueBytes but for one
+	queueItems int   // the queued bodies' items
+	stopping   bool
+	started    bool
+	avail      chan struct{}
+	stopCh     chan struct{}
+	wg         sync.WaitGroup
 	// enqueuing counts the Enqueue calls past the stopping check: Shutdown
 	// waits for them before the workers drain the queue. enqueuingN is the
 	// same count, for tests.
@@ -140,11 +164,16 @@ type HTTP struct {
 	runCtx    context.Context
 	runCancel context.CancelFunc
 
-	lastDropLog                                      atomic.Int64 // unix nanos
-	sentBatches, sentItems, failed, dropped, retries atomic.Uint64
-	unsentBatches, unsentItems                       atomic.Uint64
-	tel                                              *telemetry.Sink
-	unobserve                                        func() // stops the queue's observation
+	lastDropLog atomic.Int64 // unix nanos
+	// fates counts the batches and items by fate and signal (settle).
+	fates     [numFates][3]struct{ batches, items atomic.Uint64 }
+	retries   atomic.Uint64
+	tel       *telemetry.Sink
+	unobserve func() // stops the queue's observation
+
+	out       outage // the run of failures (fate.go)
+	backlogMu sync.Mutex
+	backlogs  []func() Backlog
 
 	okState // Answered (delivery.go)
 }
@@ -174,6 +203,9 @@ func NewHTTP(o HTTPOptions) (*HTTP, error) {
 	}
 	if o.Name == "" {
 		o.Name = "otlp_http"
+	}
+	if o.ReportEvery <= 0 {
+		o.ReportEvery = DefaultReportEvery
 	}
 	h := &HTTP{o: o, client: o.Client, red: redact.New(append(slices.Clone(o.Secrets), slices.Collect(maps.Values(o.Headers))...)...)}
 	switch strings.ToLower(o.Compression) {
@@ -217,7 +249,9 @@ func NewHTTP(o HTTPOptions) (*HTTP, error) {
 	h.stopCh = make(chan struct{})
 	h.runCtx, h.runCancel = context.WithCancel(context.Background())
 	h.tel = o.Telemetry
-	h.unobserve = h.tel.ObserveQueue(h.queued, len(h.ring))
+	stopQ := h.tel.ObserveQueue(h.queued, len(h.ring))
+	stopB := h.tel.ObserveBacklog(func() (int, int64) { b := h.backlog(); return b.Batches, b.Bytes })
+	h.unobserve = func() { stopQ(); stopB() }
 	return h, nil
 }
 
@@ -252,16 +286,58 @@ func (h *HTTP) Name() string { return h.o.Name }
 
 // Stats returns the counters.
 func (h *HTTP) Stats() HTTPStats {
-	return HTTPStats{
-		SentBatches: h.sentBatches.Load(),
-		SentItems:   h.sentItems.Load(),
-		Failed:      h.failed.Load(),
-		Dropped:     h.dropped.Load(),
-		Retries:     h.retries.Load(),
-
-		UnsentBatches: h.unsentBatches.Load(),
-		UnsentItems:   h.unsentItems.Load(),
+	st := HTTPStats{Retries: h.retries.Load()}
+	for _, f := range Fates() {
+		st.Fates[f] = h.fateTotal(f)
 	}
+	st.SentBatches, st.SentItems = st.Fates[Delivered].Batches, st.Fates[Delivered].Items
+	st.Failed = st.Fates[LeftRefused].Batches + st.Fates[LeftBackendDown].Batches
+	st.Dropped = st.Fates[LeftQueueFull].Batches + st.Fates[LeftAtStop].Batches
+	st.UnsentBatches, st.UnsentItems = st.Fates[LeftAtStop].Batches, st.Fates[LeftAtStop].Items
+	return st
+}
+
+// fateTotal is the batches and items of fate f, over the signals.
+func (h *HTTP) fateTotal(f Fate) FateCount {
+	var c FateCount
+	for i := range h.fates[f] {
+		c.Batches += h.fates[f][i].batches.Load()
+		c.Items += h.fates[f][i].items.Load()
+	}
+	return c
+}
+
+// settle decides the fate of one batch of items items of sig the sink took
+// (its ticket t, if any): the one place every batch ends, where it is
+// counted, in Stats and the telemetry, and its DeliveryRecord told.
+func (h *HTTP) settle(sig pipeline.Signal, items int, f Fate, t *ticket) {
+	items = max(items, 0)
+	if int(sig) < len(h.fates[f]) {
+		h.fates[f][sig].batches.Add(1)
+		h.fates[f][sig].items.Add(uint64(items))
+	}
+	switch f {
+	case Delivered:
+		h.tel.Sent(sig, items)
+	case LeftQueueFull:
+		h.tel.Dropped(1)
+		h.tel.EnqueueFailed(sig, items)
+	case LeftBackendDown, LeftRefused:
+		h.tel.Failed(sig, items)
+	case LeftAtStop:
+		h.tel.Dropped(1)
+		h.tel.Unsent(sig, items)
+	}
+	if t != nil {
+		t.settle(f, items)
+	}
+}
+
+// finish settles bd with fate f and gives it back.
+func (h *HTTP) finish(bd *body, f Fate) {
+	h.settle(bd.sig, bd.items, f, bd.t)
+	bd.t = nil
+	h.putBody(bd)
 }
 
 // Start starts the workers.
@@ -283,6 +359,8 @@ func (h *HTTP) Start(context.Context) error {
 		h.wg.Add(1)
 		go h.worker()
 	}
+	h.wg.Add(1)
+	go h.reporter()
 	return nil
 }
 
@@ -315,12 +393,14 @@ func (h *HTTP) enqueueTracked(_ context.Context, b *pipeline.Batch, items int, t
 	h.enqueuingN.Add(1)
 	h.mu.Unlock()
 	defer func() { h.enqueuingN.Add(-1); h.enqueuing.Done() }()
+	if items < 0 {
+		items = b.Items()
+	}
+	sig := b.Signal
 	bd := h.encode(b, items)
 	if bd == nil {
-		if t != nil {
-			t.settle(false)
-		}
-		return nil // counted and logged: the batch is taken, and failed
+		h.settle(sig, items, LeftRefused, t)
+		return nil // logged: the batch is taken, and failed
 	}
 	bd.t = t
 	size := int64(bd.buf.Cap())
@@ -332,17 +412,18 @@ func (h *HTTP) enqueueTracked(_ context.Context, b *pipeline.Batch, items int, t
 	h.ring[(h.head+h.n)%len(h.ring)] = bd
 	h.n++
 	h.bytes += size
+	h.queueItems += bd.items
 	h.mu.Unlock()
 	if len(dropped) > 0 {
 		for _, d := range dropped {
-			h.putBody(d)
+			h.finish(d, LeftQueueFull)
 		}
-		h.tel.Dropped(len(dropped))
-		total := h.dropped.Add(uint64(len(dropped)))
+		total := h.fateTotal(LeftQueueFull)
 		now := time.Now().UnixNano()
 		last := h.lastDropLog.Load()
-		if now-last >= int64(10*time.Second) && h.lastDropLog.CompareAndSwap(last, now) {
-			h.log.Warn("otlp/http exporter queue full, dropped oldest batches", "dropped_total", total,
+		if now-last >= int64(time.Minute) && h.lastDropLog.CompareAndSwap(last, now) {
+			h.log.Warn("otlp/http exporter: queue full, oldest batches left in the JSONL for the backfill",
+				"left_batches_total", total.Batches, "left_items_total", total.Items,
 				"queue_size", len(h.ring), "queue_bytes", h.o.QueueBytes)
 		}
 	}
@@ -362,14 +443,10 @@ func (h *HTTP) encode(b *pipeline.Batch, items int) *body {
 	defer b.Release() // once encoded, nothing points into b
 	sig := b.Signal
 	if sig > pipeline.Logs {
-		h.failed.Add(1)
-		h.log.Error("otlp/http exporter: unknown signal, batch dropped", "signal", int(sig))
+		h.log.Error("otlp/http exporter: unknown signal, batch not sent", "signal", int(sig))
 		return nil
 	}
 	bd := h.bodies.get()
-	if items < 0 {
-		items = b.Items()
-	}
 	bd.sig, bd.items = sig, items
 	h.encSem <- struct{}{}
 	re := h.encoders.get()
@@ -379,9 +456,7 @@ func (h *HTTP) encode(b *pipeline.Batch, items int) *body {
 	<-h.encSem
 	if err != nil {
 		h.putBody(bd)
-		h.failed.Add(1)
-		h.tel.Failed(sig, bd.items)
-		h.log.Error("otlp/http exporter: encoding failed", "error", err)
+		h.log.Error("otlp/http exporter: encoding failed, batch left in the JSONL", "error", err)
 		return nil
 	}
 	// gzip's writes grew the buffer by doubling: up to twice the body.
@@ -402,6 +477,7 @@ func (h *HTTP) popLocked() *body {
 	h.head = (h.head + 1) % len(h.ring)
 	h.n--
 	h.bytes -= int64(b.buf.Cap())
+	h.queueItems -= b.items
 	return b
 }
 
@@ -486,27 +562,19 @@ func (h *HTTP) Shutdown(ctx context.Context) error {
 	}
 	h.runCancel()
 	h.mu.Lock()
+	var left []*body
 	for h.n > 0 {
-		bd := h.popLocked()
-		h.unsent(bd.sig, bd.items)
-		h.putBody(bd) // its ticket: undelivered
+		left = append(left, h.popLocked())
 	}
 	h.mu.Unlock()
+	for _, bd := range left {
+		h.finish(bd, LeftAtStop)
+	}
 	h.unobserve()
-	if n := h.unsentBatches.Load(); n > 0 {
-		h.log.Warn("otlp/http exporter stopped with batches unsent: its time at stop ran out", "unsent_batches", n, "unsent_items", h.unsentItems.Load())
+	if n := h.fateTotal(LeftAtStop); n.Batches > 0 {
+		h.log.Warn("otlp/http exporter stopped with batches unsent: its time at stop ran out", "unsent_batches", n.Batches, "unsent_items", n.Items)
 	}
 	return err
-}
-
-// unsent counts a batch of items items of sig not sent because the stop's
-// time ran out.
-func (h *HTTP) unsent(sig pipeline.Signal, items int) {
-	h.unsentBatches.Add(1)
-	h.unsentItems.Add(uint64(max(items, 0)))
-	h.dropped.Add(1)
-	h.tel.Dropped(1)
-	h.tel.Unsent(sig, items)
 }
 
 // body is one batch's request, encoded: what the queue holds and a worker
@@ -515,9 +583,8 @@ type body struct {
 	sig   pipeline.Signal
 	items int
 	buf   bytes.Buffer
-	// t is told, when the body is given back, whether it was delivered.
-	t         *ticket
-	delivered bool
+	// t is told the body's fate (settle).
+	t *ticket
 }
 
 // keptBodies bounds the bodies kept for reuse: about what the workers
@@ -559,7 +626,7 @@ func (l *freeList[T]) put(x *T) {
 // putBody keeps bd for reuse, emptied, unless one huge batch grew its
 // buffer.
 func (h *HTTP) putBody(bd *body) {
-	bd.settle()
+	bd.t = nil
 	if bd.buf.Cap() > maxKeptOut {
 		return
 	}
@@ -567,41 +634,41 @@ func (h *HTTP) putBody(bd *body) {
 	h.bodies.put(bd)
 }
 
-// export posts bd, retrying as configured, then gives it back.
+// export posts bd, retrying as configured, then settles its fate and gives
+// it back. Each request's outcome is followed for the logs (observe); no
+// batch is logged on its own.
 func (h *HTTP) export(bd *body) {
-	defer h.putBody(bd)
-	sig, items := bd.sig, bd.items
+	sig := bd.sig
 	body := bd.buf.Bytes()
 	bo := h.o.Retry.Backoff()
 	for {
 		res := h.post(sig, body)
 		if res.OK() {
-			bd.delivered = true
 			h.answered()
-			h.sentBatches.Add(1)
-			h.sentItems.Add(uint64(items))
-			h.tel.Sent(sig, items)
+			h.observe(sig, res)
+			h.finish(bd, Delivered)
 			return
 		}
 		if h.runCtx.Err() != nil {
 			// Cut short by the end of the stop's time: not the
 			// backend's answer.
-			h.unsent(sig, items)
+			h.finish(bd, LeftAtStop)
 			return
 		}
-		if !res.Retryable || !h.o.Retry.Enabled {
-			h.failed.Add(1)
-			h.tel.Failed(sig, items)
-			h.log.Error("otlp/http exporter: export failed, batch dropped", "signal", sig.String(),
-				"url", h.safeURL[sig], "items", items, "error", res.Err)
+		h.observe(sig, res)
+		if !res.Retryable {
+			h.finish(bd, LeftRefused)
+			return
+		}
+		if !h.o.Retry.Enabled {
+			h.finish(bd, LeftBackendDown)
 			return
 		}
 		delay, ok := bo.Next(res.RetryAfter)
 		if !ok {
-			h.failed.Add(1)
-			h.tel.Failed(sig, items)
-			h.log.Error("otlp/http exporter: retries exhausted, batch dropped", "signal", sig.String(),
-				"url", h.safeURL[sig], "items", items, "elapsed", bo.Elapsed().Round(time.Millisecond), "error", res.Err)
+			h.log.Debug("otlp/http exporter: retries exhausted, batch left in the JSONL for the backfill", "signal", sig.String(),
+				"items", bd.items, "elapsed", bo.Elapsed().Round(time.Millisecond), "error", res.Err)
+			h.finish(bd, LeftBackendDown)
 			return
 		}
 		h.log.Debug("otlp/http exporter: retrying", "signal", sig.String(), "error", res.Err, "delay", delay)
@@ -610,7 +677,7 @@ func (h *HTTP) export(bd *body) {
 		case <-t.C:
 		case <-h.runCtx.Done():
 			t.Stop()
-			h.unsent(sig, items)
+			h.finish(bd, LeftAtStop)
 			return
 		}
 		h.retries.Add(1)

@@ -215,7 +215,7 @@ func TestHTTPQueueFullDropsOldest(t *testing.T) {
 	if len(got) != 2 || !(got[0] == "3" && got[1] == "4" || got[0] == "4" && got[1] == "3") {
 		t.Fatalf("backend got %v, want the newest [3 4]", got)
 	}
-	if !strings.Contains(logs.String(), "dropped oldest") {
+	if !strings.Contains(logs.String(), "queue full, oldest batches left") {
 		t.Fatalf("drop not logged: %s", logs.String())
 	}
 }

@@ -154,8 +154,8 @@ func (f *Fanout) ConsumeCounted(ctx context.Context, b *pipeline.Batch, items in
 		}
 		if err != nil {
 			unused++
-			if t != nil {
-				t.settle(false) // the sink stopped: never sent
+			if h != nil {
+				h.settle(b.Signal, items, LeftAtStop, t) // the sink stopped: never sent
 			}
 		}
 	}

@@ -37,11 +37,13 @@ type instruments struct {
 	recvRefusedRequests       metric.Int64Counter
 	pipeItems                 metric.Int64Counter
 
-	expSent, expFailed               [signals]metric.Int64Counter
-	expDropped, expRetries, expJSONL metric.Int64Counter
-	expUnsent                        [signals]metric.Int64Counter
-	expDuration                      metric.Float64Histogram
-	expQueueSize, expQueueCap        metric.Int64ObservableGauge
+	expSent, expFailed                 [signals]metric.Int64Counter
+	expDropped, expRetries, expJSONL   metric.Int64Counter
+	expUnsent, expEnqueueFailed        [signals]metric.Int64Counter
+	expBackfilled                      [signals]metric.Int64Counter
+	expBacklogBatches, expBacklogBytes metric.Int64ObservableGauge
+	expDuration                        metric.Float64Histogram
+	expQueueSize, expQueueCap          metric.Int64ObservableGauge
 	// queueObservable: the queue gauges are the meter's (at level basic
 	// and up), so their callbacks can be registered with it.
 	queueObservable bool
@@ -88,6 +90,8 @@ func newInstruments(m metric.Meter, level Level) *instruments {
 		ins.expSent[sig] = counter(LevelBasic, "otelcol_exporter_sent_"+it.name, it.unit, "Items an exporter wrote: the backend accepted them, or they are a whole line in the JSONL file.")
 		ins.expFailed[sig] = counter(LevelBasic, "otelcol_exporter_send_failed_"+it.name, it.unit, "Items the backend refused or whose retries ran out.")
 		ins.expUnsent[sig] = counter(LevelBasic, "otelstep_exporter_unsent_at_stop_"+it.name, it.unit, "Items the OTLP/HTTP exporter had not sent when its time at stop ran out (they are in the JSONL).")
+		ins.expEnqueueFailed[sig] = counter(LevelBasic, "otelcol_exporter_enqueue_failed_"+it.name, it.unit, "Items dropped from the OTLP/HTTP exporter's full queue (they are in the JSONL, for the backfill).")
+		ins.expBackfilled[sig] = counter(LevelBasic, "otelstep_exporter_backfilled_"+it.name, it.unit, "Items the backfill sent to the backend from the JSONL.")
 	}
 	ins.recvRefusedRequests = counter(LevelBasic, "otelstep_receiver_refused_requests", "{requests}", "Requests a receiver refused, by signal, transport and reason.")
 	ins.expDropped = counter(LevelBasic, "otelstep_exporter_dropped_batches", "{batches}", "Batches dropped because the exporter queue was full, or left in it at shutdown.")
@@ -104,6 +108,10 @@ func newInstruments(m metric.Meter, level Level) *instruments {
 	ins.expQueueSize, err = at(LevelBasic).Int64ObservableGauge("otelcol_exporter_queue_size", metric.WithUnit("{batches}"), metric.WithDescription("Batches in the exporter's queue."))
 	keep(err)
 	ins.expQueueCap, err = at(LevelBasic).Int64ObservableGauge("otelcol_exporter_queue_capacity", metric.WithUnit("{batches}"), metric.WithDescription("The exporter queue's size in batches."))
+	keep(err)
+	ins.expBacklogBatches, err = at(LevelBasic).Int64ObservableGauge("otelstep_exporter_backfill_backlog_batches", metric.WithUnit("{batches}"), metric.WithDescription("Lines (one a batch) in the JSONL the backend has not got: what the backfill or `otelstep replay` is to send."))
+	keep(err)
+	ins.expBacklogBytes, err = at(LevelBasic).Int64ObservableGauge("otelstep_exporter_backfill_backlog_bytes", metric.WithUnit("By"), metric.WithDescription("Bytes of the JSONL lines the backend has not got."))
 	keep(err)
 	ins.queueObservable = level >= LevelBasic
 	return ins
@@ -340,6 +348,22 @@ func (s *Sink) Unsent(sig pipeline.Signal, items int) {
 	s.ins.expUnsent[sig].Add(bg, int64(items), s.a.add...)
 }
 
+// EnqueueFailed counts items of sig dropped from a full queue.
+func (s *Sink) EnqueueFailed(sig pipeline.Signal, items int) {
+	if s == nil || items <= 0 || int(sig) >= signals {
+		return
+	}
+	s.ins.expEnqueueFailed[sig].Add(bg, int64(items), s.a.add...)
+}
+
+// Backfilled counts items of sig the backfill sent from the JSONL.
+func (s *Sink) Backfilled(sig pipeline.Signal, items int) {
+	if s == nil || items <= 0 || int(sig) >= signals {
+		return
+	}
+	s.ins.expBackfilled[sig].Add(bg, int64(items), s.a.add...)
+}
+
 // Dropped counts batches dropped.
 func (s *Sink) Dropped(batches int) {
 	if s == nil || batches <= 0 {
@@ -383,6 +407,25 @@ func (s *Sink) ObserveQueue(size func() int, capacity int) (stop func()) {
 		o.ObserveInt64(s.ins.expQueueCap, int64(capacity), s.a.obs...)
 		return nil
 	}, s.ins.expQueueSize, s.ins.expQueueCap)
+	if err != nil {
+		return func() {}
+	}
+	return func() { _ = reg.Unregister() }
+}
+
+// ObserveBacklog has the backfill's backlog (batches and bytes in the
+// JSONL the backend has not got) read with backlog whenever the metrics
+// are collected. The returned func stops it.
+func (s *Sink) ObserveBacklog(backlog func() (batches int, bytes int64)) (stop func()) {
+	if s == nil || !s.ins.queueObservable {
+		return func() {}
+	}
+	reg, err := s.ins.meter.RegisterCallback(func(_ context.Context, o metric.Observer) error {
+		n, b := backlog()
+		o.ObserveInt64(s.ins.expBacklogBatches, int64(n), s.a.obs...)
+		o.ObserveInt64(s.ins.expBacklogBytes, b, s.a.obs...)
+		return nil
+	}, s.ins.expBacklogBatches, s.ins.expBacklogBytes)
 	if err != nil {
 		return func() {}
 	}

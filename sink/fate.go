@@ -1,0 +1,283 @@
+package sink
+
+import (
+	"fmt"
+	"net/http"
+	"sync"
+	"time"
+
+	"github.com/otelstep/otelstep/pipeline"
+)
+
+// Fate is what became of one batch the HTTP sink took: delivered, or left
+// for the backfill (and `otelstep replay`) to send from the JSONL file, for
+// one reason. Every batch the sink takes ends in exactly one fate, decided
+// in one place (HTTP.settle), which counts it (HTTPStats, the telemetry)
+// and tells its DeliveryRecord: the counts of the fates add up to what the
+// sink took by construction.
+type Fate uint8
+
+// The fates.
+const (
+	// Delivered: the backend answered 2xx.
+	Delivered Fate = iota
+	// LeftQueueFull: dropped, the oldest, from a full queue.
+	LeftQueueFull
+	// LeftBackendDown: the backend did not take it (no answer, 5xx, 429)
+	// before its retries ran out.
+	LeftBackendDown
+	// LeftRefused: the backend refused it with an answer that would be the
+	// same again (400, 401, 403, 413, ...): a backfill does not send it
+	// again by itself; `otelstep replay` does, once what was wrong is put
+	// right (the token, say). A batch that could not be encoded is counted
+	// here too.
+	LeftRefused
+	// LeftAtStop: still queued, in flight or waiting to be retried when
+	// the exporter's time at stop ran out.
+	LeftAtStop
+
+	numFates
+)
+
+// String is the fate's name in logs and the stop line.
+func (f Fate) String() string {
+	switch f {
+	case Delivered:
+		return "delivered"
+	case LeftQueueFull:
+		return "queue_full"
+	case LeftBackendDown:
+		return "backend_down"
+	case LeftRefused:
+		return "backend_refused"
+	case LeftAtStop:
+		return "unsent_at_stop"
+	}
+	return fmt.Sprintf("fate(%d)", uint8(f))
+}
+
+// Fates lists every fate, Delivered first.
+func Fates() []Fate {
+	return []Fate{Delivered, LeftQueueFull, LeftBackendDown, LeftRefused, LeftAtStop}
+}
+
+// FateCount is the batches and items of one fate.
+type FateCount struct {
+	Batches, Items uint64
+}
+
+// Backlog is what waits in the JSONL files to be backfilled (or replayed)
+// for an exporter: lines (one a batch), their bytes, and their items where
+// known (the lines an earlier run left are counted in Batches and Bytes
+// only).
+type Backlog struct {
+	Batches int
+	Bytes   int64
+	Items   int64
+}
+
+// Add is b and c together.
+func (b Backlog) Add(c Backlog) Backlog {
+	return Backlog{Batches: b.Batches + c.Batches, Bytes: b.Bytes + c.Bytes, Items: b.Items + c.Items}
+}
+
+// The exporter's states in HTTPStatus.
+const (
+	StateOK      = "ok"
+	StateFailing = "failing" // no answer, or one to retry (5xx, 429)
+	StateRefused = "refused" // an answer that will not change (401, 400, ...)
+)
+
+// HTTPStatus is the exporter's state for the status document and the logs.
+type HTTPStatus struct {
+	// State is StateOK, StateFailing or StateRefused: the latest request's
+	// outcome.
+	State string
+	// Since is when the state began: the first failure of the run of
+	// failures, or the first 2xx after one (zero: ok since the start).
+	Since time.Time
+	// LastError is the latest failure (zero status: no answer), redacted
+	// and cut, "" when none yet.
+	LastError  string
+	LastStatus int
+	// LastErrorAt is when LastError happened.
+	LastErrorAt time.Time
+	// QueueBatches, QueueItems and QueueBytes wait in the live queue.
+	QueueBatches, QueueItems int
+	QueueBytes               int64
+	// Backfill is what waits in the JSONL files to be sent again.
+	Backfill Backlog
+}
+
+// outage follows the exporter's requests: a run of failures is logged once
+// at its start (WARN), once when what fails changes (down, then refused),
+// in a summary every period while it lasts, and at its end (INFO).
+type outage struct {
+	mu        sync.Mutex
+	state     string
+	since     time.Time
+	lastErr   string
+	lastCode  int
+	lastAt    time.Time
+	failures  uint64 // requests failed in this run of failures
+	reported  bool   // a summary of this run has been logged
+	lastEvery time.Time
+}
+
+// failureState is the state a failed result puts the exporter in.
+func failureState(res Result) string {
+	if res.Retryable {
+		return StateFailing
+	}
+	return StateRefused
+}
+
+// observe follows the result of one request to the backend, logging the
+// changes of state.
+func (h *HTTP) observe(sig pipeline.Signal, res Result) {
+	o := &h.out
+	now := time.Now()
+	o.mu.Lock()
+	if res.OK() {
+		if o.state == StateOK || o.state == "" {
+			o.state = StateOK
+			o.mu.Unlock()
+			return
+		}
+		was, since, failures := o.state, o.since, o.failures
+		o.state, o.since, o.failures, o.reported = StateOK, now, 0, false
+		o.mu.Unlock()
+		bl := h.backlog()
+		h.log.Info("otlp/http exporter: delivery works again", "endpoint", h.safeURL[sig], "was", was,
+			"down_for", now.Sub(since).Round(time.Millisecond).String(), "failed_requests", failures,
+			"backfill_batches", bl.Batches, "backfill_bytes", bl.Bytes)
+		return
+	}
+	st := failureState(res)
+	msg := res.Err.Error()
+	changed := st != o.state || (st == StateRefused && res.Status != o.lastCode)
+	first := o.state == StateOK || o.state == ""
+	if first {
+		o.since, o.failures, o.reported = now, 0, false
+	}
+	o.state, o.lastErr, o.lastCode, o.lastAt = st, msg, res.Status, now
+	o.failures++
+	o.mu.Unlock()
+	if !changed {
+		return
+	}
+	args := []any{"endpoint", h.safeURL[sig], "signal", sig.String(), "status", res.Status, "error", msg}
+	if hint := h.hint(res.Status); hint != "" {
+		args = append(args, "check", hint)
+	}
+	switch {
+	case first && st == StateRefused:
+		h.log.Warn("otlp/http exporter: the backend refuses the export; what it refuses is left in the JSONL for `otelstep replay`", args...)
+	case first:
+		h.log.Warn("otlp/http exporter: export failed; retrying, and what cannot wait is left in the JSONL for the backfill", args...)
+	case st == StateRefused:
+		h.log.Warn("otlp/http exporter: the backend now refuses the export; what it refuses is left in the JSONL for `otelstep replay`", args...)
+	default:
+		h.log.Warn("otlp/http exporter: the backend now fails the export; retrying", args...)
+	}
+}
+
+// hint says what to check for an answer of status, "" when nothing
+// particular.
+func (h *HTTP) hint(status int) string {
+	switch status {
+	case http.StatusUnauthorized, http.StatusForbidden:
+		if v := h.o.TokenEnv; v != "" {
+			return fmt.Sprintf("the ingest token: the environment variable %s (the exporter's headers) must hold a token the backend takes", v)
+		}
+		return "the ingest token in the exporter's headers: the backend does not take it"
+	case http.StatusNotFound, http.StatusMethodNotAllowed:
+		return "the exporter's endpoint: the backend has no OTLP/HTTP path there"
+	case http.StatusRequestEntityTooLarge:
+		return "the backend's request size limit: send_batch_max_size may be lowered"
+	}
+	return ""
+}
+
+// report logs the summary of a run of failures still going on: called
+// every ReportEvery.
+func (h *HTTP) report() {
+	o := &h.out
+	o.mu.Lock()
+	if o.state == StateOK || o.state == "" {
+		o.mu.Unlock()
+		return
+	}
+	st, since, lastErr, code, failures := o.state, o.since, o.lastErr, o.lastCode, o.failures
+	o.mu.Unlock()
+	s := h.Status()
+	var left [numFates]uint64
+	for _, f := range Fates() {
+		left[f] = h.fateTotal(f).Items
+	}
+	args := []any{"state", st, "failing_since", since.UTC().Format(time.RFC3339),
+		"for", time.Since(since).Round(time.Second).String(), "failed_requests", failures,
+		"queue_items", s.QueueItems, "queue_bytes", s.QueueBytes,
+		"backfill_batches", s.Backfill.Batches, "backfill_bytes", s.Backfill.Bytes,
+		"left_queue_full_items", left[LeftQueueFull], "left_backend_down_items", left[LeftBackendDown],
+		"left_refused_items", left[LeftRefused],
+		"last_status", code, "last_error", lastErr}
+	if hint := h.hint(code); hint != "" {
+		args = append(args, "check", hint)
+	}
+	h.log.Warn("otlp/http exporter: delivery still failing", args...)
+}
+
+// Status returns the exporter's state: whether its latest request was
+// delivered, since when, the last error, what waits in its queue and what
+// waits in the JSONL files to be backfilled.
+func (h *HTTP) Status() HTTPStatus {
+	o := &h.out
+	o.mu.Lock()
+	s := HTTPStatus{State: o.state, Since: o.since, LastError: o.lastErr, LastStatus: o.lastCode, LastErrorAt: o.lastAt}
+	o.mu.Unlock()
+	if s.State == "" {
+		s.State = StateOK
+	}
+	h.mu.Lock()
+	s.QueueBatches, s.QueueItems, s.QueueBytes = h.n, h.queueItems, h.bytes
+	h.mu.Unlock()
+	s.Backfill = h.backlog()
+	return s
+}
+
+// AddBacklog has the exporter count what backlog returns (a delivery
+// record's lines left to send) in its status and logs. Call it before
+// Start.
+func (h *HTTP) AddBacklog(backlog func() Backlog) {
+	h.backlogMu.Lock()
+	h.backlogs = append(h.backlogs, backlog)
+	h.backlogMu.Unlock()
+}
+
+// backlog is what waits to be backfilled, over every record.
+func (h *HTTP) backlog() Backlog {
+	h.backlogMu.Lock()
+	fns := h.backlogs
+	h.backlogMu.Unlock()
+	var b Backlog
+	for _, fn := range fns {
+		b = b.Add(fn())
+	}
+	return b
+}
+
+// reporter logs report every ReportEvery until the sink stops.
+func (h *HTTP) reporter() {
+	defer h.wg.Done()
+	t := time.NewTicker(h.o.ReportEvery)
+	defer t.Stop()
+	for {
+		select {
+		case <-t.C:
+			h.report()
+		case <-h.stopCh:
+			return
+		}
+	}
+}

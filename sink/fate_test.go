@@ -1,0 +1,91 @@
+package sink
+
+import (
+	"context"
+	"net/http"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"time"
+)
+
+// An outage as the operator reads it at the default level: one WARN when
+// exports start failing, one when the backend turns to refusing (saying
+// which variable holds the token), a summary every ReportEvery while it
+// lasts, one INFO when delivery works again; no line per batch. Each batch
+// ends in exactly one fate, and the fates sum to what the sink took.
+func TestHTTPOutageLoggedOnceThenSummedThenRecovered(t *testing.T) {
+	var mode atomic.Int32 // 0: 503, 1: 401, 2: 200
+	var hits [3]atomic.Int32
+	be := newBackend(t, func(_ int32, w http.ResponseWriter) bool {
+		m := mode.Load()
+		hits[m].Add(1)
+		switch m {
+		case 0:
+			w.WriteHeader(http.StatusServiceUnavailable)
+			return true
+		case 1:
+			w.Header().Set("Content-Type", "text/plain")
+			w.WriteHeader(http.StatusUnauthorized)
+			_, _ = w.Write([]byte("invalid token k3y-v4lue " + strings.Repeat("x", 2000)))
+			return true
+		}
+		return false
+	})
+	h, logs := newTestHTTP(t, be.srv.URL, HTTPOptions{TokenEnv: "OTEL_TOKEN", ReportEvery: 20 * time.Millisecond,
+		Retry: RetryOptions{Enabled: true, InitialInterval: time.Millisecond, MaxInterval: time.Millisecond, MaxElapsedTime: 20 * time.Millisecond}})
+	_ = h.Start(context.Background())
+	defer h.Shutdown(ctxT(patience))
+	count := func(s string) int { return strings.Count(logs.String(), s) }
+
+	// Down: retried until the retries run out, then left for the backfill.
+	for i := range 3 {
+		_ = h.Enqueue(context.Background(), metricsBatch("down"+string(rune('0'+i)), 2))
+	}
+	waitFor(t, patience, func() bool { return h.Stats().Fates[LeftBackendDown].Batches == 3 }, "3 batches left: backend down")
+	if s := h.Status(); s.State != StateFailing || s.Since.IsZero() || !strings.Contains(s.LastError, "503") || s.LastStatus != 503 {
+		t.Fatalf("status while down: %+v", s)
+	}
+	waitFor(t, patience, func() bool { return count("delivery still failing") >= 2 }, "the periodic summary")
+
+	// Refusing: each batch posted once, left for replay.
+	mode.Store(1)
+	_ = h.Enqueue(context.Background(), metricsBatch("refused", 5))
+	waitFor(t, patience, func() bool { return h.Stats().Fates[LeftRefused].Batches == 1 }, "1 batch refused")
+	if n := hits[1].Load(); n != 1 {
+		t.Fatalf("the refused batch was posted %d times, want 1", n)
+	}
+	if s := h.Status(); s.State != StateRefused || s.LastStatus != 401 || len(s.LastError) > 400 || strings.Contains(s.LastError, "k3y-v4lue") {
+		t.Fatalf("status while refused: %+v", s)
+	}
+
+	// Up again.
+	mode.Store(2)
+	_ = h.Enqueue(context.Background(), metricsBatch("up", 7))
+	waitFor(t, patience, func() bool { return h.Stats().SentBatches == 1 }, "delivered")
+	if s := h.Status(); s.State != StateOK || s.LastStatus != 401 {
+		t.Fatalf("status once up: %+v", s)
+	}
+	h.Shutdown(ctxT(patience))
+
+	l := logs.String()
+	for what, want := range map[string]int{
+		"export failed; retrying":                                       1,
+		"the backend now refuses the export":                            1,
+		"check=\"the ingest token: the environment variable OTEL_TOKEN": 1,
+		"delivery works again":                                          1,
+		"level=ERROR":                                                   0,
+	} {
+		if got := count(what); got != want {
+			t.Errorf("%q logged %d times, want %d:\n%s", what, got, want, l)
+		}
+	}
+	if strings.Contains(l, "k3y-v4lue") || strings.Contains(l, strings.Repeat("x", 300)) {
+		t.Errorf("the backend's answer is not redacted and cut:\n%s", l)
+	}
+	st := h.Stats()
+	want := [numFates]FateCount{Delivered: {1, 7}, LeftBackendDown: {3, 6}, LeftRefused: {1, 5}}
+	if st.Fates != want || st.Accepted() != (FateCount{5, 18}) {
+		t.Fatalf("fates %+v, want %+v", st.Fates, want)
+	}
+}

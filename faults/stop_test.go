@@ -220,3 +220,53 @@ func TestStopHungTarget(t *testing.T) {
 	}
 	report(t, fmt.Sprintf("the target holds the final scrape, scrape_timeout 1m; %s", figure), lost)
 }
+
+// A target holding its scrape in flight (scrape_timeout 1m) beside a
+// healthy one at SIGTERM: the healthy target's final scrape is taken and
+// in the JSONL, side by side with the hung one's wait; the hung one is cut
+// alone at the scrapes' share of the stop (finalScrapes), recording
+// nothing (no up = 0); exit 0.
+func TestStopHungTargetBesideHealthy(t *testing.T) {
+	hung, healthy := NewTarget(t, targetSeries), NewTarget(t, targetSeries)
+	hung.SetHung(true)
+	n := configure(t, Setup{Targets: []string{hung.Addr(), healthy.Addr()}, ScrapeInterval: time.Hour, ScrapeTimeout: time.Minute})
+	p := n.start(t)
+	waitFor(t, "the healthy target's first scrape, the hung one's held", func() bool {
+		a, _ := healthy.Scrapes()
+		_, b := hung.Scrapes()
+		return a >= 1 && b >= 1
+	})
+	l := newLedger()
+	exp := httpExporter(t, n.HTTP)
+	for i := range size(10, 200) {
+		if err := l.export(exp, fmt.Sprintf("stop%d", i), 10); err != nil {
+			t.Fatalf("export: %v", err)
+		}
+	}
+	before, _ := healthy.Scrapes()
+	e := p.Terminate(t)
+	figure := checkExit(t, p, e)
+	after, _ := healthy.Scrapes()
+	if after <= before {
+		t.Errorf("no final scrape of the healthy target: %d scrapes answered before SIGTERM, %d in all", before, after)
+	}
+	if a, _ := hung.Scrapes(); a != 0 {
+		t.Errorf("the hung target answered %d scrapes", a)
+	}
+	in := n.jsonl(t)
+	if got, want := in.Points["fault_target_value"], targetSeries*after; got != want {
+		t.Errorf("metrics.jsonl holds %d of the targets' points, want %d (%d scrapes of the healthy target)", got, want, after)
+	}
+	up, err := upByInstance(n.Otel, true)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(up[hung.Addr()]) != 0 || !all(up[healthy.Addr()], 1, after) {
+		t.Errorf("up in the JSONL: hung %v (want none: a stop is no failed scrape), healthy %v", up[hung.Addr()], up[healthy.Addr()])
+	}
+	if out := p.Out.String(); !strings.Contains(out, "cut short by the stop") || strings.Contains(out, "scrape failed") {
+		t.Errorf("the log does not say the hung scrape was cut by the stop, or says a scrape failed:\n%s", out)
+	}
+	n.checkNoToken(t, p)
+	report(t, fmt.Sprintf("one target holding its scrape (scrape_timeout 1m) beside a healthy one: the healthy one's final scrape kept (%d scrapes, all up = 1), the hung one cut alone, no up = 0; %s", after, figure), in.Missing(l.Answered()))
+}

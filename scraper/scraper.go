@@ -259,7 +259,7 @@ func (m *Manager) firstScraped() {
 // while Next blocks are skipped. When ctx is done no scrape starts, and the
 // scrapes in flight finish, each within its Timeout, and are delivered: a
 // stop is no failed scrape (no up = 0, no staleness markers), only Abort
-// ends them sooner. Run returns when they have, with the targets'
+// (or the end of Final's time) ends them sooner. Run returns when they have, with the targets'
 // connections closed.
 func (m *Manager) Run(ctx context.Context) error {
 	var wg sync.WaitGroup
@@ -309,6 +309,49 @@ func (m *Manager) ScrapeAll(ctx context.Context) {
 		}()
 	}
 	wg.Wait()
+}
+
+// Final takes every target's final scrape at a stop, once Run's context
+// is done: each target's as soon as its own scrape in flight (Run's) has
+// finished, side by side with the other targets', each within its scrape
+// timeout and ctx. When ctx ends, what is still in flight, Run's or a
+// final scrape, is cut (as Abort cuts it: nothing recorded, no failed
+// scrape); a target that holds its scrape is cut alone, and the others'
+// final scrapes are delivered. Final returns when every target's is
+// delivered or cut, with the targets' connections closed.
+func (m *Manager) Final(ctx context.Context) {
+	stop := context.AfterFunc(ctx, m.abort)
+	defer stop()
+	var wg sync.WaitGroup
+	for _, l := range m.loops {
+		wg.Go(func() { l.final(ctx) })
+	}
+	wg.Wait()
+	// A scrape Run began after the stop (a tick taken as its context
+	// ended) is no final scrape: it is cut, not waited for.
+	m.abort()
+	m.Close()
+}
+
+// final is the target's final scrape (Final): after its scrape in flight,
+// unless ctx ended first.
+func (l *loop) final(ctx context.Context) {
+	if !l.waitIdle(ctx) {
+		l.m.opts.Logger.Info("final scrape not taken: the target held its last scrape past the stop's time for scrapes",
+			"job", l.t.JobName, "target", l.url)
+		l.round.delivered()
+		return
+	}
+	l.scrapeAndSend(ctx)
+}
+
+// waitIdle waits until no scrape of the target is in flight, or ctx ends
+// (false). The scrape in flight holds l.mu; ctx ending aborts it (Final),
+// so the wait is bounded by ctx.
+func (l *loop) waitIdle(ctx context.Context) bool {
+	l.mu.Lock()
+	l.mu.Unlock() //nolint:staticcheck // an empty critical section: only the wait matters
+	return ctx.Err() == nil
 }
 
 func (l *loop) run(ctx context.Context) {

@@ -132,3 +132,71 @@ func TestAbortRecordsNothing(t *testing.T) {
 		t.Errorf("%d batches of scrapes cut short, want none", len(col.b))
 	}
 }
+
+// Final at a stop with one target holding its scrape in flight: the other
+// target's final scrape is taken and delivered at once, side by side; the
+// held one is cut when Final's time ends, alone, recording nothing.
+func TestFinalCutsAHungTargetAlone(t *testing.T) {
+	page := read(t, "edge.txt")
+	hung := newSlowTarget(t, page, 1)
+	healthy := newSlowTarget(t, page, 0)
+	col := &collect{ch: make(chan struct{}, 8)}
+	tg := func(job string, s *slowTarget) Target {
+		return Target{JobName: job, Address: strings.TrimPrefix(s.srv.URL, "http://"), Scheme: "http",
+			Interval: time.Hour, Timeout: time.Hour, HonorTimestamps: true}
+	}
+	m, err := New(Options{Targets: []Target{tg("hung", hung), tg("healthy", healthy)}, Next: col, Logger: quiet()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	runCtx, stopRun := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() { _ = m.Run(runCtx); close(done) }()
+	<-hung.entered
+	waitBatches := func(n int) {
+		for {
+			col.mu.Lock()
+			got := len(col.b)
+			col.mu.Unlock()
+			if got >= n {
+				return
+			}
+			<-col.ch
+		}
+	}
+	waitBatches(1) // the healthy target's first scrape
+	stopRun()
+	// Final's time ends only once the healthy target's final scrape is
+	// delivered: it did not wait for the hung one.
+	finalCtx, cut := context.WithCancel(context.Background())
+	finished := make(chan struct{})
+	go func() { m.Final(finalCtx); close(finished) }()
+	waitBatches(2)
+	cut()
+	<-finished
+	<-done
+	col.mu.Lock()
+	defer col.mu.Unlock()
+	if len(col.b) != 2 {
+		t.Fatalf("%d batches, want the healthy target's first and final scrapes", len(col.b))
+	}
+	for _, b := range col.b {
+		noFailure(t, b.Metrics)
+		if job := jobOf(b.Metrics[0]); job != "healthy" {
+			t.Errorf("a batch of job %q", job)
+		}
+	}
+	if st := m.Targets(); st[0].Scraped || !st[1].Up {
+		t.Errorf("status after the stop: %+v", st)
+	}
+}
+
+// jobOf is the service.name of a resource.
+func jobOf(rm *metricspb.ResourceMetrics) string {
+	for _, kv := range rm.Resource.GetAttributes() {
+		if kv.Key == "service.name" {
+			return kv.Value.GetStringValue()
+		}
+	}
+	return ""
+}

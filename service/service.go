@@ -41,6 +41,11 @@ const (
 	// then their connections are closed (otlpin.Options.DrainTimeout). A
 	// request cut short was not answered, so its sender keeps its data.
 	receiverDrain = otlpin.DefaultDrainTimeout
+	// finalScrapes: the targets' scrapes in flight, then their final
+	// scrapes, side by side. A live target answers at once; one that
+	// holds its scrape past this is cut, so that a hung target costs a
+	// stop seconds, not its scrape timeout.
+	finalScrapes = 5 * time.Second
 	// flushReserve is kept, after the scrapes, for the batch processors,
 	// the connectors and the JSONL files: a few milliseconds' work unless
 	// a file cannot be written.
@@ -55,15 +60,15 @@ const (
 )
 
 // stopPlan shares out a stop's time (stop). The scrapes in flight, then
-// the final scrape, have what is left after the receivers until the
-// flushes', the backend's and the telemetry's time before the end: with
-// the defaults at least 13 s; a scrape timeout longer than that is cut to
-// it.
+// the final scrapes, have finalScrapes after the receivers, and never
+// past the flushes', the backend's and the telemetry's time before the
+// end; a scrape timeout longer than that is cut to it.
 type stopPlan struct {
-	total, receivers, flush, backend, telemetry time.Duration
+	total, receivers, scrapes, flush, backend, telemetry time.Duration
 }
 
-var defaultStopPlan = stopPlan{total: StopTimeout, receivers: receiverDrain, flush: flushReserve, backend: backendStop, telemetry: telemetryStop}
+var defaultStopPlan = stopPlan{total: StopTimeout, receivers: receiverDrain, scrapes: finalScrapes,
+	flush: flushReserve, backend: backendStop, telemetry: telemetryStop}
 
 // ErrStart is what Run's error wraps when the service could not start (a
 // port in use, say): a setup error like a refused config, not a failure of
@@ -562,8 +567,9 @@ func (s *Service) start(ctx context.Context) error {
 	return nil
 }
 
-// stop: stop accepting (receiverDrain), take the final scrape (what is
-// left until flushReserve+backendStop+telemetryStop before the end), flush
+// stop: stop accepting (receiverDrain), take the final scrapes
+// (finalScrapes, and never past flushReserve+backendStop+telemetryStop
+// before the end), flush
 // the processors and connectors, then the JSONL files, then give the
 // backend backendStop; last, otelstep's own metrics (s.plan).
 func (s *Service) stop(ctx context.Context) error {
@@ -602,28 +608,20 @@ func (s *Service) stop(ctx context.Context) error {
 	}
 	wg.Wait()
 	if s.cancelRun != nil {
-		// The scrapes in flight finish (each within its timeout), then the
-		// final scrape, within scrapeCtx: past that, what is in flight is
-		// dropped, not recorded as a failure (scraper.Manager.Run, Abort).
-		scrapeCtx, cancel := stage(p.total, p.flush+p.backend+p.telemetry)
+		// Each target's scrape in flight finishes, then its final scrape,
+		// side by side with the other targets', all within scrapeCtx: a
+		// target that holds its scrape past that is cut alone, recording
+		// nothing (a stop is no failed scrape), and the others' final
+		// scrapes are kept (scraper.Manager.Final).
+		scrapeCtx, cancel := stage(p.scrapes, p.flush+p.backend+p.telemetry)
 		defer cancel()
 		s.cancelRun()
-		inFlight := make(chan struct{})
-		go func() { s.scrapeWG.Wait(); close(inFlight) }()
-		select {
-		case <-inFlight:
-		case <-scrapeCtx.Done():
-			for _, m := range s.scrapers {
-				m.Abort()
-			}
-			<-inFlight
-		}
 		var wg sync.WaitGroup
 		for _, m := range s.scrapers {
-			wg.Add(1)
-			go func() { defer wg.Done(); m.ScrapeAll(scrapeCtx); m.Close() }()
+			wg.Go(func() { m.Final(scrapeCtx) })
 		}
 		wg.Wait()
+		s.scrapeWG.Wait()
 	}
 	flushCtx, cancelFlush := stage(p.total, p.backend+p.telemetry)
 	defer cancelFlush()

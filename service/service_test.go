@@ -228,7 +228,7 @@ func TestServiceStopDeadline(t *testing.T) {
 	}
 	// A stop of a minute, of which the backend's share is 200 ms: Run
 	// returning well before the minute shows the share bounds it.
-	s.plan = stopPlan{total: time.Minute, receivers: time.Second, flush: time.Second, backend: 200 * time.Millisecond, telemetry: time.Second}
+	s.plan = stopPlan{total: time.Minute, receivers: time.Second, scrapes: time.Second, flush: time.Second, backend: 200 * time.Millisecond, telemetry: time.Second}
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	done := runReady(t, ctx, s)

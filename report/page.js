@@ -40,6 +40,8 @@
       width: width,
       height: 220,
       scales: { x: { time: !REPORT.compare } },
+      // Times in UTC, as the page's time span says them.
+      tzDate: ts => uPlot.tzDate(new Date(ts * 1e3), "Etc/UTC"),
       axes: [
         { values: REPORT.compare ? (u, vals) => vals.map(v => v + "s") : undefined },
         { size: 60, values: (u, vals) => vals.map(v => fmt(v, c.unit)) },

@@ -1,8 +1,11 @@
 package report
 
 import (
+	"bytes"
 	"context"
+	"errors"
 	"fmt"
+	"io"
 	"math"
 	"os"
 	"regexp"
@@ -89,23 +92,27 @@ func LoadPanels(path string, base []Panel) ([]Panel, error) {
 	if err != nil {
 		return nil, fmt.Errorf("report: panels: %w", err)
 	}
-	var list []Panel
-	var doc struct {
-		Panels []Panel `yaml:"panels"`
-	}
 	var node yaml.Node
 	if err := yaml.Unmarshal(data, &node); err != nil {
 		return nil, fmt.Errorf("report: panels %s: %w", path, err)
 	}
-	if len(node.Content) > 0 && node.Content[0].Kind == yaml.SequenceNode {
-		err = node.Content[0].Decode(&list)
-	} else if len(node.Content) > 0 {
-		var dec = node.Content[0]
-		err = dec.Decode(&doc)
-		list = doc.Panels
+	// A list of panels, or a mapping with a panels: list; unknown keys are
+	// refused, not ignored.
+	var list []Panel
+	var doc struct {
+		Panels []Panel `yaml:"panels"`
 	}
-	if err != nil {
+	var target any = &doc
+	if len(node.Content) > 0 && node.Content[0].Kind == yaml.SequenceNode {
+		target = &list
+	}
+	dec := yaml.NewDecoder(bytes.NewReader(data))
+	dec.KnownFields(true)
+	if err := dec.Decode(target); err != nil && !errors.Is(err, io.EOF) {
 		return nil, fmt.Errorf("report: panels %s: %w", path, err)
+	}
+	if target == &doc {
+		list = doc.Panels
 	}
 	out := slices.Clone(base)
 	seen := map[string]bool{}

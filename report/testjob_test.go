@@ -177,12 +177,11 @@ func scrapeResource(res *resourcepb.Resource, scope string, ms ...*metricspb.Met
 
 func nanos(t time.Time) uint64 { return uint64(t.UnixNano()) }
 
-// testRequests returns the job's export requests, one per scrape and
-// target, then the spans and logs.
-func testRequests(names vllmNames, withToken bool) (ms []*colmetricspb.ExportMetricsServiceRequest, ts []*coltracepb.ExportTraceServiceRequest, ls []*collogspb.ExportLogsServiceRequest) {
+// testScrape is the job's scrape i: every target's resource.
+func testScrape(names vllmNames, withToken bool, i int) []*metricspb.ResourceMetrics {
 	start := nanos(testT0)
 	model := str("model_name", "m1")
-	for i := 0; i < testScrapes; i++ {
+	{
 		at := testT0.Add(time.Duration(i) * testInterval)
 		t := nanos(at)
 		secs := float64(i) * testInterval.Seconds()
@@ -238,7 +237,15 @@ func testRequests(names vllmNames, withToken bool) (ms []*colmetricspb.ExportMet
 				DataPoints: []*metricspb.NumberDataPoint{{Attributes: sm, StartTimeUnixNano: start, TimeUnixNano: t,
 					Value: &metricspb.NumberDataPoint_AsInt{AsInt: int64(spanCallsPerS * secs)}}}}}},
 			hist("traces.span.metrics.duration", "ms", t, start, secs, spanBnd, spanCnts, sm...)))
-		ms = append(ms, &colmetricspb.ExportMetricsServiceRequest{ResourceMetrics: rms})
+		return rms
+	}
+}
+
+// testRequests returns the job's export requests, one per scrape and
+// target, then the spans and logs.
+func testRequests(names vllmNames, withToken bool) (ms []*colmetricspb.ExportMetricsServiceRequest, ts []*coltracepb.ExportTraceServiceRequest, ls []*collogspb.ExportLogsServiceRequest) {
+	for i := 0; i < testScrapes; i++ {
+		ms = append(ms, &colmetricspb.ExportMetricsServiceRequest{ResourceMetrics: testScrape(names, withToken, i)})
 	}
 
 	// Traces: each trace's root starts k seconds in.

@@ -1,0 +1,94 @@
+package report
+
+import (
+	"bufio"
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strconv"
+	"testing"
+	"time"
+
+	metricspb "go.opentelemetry.io/proto/otlp/metrics/v1"
+
+	"github.com/otelstep/otelstep/otlpwire"
+)
+
+// writeLargeJob writes a job of about mb MB of metrics JSONL in otelstep's
+// format: the test job's targets plus a node-exporter-sized target of
+// nodeSeries series and an 8-GPU DCGM of 30 fields, scraped every 5 s.
+func writeLargeJob(tb testing.TB, dir string, mb int) int64 {
+	tb.Helper()
+	otel := filepath.Join(dir, "otel")
+	if err := os.MkdirAll(otel, 0o755); err != nil {
+		tb.Fatal(err)
+	}
+	f, err := os.Create(filepath.Join(otel, "metrics.jsonl"))
+	if err != nil {
+		tb.Fatal(err)
+	}
+	w := bufio.NewWriterSize(f, 1<<20)
+	const nodeSeries = 1000
+	var written int64
+	var line []byte
+	for i := 0; written < int64(mb)<<20; i++ {
+		rms := testScrape(vllmV1, false, i)
+		t := nanos(testT0.Add(time.Duration(i) * testInterval))
+		var node, gpus []*metricspb.Metric
+		for k := 0; k < nodeSeries; k++ {
+			node = append(node, counter(fmt.Sprintf("node_extra_%d_total", k%50), t, nanos(testT0), float64(i*k), str("device", "dev"+strconv.Itoa(k/50))))
+		}
+		for g := 0; g < 8; g++ {
+			for k := 0; k < 30; k++ {
+				gpus = append(gpus, gauge(fmt.Sprintf("DCGM_FI_EXTRA_%d", k), t, float64(i%100+k), str("gpu", strconv.Itoa(g)),
+					str("UUID", "GPU-"+strconv.Itoa(g)), str("modelName", "H100"), str("Hostname", "node1")))
+			}
+		}
+		rms = append(rms, scrapeResource(resource("node-extra", "node1:9100", false), "prometheusreceiver", node...),
+			scrapeResource(resource("dcgm-extra", "node1:9400", false), "prometheusreceiver", gpus...))
+		line = append(otlpwire.AppendMetrics(line[:0], rms), '\n')
+		if _, err := w.Write(line); err != nil {
+			tb.Fatal(err)
+		}
+		written += int64(len(line))
+	}
+	if err := w.Flush(); err != nil {
+		tb.Fatal(err)
+	}
+	if err := f.Close(); err != nil {
+		tb.Fatal(err)
+	}
+	return written
+}
+
+// BenchmarkReportLargeJob summarises a job of OTELSTEP_REPORT_BENCH_MB MB
+// (default 20) of metrics JSONL; OTELSTEP_REPORT_BENCH_DIR keeps the job
+// there (written once) for measuring the binary against other readers.
+func BenchmarkReportLargeJob(b *testing.B) {
+	mb := 20
+	if v, err := strconv.Atoi(os.Getenv("OTELSTEP_REPORT_BENCH_MB")); err == nil && v > 0 {
+		mb = v
+	}
+	dir := os.Getenv("OTELSTEP_REPORT_BENCH_DIR")
+	if dir == "" {
+		dir = b.TempDir()
+	}
+	var size int64
+	if st, err := os.Stat(filepath.Join(dir, "otel", "metrics.jsonl")); err == nil {
+		size = st.Size()
+	} else {
+		size = writeLargeJob(b, dir, mb)
+	}
+	b.SetBytes(size)
+	b.ReportAllocs()
+	for b.Loop() {
+		r, err := Build(context.Background(), Config{Dirs: []string{dir}})
+		if err != nil {
+			b.Fatal(err)
+		}
+		if len(r.Jobs[0].Panels["gpu_util"].Series) != 2 {
+			b.Fatal("gpu_util not evaluated")
+		}
+	}
+}

@@ -24,8 +24,9 @@ type Exporter interface {
 	// PostBackfill posts one export request once, as the exporter posts
 	// its own.
 	PostBackfill(ctx context.Context, sig pipeline.Signal, body []byte) sink.Result
-	// Gzip reports whether requests are gzipped.
-	Gzip() bool
+	// Compression is how its requests are compressed; a backfill
+	// compresses as it does.
+	Compression() sink.Compression
 	// Answered is closed at the next 2xx answer to a live request.
 	Answered() <-chan struct{}
 }
@@ -154,7 +155,7 @@ func backfillRound(ctx context.Context, o BackfillOptions, spans []span, lg *slo
 		lim:   rate.NewLimiter(rate.Limit(o.Rate), 1),
 		out:   &output{w: logWriter{lg}, redact: red},
 		big:   make(chan struct{}, 1),
-		gzip:  exp.Gzip(),
+		comp:  exp.Compression(),
 		quiet: true,
 	}
 	// Each attempt first waits for the live queue to empty (not counted

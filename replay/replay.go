@@ -161,9 +161,9 @@ type run struct {
 	// send posts one request once: sink.Post to r.urls with r.headers
 	// unless a backfill sends through the live exporter.
 	send func(ctx context.Context, sig pipeline.Signal, body []byte) sink.Result
-	// gzip: the requests are gzipped (always, but for a backfill through
-	// an exporter configured without compression).
-	gzip bool
+	// comp: how the requests are compressed (sink.DefaultCompression, as
+	// the exporter's default; a backfill's, as its exporter's).
+	comp sink.Compression
 	// quiet: no progress display and no retry notes (a backfill logs
 	// what it did instead).
 	quiet bool
@@ -225,7 +225,7 @@ func prepare(o Options) (*run, error) {
 	if o.Rate > 0 {
 		lim.SetLimit(rate.Limit(o.Rate))
 	}
-	r := &run{o: o, lim: lim, out: &output{w: o.Progress, terminal: o.Terminal}, big: make(chan struct{}, 1), gzip: true}
+	r := &run{o: o, lim: lim, out: &output{w: o.Progress, terminal: o.Terminal}, big: make(chan struct{}, 1), comp: sink.DefaultCompression}
 	r.send = r.postExport
 	secrets := []string{o.Token}
 	for _, v := range o.Headers {
@@ -443,7 +443,7 @@ func (r *run) deliverPieces(c *chunk, b *pipeline.Batch, no, lineBytes int, skip
 	for i, rest := 1, b; rest != nil; i++ {
 		var p *pipeline.Batch
 		p, rest = sink.SplitBatch(rest, per)
-		if err := sink.EncodeRequest(p, r.gzip, buf); err != nil {
+		if err := sink.EncodeRequest(p, r.comp, buf); err != nil {
 			r.fail(fmt.Errorf("%s:%d: encoding: %w", c.file.in.path, no, err))
 			return false
 		}
@@ -553,7 +553,7 @@ func (r *run) deliver(ctx context.Context, c *chunk, b *pipeline.Batch, ranges [
 	}
 	buf := bufPool.Get().(*bytes.Buffer)
 	defer bufPool.Put(buf)
-	if err := sink.EncodeRequest(b, r.gzip, buf); err != nil {
+	if err := sink.EncodeRequest(b, r.comp, buf); err != nil {
 		// Cannot happen for a decoded request; do not hide it if it does.
 		r.fail(fmt.Errorf("%s:%d: encoding: %w", c.file.in.path, ranges[0].no, err))
 		return false
@@ -630,7 +630,7 @@ func (r *run) post(ctx context.Context, sig pipeline.Signal, body []byte) (sink.
 
 // postExport posts body to the signal's URL with the replay's headers.
 func (r *run) postExport(ctx context.Context, sig pipeline.Signal, body []byte) sink.Result {
-	return sink.Post(ctx, r.o.Client, sink.Export{Signal: sig, URL: r.urls[sig], Headers: r.headers, Gzip: r.gzip, Body: body, Redact: r.out.redact})
+	return sink.Post(ctx, r.o.Client, sink.Export{Signal: sig, URL: r.urls[sig], Headers: r.headers, Encoding: r.comp.Encoding(), Body: body, Redact: r.out.redact})
 }
 
 // progressStats are the progress display's counters.

@@ -47,7 +47,7 @@ func encodeCaught(b *pipeline.Batch) (req []byte, err error) {
 		}
 	}()
 	var out bytes.Buffer
-	if err := sink.EncodeRequest(b, false, &out); err != nil {
+	if err := sink.EncodeRequest(b, sink.Compression{}, &out); err != nil {
 		return nil, err
 	}
 	return out.Bytes(), nil

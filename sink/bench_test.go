@@ -110,7 +110,7 @@ func BenchmarkEncodeRequestGzip(b *testing.B) {
 	var out bytes.Buffer
 	b.ReportAllocs()
 	for b.Loop() {
-		if err := EncodeRequest(batch, true, &out); err != nil {
+		if err := EncodeRequest(batch, DefaultCompression, &out); err != nil {
 			b.Fatal(err)
 		}
 	}
@@ -192,7 +192,7 @@ func encodeProto(re *requestEncoder, msg proto.Message, gz bool, out *bytes.Buff
 		return err
 	}
 	re.raw = raw
-	zw, err := re.gzipWriter(out, pipeline.Metrics)
+	zw, err := re.zw.writer(DefaultCompression, out)
 	if err != nil {
 		return err
 	}
@@ -232,7 +232,7 @@ func benchReceived(b *testing.B, sig pipeline.Signal, body []byte, items int) {
 		}
 		js = otlpwire.AppendTraces(js[:0], batch.Traces)
 		js = otlpwire.AppendLogs(js, batch.Logs)
-		if err := re.encode(batch, true, &out); err != nil {
+		if err := re.encode(batch, DefaultCompression, &out); err != nil {
 			b.Fatal(err)
 		}
 	}

@@ -194,8 +194,8 @@ func (h *HTTP) Answered() <-chan struct{} {
 	return h.okCh
 }
 
-// Gzip reports whether the sink's requests are gzipped.
-func (h *HTTP) Gzip() bool { return h.gzip }
+// Compression is how the sink's requests are compressed.
+func (h *HTTP) Compression() Compression { return h.comp }
 
 // backfillPoll is how often WaitIdle looks whether the live queue has
 // emptied.
@@ -235,7 +235,7 @@ func (h *HTTP) PostBackfill(ctx context.Context, sig pipeline.Signal, body []byt
 	defer cancel()
 	stop := context.AfterFunc(h.runCtx, cancel)
 	defer stop()
-	res := Post(ctx, h.client, Export{Signal: sig, URL: h.urls[sig], Headers: h.o.Headers, Gzip: h.gzip, Body: body, Redact: h.red})
+	res := Post(ctx, h.client, Export{Signal: sig, URL: h.urls[sig], Headers: h.o.Headers, Encoding: h.comp.Encoding(), Body: body, Redact: h.red})
 	if res.OK() || ctx.Err() == nil {
 		// The backend's state, as a live request's answer says it;
 		// not a request cut short by a stop.

@@ -33,7 +33,7 @@ import (
 func TestEncodeRequestTraces(t *testing.T) {
 	rss := traceFixtures(t)[0]
 	var out bytes.Buffer
-	if err := EncodeRequest(&pipeline.Batch{Signal: pipeline.Traces, Traces: pipeline.TracesFromProto(rss)}, false, &out); err != nil {
+	if err := EncodeRequest(&pipeline.Batch{Signal: pipeline.Traces, Traces: pipeline.TracesFromProto(rss)}, Compression{}, &out); err != nil {
 		t.Fatal(err)
 	}
 	b, err := otlpwire.UnmarshalRequest(pipeline.Traces, out.Bytes())
@@ -350,7 +350,7 @@ func BenchmarkEncodeRequestGzipShared(b *testing.B) {
 			var out bytes.Buffer
 			b.ReportAllocs()
 			for b.Loop() {
-				if err := c.re.encode(batch, true, &out); err != nil {
+				if err := c.re.encode(batch, DefaultCompression, &out); err != nil {
 					b.Fatal(err)
 				}
 			}

@@ -3,7 +3,6 @@ package sink
 import (
 	"bytes"
 	"fmt"
-	"io"
 	"math/rand/v2"
 	"testing"
 
@@ -123,51 +122,6 @@ func fixtureTargets(b testing.TB, n int) *pipeline.Batch {
 		}
 	}
 	return out
-}
-
-// Every signal's gzipped body, at whichever level gzipLevel picks, is a gzip
-// stream of exactly the plain body, and the encoder kept between batches
-// produces the same the second time. A batch of many resources is gzipped a
-// piece at a time, never held whole as raw protobuf.
-func TestEncodeRequestGzipEachSignal(t *testing.T) {
-	// hugeResource: one metrics resource of several pieces goes through
-	// gzip in pieces too (ProtoEncoder.flush).
-	batches := []*pipeline.Batch{randomSpans(300), bench1000(), {Signal: pipeline.Logs, Logs: pipeline.LogsFromProto(logsFixture(t))}, hugeResource(40_000)}
-	for _, b := range bigBatches(t) {
-		batches = append(batches, b)
-	}
-	for _, b := range batches {
-		var plain, gz bytes.Buffer
-		if err := EncodeRequest(b, false, &plain); err != nil {
-			t.Fatal(err)
-		}
-		var re requestEncoder
-		for round := range 2 {
-			if err := re.encode(b, true, &gz); err != nil {
-				t.Fatal(err)
-			}
-			zr, err := gzip.NewReader(bytes.NewReader(gz.Bytes()))
-			if err != nil {
-				t.Fatalf("%v round %d: %v", b.Signal, round, err)
-			}
-			got, err := io.ReadAll(zr)
-			if err != nil {
-				t.Fatalf("%v round %d: %v", b.Signal, round, err)
-			}
-			if !bytes.Equal(got, plain.Bytes()) {
-				t.Fatalf("%v round %d: gunzipped body differs from the plain one (%d vs %d bytes)", b.Signal, round, len(got), plain.Len())
-			}
-			if gz.Len() >= plain.Len() {
-				t.Errorf("%v: gzip did not shrink the body: %d >= %d", b.Signal, gz.Len(), plain.Len())
-			}
-			// (An encoder that held the whole body would have dropped
-			// it as over maxKeptRaw: the pieces are what stays, about
-			// one piece.)
-			if plain.Len() > 4*gzipPiece && (cap(re.raw) == 0 || cap(re.raw) > min(plain.Len()/2, 2*gzipPiece)) {
-				t.Errorf("%v: %d bytes of raw protobuf kept for a %d-byte body: not encoded in pieces", b.Signal, cap(re.raw), plain.Len())
-			}
-		}
-	}
 }
 
 func logsFixture(t testing.TB) []*logspb.ResourceLogs {

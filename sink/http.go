@@ -48,8 +48,11 @@ type HTTPOptions struct {
 	// Secrets are hidden (as package redact hides them) in what a backend
 	// answers before it is logged, with the header values.
 	Secrets []string
-	// Compression is "gzip" (default) or "none".
-	Compression string
+	// Compression is "gzip" (default), "zstd", "snappy" or "none", at
+	// CompressionLevel (0: the type's default), as the collector's
+	// exporter takes them (Compression).
+	Compression      string
+	CompressionLevel int
 	// Timeout is per request; default 30s.
 	Timeout time.Duration
 	Retry   RetryOptions
@@ -116,7 +119,8 @@ const httpWorkers = 2
 // the backend answers again, so a small queue loses nothing.
 const DefaultQueueBytes = 16 << 20
 
-// HTTP is the OTLP/HTTP exporter sink (protobuf, gzip). One queue is shared
+// HTTP is the OTLP/HTTP exporter sink (protobuf, compressed as configured:
+// gzip at the collector's default level unless told). One queue is shared
 // by every signal; two workers send. Enqueue never waits on the backend:
 // when the queue is full the oldest request is dropped and counted.
 //
@@ -137,7 +141,7 @@ type HTTP struct {
 	urls    [3]string
 	safeURL [3]string // userinfo redacted, for logs
 	red     *redact.Redactor
-	gzip    bool
+	comp    Compression
 	// encoders are the request encoders (their gzip state is about 1 MB
 	// each), taken for an encode only; encoding takes a slot of encSem
 	// first, which bounds them to httpWorkers.
@@ -208,12 +212,12 @@ func NewHTTP(o HTTPOptions) (*HTTP, error) {
 		o.ReportEvery = DefaultReportEvery
 	}
 	h := &HTTP{o: o, client: o.Client, red: redact.New(append(slices.Clone(o.Secrets), slices.Collect(maps.Values(o.Headers))...)...)}
-	switch strings.ToLower(o.Compression) {
-	case "", "gzip":
-		h.gzip = true
-	case "none":
-	default:
-		return nil, fmt.Errorf("%s: unsupported compression %q", o.Name, o.Compression)
+	h.comp = Compression{Type: strings.ToLower(o.Compression), Level: o.CompressionLevel}
+	if h.comp.Type == "" {
+		h.comp.Type = DefaultCompression.Type
+	}
+	if err := h.comp.Validate(); err != nil {
+		return nil, fmt.Errorf("%s: %w", o.Name, err)
 	}
 	overrides := [3]string{o.MetricsEndpoint, o.TracesEndpoint, o.LogsEndpoint}
 	for _, sig := range []pipeline.Signal{pipeline.Metrics, pipeline.Traces, pipeline.Logs} {
@@ -354,7 +358,7 @@ func (h *HTTP) Start(context.Context) error {
 	}
 	sort.Strings(names)
 	h.log.Info("otlp/http exporter started", "metrics_url", h.safeURL[pipeline.Metrics],
-		"header_names", names, "gzip", h.gzip)
+		"header_names", names, "compression", h.comp.String())
 	for range httpWorkers {
 		h.wg.Add(1)
 		go h.worker()
@@ -451,7 +455,7 @@ func (h *HTTP) encode(b *pipeline.Batch, items int) *body {
 	h.encSem <- struct{}{}
 	re := h.encoders.get()
 	re.enc.Shared = h.o.SharedAttrs
-	err := re.encode(b, h.gzip, &bd.buf)
+	err := re.encode(b, h.comp, &bd.buf)
 	h.encoders.put(re)
 	<-h.encSem
 	if err != nil {
@@ -459,7 +463,8 @@ func (h *HTTP) encode(b *pipeline.Batch, items int) *body {
 		h.log.Error("otlp/http exporter: encoding failed, batch left in the JSONL", "error", err)
 		return nil
 	}
-	// gzip's writes grew the buffer by doubling: up to twice the body.
+	// The compressor's writes grew the buffer by doubling: up to twice the
+	// body.
 	// A body too big to be kept for reuse (putBody) is held only until it
 	// is sent, and the queue (while the backend is down or hung) and the
 	// workers hold several: give it a buffer of its length.
@@ -689,7 +694,7 @@ func (h *HTTP) post(sig pipeline.Signal, body []byte) Result {
 	ctx, cancel := context.WithTimeout(h.runCtx, h.o.Timeout)
 	defer cancel()
 	start := time.Now()
-	res := Post(ctx, h.client, Export{Signal: sig, URL: h.urls[sig], Headers: h.o.Headers, Gzip: h.gzip, Body: body, Redact: h.red})
+	res := Post(ctx, h.client, Export{Signal: sig, URL: h.urls[sig], Headers: h.o.Headers, Encoding: h.comp.Encoding(), Body: body, Redact: h.red})
 	h.tel.Requested(time.Since(start))
 	if res.Err != nil && res.Status == 0 && h.runCtx.Err() != nil {
 		// Shutting down past the deadline: not worth another attempt.

@@ -5,7 +5,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"io"
 	"net"
 	"net/http"
 	"net/http/httptest"
@@ -19,20 +18,22 @@ import (
 	"testing"
 	"time"
 
-	"github.com/klauspost/compress/gzip"
 	"github.com/otelstep/otelstep/pipeline"
 	colmetricspb "go.opentelemetry.io/proto/otlp/collector/metrics/v1"
 	"google.golang.org/protobuf/encoding/protowire"
 	"google.golang.org/protobuf/proto"
 )
 
-// backend is an OTLP/HTTP test server decoding gzip+protobuf requests.
+// backend is an OTLP/HTTP test server decoding compressed protobuf
+// requests: gzip, or the Content-Encoding in encoding when set ("none":
+// plain).
 type backend struct {
-	t    *testing.T
-	srv  *httptest.Server
-	mu   sync.Mutex
-	ids  []string
-	hits atomic.Int32
+	t        *testing.T
+	encoding string
+	srv      *httptest.Server
+	mu       sync.Mutex
+	ids      []string
+	hits     atomic.Int32
 	// handle, if set, may answer the request itself (returns true).
 	handle func(n int32, w http.ResponseWriter) bool
 }
@@ -52,23 +53,26 @@ func (be *backend) serve(w http.ResponseWriter, r *http.Request) {
 	if r.Method != http.MethodPost || r.URL.Path != "/v1/metrics" {
 		be.t.Errorf("%s %s", r.Method, r.URL.Path)
 	}
+	enc := be.encoding
+	switch enc {
+	case "":
+		enc = "gzip"
+	case "none":
+		enc = ""
+	}
 	for k, want := range map[string]string{
-		"Content-Type": "application/x-protobuf", "Content-Encoding": "gzip",
+		"Content-Type": "application/x-protobuf", "Content-Encoding": enc,
 		"User-Agent": "otelstep", "X-Api-Key": "k3y-v4lue",
 	} {
 		if got := r.Header.Get(k); got != want {
 			be.t.Errorf("header %s = %q, want %q", k, got, want)
 		}
 	}
-	zr, err := gzip.NewReader(r.Body)
+	raw, err := decompressBody(r.Header.Get("Content-Encoding"), r.Body)
 	if err != nil {
-		be.t.Errorf("gzip: %v", err)
+		be.t.Errorf("body: %v", err)
 		w.WriteHeader(400)
 		return
-	}
-	raw, err := io.ReadAll(zr)
-	if err != nil {
-		be.t.Errorf("gzip body: %v", err)
 	}
 	var req colmetricspb.ExportMetricsServiceRequest
 	if err := proto.Unmarshal(raw, &req); err != nil {
@@ -384,7 +388,7 @@ func TestPostDoneWithBodyOnReturn(t *testing.T) {
 // request bigger than the whole bound is queued alone.
 func TestHTTPQueueBytesDropsOldest(t *testing.T) {
 	var one bytes.Buffer
-	if err := EncodeRequest(metricsBatch("0", 50), true, &one); err != nil {
+	if err := EncodeRequest(metricsBatch("0", 50), DefaultCompression, &one); err != nil {
 		t.Fatal(err)
 	}
 	size := int64(one.Cap()) // what a queued request holds

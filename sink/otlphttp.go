@@ -11,7 +11,6 @@ import (
 	"sync"
 	"time"
 
-	"github.com/klauspost/compress/gzip"
 	"github.com/otelstep/otelstep/otlpwire"
 	"github.com/otelstep/otelstep/pipeline"
 	"github.com/otelstep/otelstep/redact"
@@ -27,38 +26,40 @@ import (
 // the POST, and the classification of the answer per the OTLP/HTTP spec.
 
 // EncodeRequest marshals b's export request as protobuf into out (which it
-// resets), gzipped when gz is set. It is what replay sends (decoded from
+// resets), compressed as c says. It is what replay sends (decoded from
 // files: no point's attributes are a producer's set, so it uses none); the
 // HTTP sink uses its own requestEncoders.
-func EncodeRequest(b *pipeline.Batch, gz bool, out *bytes.Buffer) error {
+func EncodeRequest(b *pipeline.Batch, c Compression, out *bytes.Buffer) error {
 	re := requestEncPool.Get().(*requestEncoder)
 	defer requestEncPool.Put(re)
-	return re.encode(b, gz, out)
+	return re.encode(b, c, out)
 }
 
 var requestEncPool = sync.Pool{New: func() any { return new(requestEncoder) }}
 
 // requestEncoder is everything one export's encoding uses, kept from batch
 // to batch by its owner: the protobuf encoder's bookkeeping, a piece of raw
-// protobuf and the gzip state (about 600 KB of tables). A sync.Pool of
-// these pieces loses them at every GC, and the traces path then spent a
-// tenth of its CPU re-growing buffers and re-initialising gzip.
+// protobuf and the compressors' state (gzip's is about 1 MB of tables and
+// window). A sync.Pool of these pieces loses them at every GC, and the
+// traces path then spent a tenth of its CPU re-growing buffers and
+// re-initialising gzip.
 type requestEncoder struct {
 	enc otlpwire.ProtoEncoder
 	raw []byte
-	zw  [3]*gzip.Writer // by signal, each at gzipLevel(signal)
+	zw  compressors
 }
 
-// gzipPiece is how much raw protobuf a gzipped request is encoded into
-// before it goes through gzip: a request is its resources' fields one after
-// another, so it can be encoded a few resources at a time. A batch of the
-// job's default 8192 points was 2-3 MB of raw protobuf per worker, and
-// 8192 spans about 6 MB.
-const gzipPiece = 256 << 10
+// compressPiece is how much raw protobuf a compressed request is encoded
+// into before it goes through the compressor: a request is its resources'
+// fields one after another, so it can be encoded a few resources at a
+// time. A batch of the job's default 8192 points was 2-3 MB of raw
+// protobuf per worker, and 8192 spans about 6 MB. (Snappy's block format
+// takes the body whole.)
+const compressPiece = 256 << 10
 
 // maxKeptRaw bounds the raw buffer an encoder keeps between batches, so one
 // huge resource does not pin its size for the process's life.
-const maxKeptRaw = 4 * gzipPiece
+const maxKeptRaw = 4 * compressPiece
 
 // maxKeptOut bounds the buffer a request body kept for reuse may have
 // (HTTP.putBody). The body must be whole to be sent, and traces' gzipped
@@ -68,9 +69,9 @@ const maxKeptRaw = 4 * gzipPiece
 // at most keptBodies of this.
 const maxKeptOut = 4 << 20
 
-// encode writes b's export request into out (which it resets), gzipped
-// (at gzipLevel) when gz is set.
-func (re *requestEncoder) encode(b *pipeline.Batch, gz bool, out *bytes.Buffer) error {
+// encode writes b's export request into out (which it resets), compressed
+// as c says.
+func (re *requestEncoder) encode(b *pipeline.Batch, c Compression, out *bytes.Buffer) error {
 	b.CheckLive()       // what it is about to read was not given back (pipeline.Lease)
 	defer b.CheckLive() // nor while it read
 	// Every signal through the reflection-free encoder: proto.Marshal was
@@ -89,17 +90,29 @@ func (re *requestEncoder) encode(b *pipeline.Batch, gz bool, out *bytes.Buffer) 
 	}
 	out.Reset()
 	n := b.Len()
-	if !gz {
+	defer func() {
+		if cap(re.raw) > maxKeptRaw {
+			re.raw = nil
+		}
+	}()
+	switch c.Type {
+	case "", "none":
 		out.Write(appendReq(out.AvailableBuffer(), 0, n))
 		return nil
+	case "snappy":
+		re.raw = appendReq(re.raw[:0], 0, n)
+		return appendSnappy(out, re.raw)
 	}
-	zw, err := re.gzipWriter(out, b.Signal)
+	zw, err := re.zw.writer(c, out)
 	if err != nil {
 		return err
 	}
-	// The raw protobuf goes through gzip a piece at a time: after the
-	// resource that fills a piece, and within a metrics resource bigger
-	// than a piece (otlpwire.ProtoEncoder.SetFlush).
+	if zw == nil {
+		return fmt.Errorf("unsupported compression type %q", c.Type)
+	}
+	// The raw protobuf goes through the compressor a piece at a time:
+	// after the resource that fills a piece, and within a metrics resource
+	// bigger than a piece (otlpwire.ProtoEncoder.SetFlush).
 	var werr error
 	write := func(raw []byte) []byte {
 		if werr == nil {
@@ -107,52 +120,19 @@ func (re *requestEncoder) encode(b *pipeline.Batch, gz bool, out *bytes.Buffer) 
 		}
 		return raw[:0]
 	}
-	enc.SetFlush(write, gzipPiece)
+	enc.SetFlush(write, compressPiece)
 	defer enc.SetFlush(nil, 0)
 	re.raw = re.raw[:0]
 	for i := range n {
 		re.raw = appendReq(re.raw, i, i+1)
-		if len(re.raw) >= gzipPiece || i == n-1 {
+		if len(re.raw) >= compressPiece || i == n-1 {
 			re.raw = write(re.raw)
 		}
 		if werr != nil {
 			return werr
 		}
 	}
-	if cap(re.raw) > maxKeptRaw {
-		re.raw = nil
-	}
 	return zw.Close()
-}
-
-// gzipLevel is the gzip level of a signal's export bodies. Level 1, since
-// the backend's ingest, not our CPU, should be the bottleneck, and it
-// already gets most of OTLP's redundancy; for traces the stateless encoder:
-// their bodies (random ids, few repeats) compress as well with it (ratio
-// 0.577 vs 0.574) in 13% less time, where metrics' (long repeats) take 40%
-// longer (BenchmarkGzipLevel). The stateless encoder keeps no history
-// between Write calls, which is why it gets pieces of gzipPiece or more.
-func gzipLevel(s pipeline.Signal) int {
-	if s == pipeline.Traces {
-		return gzip.StatelessCompression
-	}
-	return gzip.BestSpeed
-}
-
-// gzipWriter returns the encoder's gzip writer for sig, reset to write to
-// out.
-func (re *requestEncoder) gzipWriter(out *bytes.Buffer, sig pipeline.Signal) (*gzip.Writer, error) {
-	if int(sig) >= len(re.zw) {
-		return nil, fmt.Errorf("unknown signal %d", sig)
-	}
-	zw := re.zw[sig]
-	if zw == nil {
-		zw, _ = gzip.NewWriterLevel(out, gzipLevel(sig))
-		re.zw[sig] = zw
-	} else {
-		zw.Reset(out)
-	}
-	return zw, nil
 }
 
 // Export is one encoded export request and where it goes.
@@ -160,8 +140,10 @@ type Export struct {
 	Signal  pipeline.Signal
 	URL     string
 	Headers map[string]string // values are secrets: never logged
-	Gzip    bool              // Body is gzipped
-	Body    []byte
+	// Encoding is Body's Content-Encoding (Compression.Encoding), "" when
+	// it is not compressed.
+	Encoding string
+	Body     []byte
 	// Redact hides the secrets in what the answer says (its message, an
 	// error), before it is cut to size; nil hides the header values.
 	Redact *redact.Redactor
@@ -225,8 +207,8 @@ func Post(ctx context.Context, c *http.Client, e Export) Result {
 		req.Header.Set(k, v)
 	}
 	req.Header.Set("Content-Type", "application/x-protobuf")
-	if e.Gzip {
-		req.Header.Set("Content-Encoding", "gzip")
+	if e.Encoding != "" {
+		req.Header.Set("Content-Encoding", e.Encoding)
 	}
 	resp, err := c.Do(req)
 	if err != nil {

@@ -103,7 +103,7 @@ type OTLPHTTPExporter struct {
 	TracesEndpoint  string
 	LogsEndpoint    string
 	Headers         map[string]string
-	Compression     string
+	Compression     string // gzip (the default), zstd, snappy or none
 	Timeout         time.Duration
 	Retry           Retry
 	QueueEnabled    bool
@@ -114,6 +114,10 @@ type OTLPHTTPExporter struct {
 	// is named.
 	QueueSize  int
 	QueueBytes int64
+
+	// CompressionLevel is compression_params.level, 0 when not set: the
+	// type's default (compression.go).
+	CompressionLevel int
 }
 
 // Retry is retry_on_failure.
@@ -540,7 +544,8 @@ func (c *Config) exporter(d *dec) func(id, typ, path string, k, v *yaml.Node) er
 				QueueEnabled: true,
 				QueueSize:    1000,
 			}
-			err := d.mapping(v, path, []string{"endpoint", "metrics_endpoint", "traces_endpoint", "logs_endpoint", "headers", "compression", "timeout", "retry_on_failure", "sending_queue"}, func(key string, kn, vn *yaml.Node) error {
+			var levelNode *yaml.Node // compression_params.level
+			err := d.mapping(v, path, []string{"endpoint", "metrics_endpoint", "traces_endpoint", "logs_endpoint", "headers", "compression", "compression_params", "timeout", "retry_on_failure", "sending_queue"}, func(key string, kn, vn *yaml.Node) error {
 				kp := join(path, key)
 				var err error
 				switch key {
@@ -558,13 +563,9 @@ func (c *Config) exporter(d *dec) func(id, typ, path string, k, v *yaml.Node) er
 						err = d.headerValues(vn, kp, "an HTTP header")
 					}
 				case "compression":
-					e.Compression, err = d.str(vn, kp)
-					if err == nil && e.Compression != "gzip" && e.Compression != "none" && e.Compression != "" {
-						err = d.errf(vn, kp, "compression %q is not implemented (gzip or none)", e.Compression)
-					}
-					if e.Compression == "" {
-						e.Compression = "none"
-					}
+					e.Compression, err = d.compression(vn, kp)
+				case "compression_params":
+					levelNode, err = d.compressionParams(e, vn, kp)
 				case "timeout":
 					e.Timeout, err = d.duration(vn, kp)
 				case "retry_on_failure":
@@ -620,6 +621,9 @@ func (c *Config) exporter(d *dec) func(id, typ, path string, k, v *yaml.Node) er
 				}
 				return err
 			})
+			if err == nil {
+				err = d.compressionLevel(e, levelNode, join(path, "compression_params.level"))
+			}
 			if err == nil {
 				if e.Endpoint == "" && (e.MetricsEndpoint == "" || e.TracesEndpoint == "" || e.LogsEndpoint == "") {
 					err = d.errf(v, path, "endpoint is required")

@@ -102,7 +102,11 @@ func (c *Config) Describe(w io.Writer) {
 			}
 			hdr = append(hdr, k+": "+v)
 		}
-		p("sink     %s otlp/http %s compression=%s timeout=%s queue=%d queue_bytes=%s retry=%v headers=[%s]", id, redactURL(e.Endpoint), e.Compression, e.Timeout, e.QueueSize, queueBytes(e.QueueBytes), e.Retry.Enabled, strings.Join(hdr, "; "))
+		comp := e.Compression
+		if e.CompressionLevel != 0 {
+			comp += fmt.Sprintf("(level %d)", e.CompressionLevel)
+		}
+		p("sink     %s otlp/http %s compression=%s timeout=%s queue=%d queue_bytes=%s retry=%v headers=[%s]", id, redactURL(e.Endpoint), comp, e.Timeout, e.QueueSize, queueBytes(e.QueueBytes), e.Retry.Enabled, strings.Join(hdr, "; "))
 	}
 	for _, id := range sortedKeys(c.Resource) {
 		for _, a := range c.Resource[id] {

@@ -109,12 +109,22 @@ func Read(dir string, opt Options) (*Job, error) {
 
 // secretKey tells an attribute whose value is a credential: the
 // Authorization attribute every resource carries and anything named like a
-// header or a secret. Their values are never written out.
+// header or a secret (a word of its name is token, secret, password,
+// cookie, credential(s) or bearer, or two are api/access/private key).
+// Their values are never written out. "max_tokens" is no secret: words are
+// matched whole.
 func secretKey(k string) bool {
-	l := strings.ToLower(k)
-	for _, s := range []string{"authorization", "token", "secret", "password", "passwd", "api-key", "api_key", "apikey", "cookie", "credential", "private_key", "private-key"} {
-		if strings.Contains(l, s) {
+	words := strings.FieldsFunc(strings.ToLower(k), func(r rune) bool {
+		return (r < 'a' || r > 'z') && (r < '0' || r > '9')
+	})
+	for i, w := range words {
+		switch w {
+		case "authorization", "token", "secret", "password", "passwd", "cookie", "credential", "credentials", "bearer", "apikey":
 			return true
+		case "key":
+			if i > 0 && (words[i-1] == "api" || words[i-1] == "access" || words[i-1] == "private") {
+				return true
+			}
 		}
 	}
 	return false

@@ -31,7 +31,7 @@ type Panel struct {
 
 // The default panels: those of vLLM's and DCGM's published Grafana
 // dashboards, node-exporter's CPU and memory, and the span metrics
-// connector's calls and latency. Each vLLM query holds both generations of
+// connector's calls and latency, and each scrape target's `up`. Each vLLM query holds both generations of
 // names (v0's gpu_cache_usage_perc and gpu_prefix_cache_*, v1's
 // kv_cache_usage_perc, prefix_cache_* and inter_token_latency_seconds) with
 // `or`, taken after the aggregation so that a job with both never adds them.
@@ -79,6 +79,7 @@ func DefaultPanels() []Panel {
 		{"span_calls_per_s", "Span calls/s (span metrics)", "1/s", `sum by (service_name, span_name) (rate(traces_span_metrics_calls_total[$__rate_interval]))`},
 		{"span_latency_p50", "Span latency p50 (span metrics)", "s", spanQ("0.5")},
 		{"span_latency_p99", "Span latency p99 (span metrics)", "s", spanQ("0.99")},
+		{"scrape_up", "Scrape targets up", "up", `up`},
 	}
 }
 

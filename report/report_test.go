@@ -5,10 +5,16 @@ import (
 	"context"
 	"encoding/json"
 	"math"
+	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 	"time"
+
+	commonpb "go.opentelemetry.io/proto/otlp/common/v1"
+	metricspb "go.opentelemetry.io/proto/otlp/metrics/v1"
+
+	"github.com/otelstep/otelstep/otlpwire"
 )
 
 // emulatedMean is the mean over the grid's steps (one per scrape here) of a
@@ -276,5 +282,66 @@ func TestOutputsHoldNoToken(t *testing.T) {
 	}
 	if !strings.Contains(md.String(), "| e2e_latency_p99 | s | job=gym-vllm/policy model_name=m1 | 1.95 |") {
 		t.Errorf("markdown lacks the e2e p99 row:\n%s", md.String())
+	}
+}
+
+func TestSecretKey(t *testing.T) {
+	for k, want := range map[string]bool{
+		"Authorization": true, "authorization": true, "OTEL_TOKEN": true, "x-api-key": true, "X-Api-Key": true,
+		"client_secret": true, "db.password": true, "Cookie": true, "aws_access_key_id": true, "apikey": true,
+		"max_tokens": false, "gen_ai.usage.input_tokens": false, "service.name": false, "model_name": false,
+		"key": false, "tokenizer": false,
+	} {
+		if got := secretKey(k); got != want {
+			t.Errorf("secretKey(%q) = %v, want %v", k, got, want)
+		}
+	}
+}
+
+// TestDeltaSeriesAccumulated: span metrics sent with delta temporality
+// (each point the increase since the last) chart as the cumulative ones.
+func TestDeltaSeriesAccumulated(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "otel")
+	var lines []byte
+	sm := []*commonpb.KeyValue{str("service.name", "policy-model"), str("span.name", "chat")}
+	step := uint64(spanCallsPerS * testInterval.Seconds())
+	for i := 0; i < testScrapes; i++ {
+		at := testT0.Add(time.Duration(i) * testInterval)
+		inc := step
+		if i == 0 {
+			inc = 0
+		}
+		counts := make([]uint64, len(spanCnts))
+		var n uint64
+		for k, c := range spanCnts {
+			counts[k] = c * uint64(testInterval.Seconds())
+			if i == 0 {
+				counts[k] = 0
+			}
+			n += counts[k]
+		}
+		rm := scrapeResource(resource("policy-model", "", false), "spanmetricsconnector",
+			&metricspb.Metric{Name: "traces.span.metrics.calls", Data: &metricspb.Metric_Sum{Sum: &metricspb.Sum{IsMonotonic: true,
+				AggregationTemporality: metricspb.AggregationTemporality_AGGREGATION_TEMPORALITY_DELTA,
+				DataPoints:             []*metricspb.NumberDataPoint{{Attributes: sm, TimeUnixNano: nanos(at), Value: &metricspb.NumberDataPoint_AsInt{AsInt: int64(inc)}}}}}},
+			&metricspb.Metric{Name: "traces.span.metrics.duration", Unit: "ms", Data: &metricspb.Metric_Histogram{Histogram: &metricspb.Histogram{
+				AggregationTemporality: metricspb.AggregationTemporality_AGGREGATION_TEMPORALITY_DELTA,
+				DataPoints:             []*metricspb.HistogramDataPoint{{Attributes: sm, TimeUnixNano: nanos(at), Count: n, BucketCounts: counts, ExplicitBounds: spanBnd}}}}})
+		lines = append(otlpwire.AppendMetrics(lines, []*metricspb.ResourceMetrics{rm}), '\n')
+	}
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	writeFile(t, filepath.Join(dir, "metrics.jsonl"), lines)
+	r, err := Build(context.Background(), Config{Dirs: []string{dir}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	js := r.Jobs[0]
+	if s := js.Panels["span_calls_per_s"].Series; len(s) != 1 || !near(s[0].Mean, spanCallsPerS*rampFactor) {
+		t.Errorf("span_calls_per_s: %+v, want mean %v", s, spanCallsPerS*rampFactor)
+	}
+	if s := js.Panels["span_latency_p99"].Series; len(s) != 1 || !near(s[0].Last, wantQuantiles["span_latency_p99"]) {
+		t.Errorf("span_latency_p99: %+v", s)
 	}
 }

@@ -103,7 +103,8 @@ func (s *memSeries) fix() {
 // stored them, and serves them to the PromQL engine.
 type store struct {
 	byHash  map[uint64][]*memSeries
-	sorted  []*memSeries // by labels, after seal
+	sorted  []*memSeries            // by labels, after seal
+	byName  map[string][]*memSeries // sorted's series by metric name
 	metrics map[string]*MetricInfo
 	namer   otlptranslator.MetricNamer
 	lnamer  otlptranslator.LabelNamer
@@ -423,6 +424,11 @@ func (s *store) seal() {
 	}
 	s.byHash = nil
 	slices.SortFunc(s.sorted, func(a, b *memSeries) int { return labels.Compare(a.lset, b.lset) })
+	s.byName = map[string][]*memSeries{}
+	for _, ser := range s.sorted {
+		n := ser.lset.Get(labels.MetricName)
+		s.byName[n] = append(s.byName[n], ser)
+	}
 }
 
 // Querier implements storage.Queryable over the sealed series.
@@ -436,8 +442,14 @@ type querier struct {
 }
 
 func (q *querier) Select(_ context.Context, _ bool, hints *storage.SelectHints, ms ...*labels.Matcher) storage.SeriesSet {
+	candidates := q.s.sorted
+	for _, m := range ms {
+		if m.Name == labels.MetricName && m.Type == labels.MatchEqual {
+			candidates = q.s.byName[m.Value]
+		}
+	}
 	var out []storage.Series
-	for _, ser := range q.s.sorted {
+	for _, ser := range candidates {
 		if !matches(ser.lset, ms) || len(ser.chunks) == 0 {
 			continue
 		}

@@ -41,6 +41,13 @@ type Config struct {
 	// variables used in headers or the Authorization attribute, and header
 	// values. Longest first, so redaction replaces whole tokens.
 	Secrets []string
+
+	// Warnings are what the config sets that is accepted but likely a
+	// mistake (a variable stamped on every resource that is set but
+	// empty); Check adds what the machine says.
+	Warnings []Problem
+
+	lines map[string]int // of the keys, by dotted path
 }
 
 // HealthCheck is extensions.health_check.
@@ -131,13 +138,16 @@ type Retry struct {
 // FileExporter is exporters.file.
 type FileExporter struct {
 	Path string
+	Line int // of path
 }
 
 // Service is the service section.
 type Service struct {
 	Extensions []string
 	LogLevel   slog.Level
-	Pipelines  []Pipeline
+	// Logs is the rest of service.telemetry.logs.
+	Logs      Logs
+	Pipelines []Pipeline
 	// Telemetry is service.telemetry.metrics and .resource (telemetry.go).
 	Telemetry Telemetry
 }
@@ -184,28 +194,33 @@ func Parse(name string, data []byte, env Lookup) (*Config, error) {
 		OTLPHTTP:    map[string]*OTLPHTTPExporter{},
 		Files:       map[string]FileExporter{},
 		Connectors:  map[string]*Connector{},
-		Service:     Service{LogLevel: slog.LevelInfo},
+		Service:     Service{LogLevel: slog.LevelInfo, Logs: defaultLogs()},
 	}
-	d := &dec{file: name}
-	var err error
+	d := &dec{file: name, ids: map[string]bool{}, lines: map[string]int{}}
 	if len(root.Content) == 0 {
 		return nil, &Error{File: name, Msg: "config is empty"}
 	}
 	doc := root.Content[0]
 	secretVars := map[string]bool{}
-	if err := d.expandTree(doc, "", env, secretVars, false); err != nil {
-		return nil, err
+	expandErr := d.expandTree(doc, "", env, secretVars, false)
+	c, err := c.decode(d, doc)
+	if expandErr != nil {
+		c, err = nil, errList{expandErr}.add(err)
 	}
-	c, err = c.decode(d, doc)
+	if err != nil {
+		// Every error, in the file's order.
+		err = errList(Errors(err)).err()
+	}
 	return c, d.redactErr(err)
 }
 
 // decode fills c from doc, expanded.
 func (c *Config) decode(d *dec, doc *yaml.Node) (*Config, error) {
+	serviceOK := true
 	err := d.mapping(doc, "", []string{"extensions", "receivers", "processors", "exporters", "connectors", "service"}, func(key string, k, v *yaml.Node) error {
 		switch key {
 		case "extensions":
-			return d.components(v, key, []string{"health_check"}, c.extension)
+			return d.components(v, key, []string{"health_check"}, c.extension(d))
 		case "receivers":
 			return d.components(v, key, []string{"prometheus", "otlp"}, c.receiver(d))
 		case "processors":
@@ -215,17 +230,26 @@ func (c *Config) decode(d *dec, doc *yaml.Node) (*Config, error) {
 		case "connectors":
 			return d.components(v, key, sortedKeys(connectorSignals), c.connector(d))
 		case "service":
-			return c.service(d, v)
+			if d.tainted(v) {
+				serviceOK = false
+				return errReported
+			}
+			err := c.service(d, v)
+			serviceOK = err == nil
+			return err
 		}
 		return nil
 	})
+	// The references between sections are checked whenever the service
+	// section could be read, so that one run reports those errors too.
+	if serviceOK {
+		err = errList(nil).add(err).add(c.validate(d, doc)).err()
+	}
 	if err != nil {
 		return nil, err
 	}
-	if err := c.validate(d, doc); err != nil {
-		return nil, err
-	}
 	c.collectSecrets()
+	c.lines, c.Warnings = d.lines, d.warnings
 	return c, nil
 }
 
@@ -242,6 +266,10 @@ func (d *dec) expandTree(n *yaml.Node, path string, env Lookup, used map[string]
 		whole := isWholeReference(n.Value) && n.Style&(yaml.SingleQuotedStyle|yaml.DoubleQuotedStyle) == 0
 		out, names, err := expand(n.Value, env)
 		if err != nil {
+			if d.failed == nil {
+				d.failed = map[*yaml.Node]bool{}
+			}
+			d.failed[n] = true
 			return d.errf(n, path, "%v", err)
 		}
 		for _, nm := range names {
@@ -256,18 +284,18 @@ func (d *dec) expandTree(n *yaml.Node, path string, env Lookup, used map[string]
 			n.Tag = "!!str"
 		}
 	case yaml.MappingNode:
+		var errs errList
 		for i := 0; i+1 < len(n.Content); i += 2 {
 			key := n.Content[i].Value
-			if err := d.expandTree(n.Content[i+1], join(path, key), env, used, secret || secretPlace(key, n)); err != nil {
-				return err
-			}
+			errs = errs.add(d.expandTree(n.Content[i+1], join(path, key), env, used, secret || secretPlace(key, n)))
 		}
+		return errs.err()
 	case yaml.SequenceNode:
+		var errs errList
 		for i, v := range n.Content {
-			if err := d.expandTree(v, fmt.Sprintf("%s[%d]", path, i), env, used, secret); err != nil {
-				return err
-			}
+			errs = errs.add(d.expandTree(v, fmt.Sprintf("%s[%d]", path, i), env, used, secret))
 		}
+		return errs.err()
 	case yaml.AliasNode:
 		return d.errf(n, path, "YAML aliases are not supported")
 	}
@@ -279,6 +307,7 @@ func (d *dec) components(n *yaml.Node, section string, types []string, fn func(i
 	return d.mapping(n, section, nil, func(id string, k, v *yaml.Node) error {
 		typ, name, _ := strings.Cut(id, "/")
 		path := join(section, id)
+		d.ids[id] = true
 		if strings.Contains(id, "/") && name == "" {
 			return d.errf(k, path, "component id %q has an empty name after /", id)
 		}
@@ -288,12 +317,23 @@ func (d *dec) components(n *yaml.Node, section string, types []string, fn func(i
 			}
 			return d.errf(k, path, "unknown component type %q in %s (otelstep implements: %s)", typ, section, strings.Join(types, ", "))
 		}
-		return fn(id, typ, path, k, v)
+		err := fn(id, typ, path, k, v)
+		if err != nil && d.tainted(v) {
+			// A variable that did not expand was reported; what its
+			// value made fail would only repeat it.
+			return errReported
+		}
+		return err
 	})
 }
 
-func (c *Config) extension(id, typ, path string, k, v *yaml.Node) error {
-	d := &dec{file: c.File}
+func (c *Config) extension(d *dec) func(id, typ, path string, k, v *yaml.Node) error {
+	return func(id, typ, path string, k, v *yaml.Node) error {
+		return c.healthCheck(d, id, path, v)
+	}
+}
+
+func (c *Config) healthCheck(d *dec, id, path string, v *yaml.Node) error {
 	hc := HealthCheck{Endpoint: "localhost:13133", Path: "/"}
 	err := d.mapping(v, path, []string{"endpoint", "path"}, func(key string, kn, vn *yaml.Node) error {
 		s, err := d.str(vn, join(path, key))
@@ -464,6 +504,10 @@ func (d *dec) resourceActions(v *yaml.Node, path string) ([]ResourceAction, erro
 				if s, ok := val.(string); ok && s == "" && a.Key == "Authorization" {
 					return d.errf(valueNode, join(ap, "value"), "the Authorization attribute would be empty: the routing proxy drops such payloads")
 				}
+				if nm := d.emptyVars[valueNode]; nm != "" {
+					d.warnings = append(d.warnings, Problem{Warning: true, Err: d.errf(valueNode, join(ap, "value"),
+						"the environment variable %s is set but empty: every resource gets %s=%q", nm, a.Key, fmt.Sprint(val)).(*Error)})
+				}
 				if s, ok := val.(string); ok && IsSecretKey(a.Key) {
 					// The token: the header it is sent in could not hold it either.
 					if err := d.headerValue(valueNode, join(ap, "value"), "the Authorization attribute (the token)", s); err != nil {
@@ -528,6 +572,7 @@ func (c *Config) exporter(d *dec) func(id, typ, path string, k, v *yaml.Node) er
 			var f FileExporter
 			err := d.mapping(v, path, []string{"path"}, func(key string, kn, vn *yaml.Node) error {
 				var err error
+				f.Line = kn.Line
 				f.Path, err = d.str(vn, join(path, key))
 				return err
 			})
@@ -666,7 +711,10 @@ func (c *Config) service(d *dec, v *yaml.Node) error {
 				case "resource":
 					return c.telemetryResource(d, vn, lp)
 				}
-				return d.mapping(vn, lp, []string{"level"}, func(key string, kn, vn *yaml.Node) error {
+				return d.mapping(vn, lp, []string{"level", "encoding", "output_paths", "error_output_paths", "sampling"}, func(key string, kn, vn *yaml.Node) error {
+					if key != "level" {
+						return c.logsKey(d, key, kn, vn, join(lp, key))
+					}
 					s, err := d.str(vn, join(lp, key))
 					if err != nil {
 						return err
@@ -741,77 +789,90 @@ func (c *Config) validate(d *dec, doc *yaml.Node) error {
 		}
 		return 0
 	}
-	fail := func(l int, path, format string, args ...any) error {
-		return &Error{File: c.File, Line: l, Path: path, Msg: fmt.Sprintf(format, args...)}
+	var errs errList
+	fail := func(l int, path, format string, args ...any) {
+		errs = append(errs, &Error{File: c.File, Line: l, Path: path, Msg: fmt.Sprintf(format, args...)})
+	}
+	// defined: id is a component of a section; one that failed to decode
+	// was reported already, and a reference to it is not.
+	defined := func(id string, in ...bool) bool {
+		for _, ok := range in {
+			if ok {
+				return true
+			}
+		}
+		return d.ids[id]
 	}
 	for _, e := range c.Service.Extensions {
-		if _, ok := c.HealthCheck[e]; !ok {
-			return fail(line("service", "extensions"), "service.extensions", "extension %q is not defined under extensions", e)
+		if _, ok := c.HealthCheck[e]; !defined(e, ok) {
+			fail(line("service", "extensions"), "service.extensions", "extension %q is not defined under extensions", e)
 		}
 	}
 	if len(c.Service.Pipelines) == 0 {
-		return fail(line("service"), "service.pipelines", "no pipelines defined")
+		fail(line("service"), "service.pipelines", "no pipelines defined")
 	}
 	fileUse := map[string]string{}
 	for _, p := range c.Service.Pipelines {
 		pp := "service.pipelines." + p.ID
 		if len(p.Receivers) == 0 {
-			return fail(p.Line, pp, "pipeline has no receivers")
+			fail(p.Line, pp, "pipeline has no receivers")
 		}
 		if len(p.Exporters) == 0 {
-			return fail(p.Line, pp, "pipeline has no exporters")
+			fail(p.Line, pp, "pipeline has no exporters")
 		}
-		for _, r := range p.Receivers {
+		for i, r := range p.Receivers {
 			if _, ok := c.Prometheus[r]; ok {
 				if p.Signal != "metrics" {
-					return fail(p.Line, pp+".receivers", "receiver %q gives only metrics, not %s", r, p.Signal)
+					fail(p.itemLine(p.ReceiverLines, i), pp+".receivers", "receiver %q gives only metrics, not %s", r, p.Signal)
 				}
 				continue
 			}
-			if _, ok := c.OTLP[r]; ok {
-				continue
+			_, o := c.OTLP[r]
+			_, cn := c.Connectors[r] // checked by pipelineGraph
+			if !defined(r, o, cn) {
+				fail(p.itemLine(p.ReceiverLines, i), pp+".receivers", "receiver %q is not defined under receivers or connectors", r)
 			}
-			if _, ok := c.Connectors[r]; ok {
-				continue // checked by pipelineGraph
-			}
-			return fail(p.Line, pp+".receivers", "receiver %q is not defined under receivers or connectors", r)
 		}
 		for _, pr := range p.Processors {
 			_, b := c.Batch[pr]
 			_, r := c.Resource[pr]
 			_, tr := c.Transform[pr]
-			if !b && !r && !tr {
-				return fail(p.Line, pp+".processors", "processor %q is not defined under processors", pr)
+			if !defined(pr, b, r, tr) {
+				fail(p.Line, pp+".processors", "processor %q is not defined under processors", pr)
 			}
 		}
-		for _, e := range p.Exporters {
-			if _, ok := c.OTLPHTTP[e]; ok {
-				continue
-			}
+		for i, e := range p.Exporters {
 			if _, ok := c.Files[e]; ok {
 				if prev, ok := fileUse[e]; ok && prev != p.Signal {
-					return fail(p.Line, pp+".exporters", "exporter %q is already used by a %s pipeline: one JSONL file holds one signal", e, prev)
+					fail(p.itemLine(p.ExporterLines, i), pp+".exporters", "exporter %q is already used by a %s pipeline: one JSONL file holds one signal", e, prev)
 				}
 				fileUse[e] = p.Signal
 				continue
 			}
-			if _, ok := c.Connectors[e]; ok {
-				continue // checked by pipelineGraph
+			_, h := c.OTLPHTTP[e]
+			_, cn := c.Connectors[e] // checked by pipelineGraph
+			if !defined(e, h, cn) {
+				fail(p.itemLine(p.ExporterLines, i), pp+".exporters", "exporter %q is not defined under exporters or connectors", e)
 			}
-			return fail(p.Line, pp+".exporters", "exporter %q is not defined under exporters or connectors", e)
 		}
 	}
-	if err := c.pipelineGraph(); err != nil {
-		return err
+	if len(errs) == 0 {
+		if err := c.pipelineGraph(); err != nil {
+			errs = errs.add(err)
+		}
 	}
 	paths := map[string]string{}
-	for id, f := range c.Files {
+	for _, id := range sortedKeys(c.Files) {
+		f := c.Files[id]
+		if f.Path == "" {
+			continue
+		}
 		if other, ok := paths[f.Path]; ok {
-			return fail(line("exporters", id), "exporters."+id, "path %q is also used by %s", f.Path, other)
+			fail(line("exporters", id), "exporters."+id, "path %q is also used by %s", f.Path, other)
 		}
 		paths[f.Path] = id
 	}
-	return nil
+	return errs.err()
 }
 
 func (c *Config) collectSecrets() {

@@ -3,6 +3,7 @@ package config
 import (
 	"fmt"
 	"io"
+	"net/url"
 	"sort"
 	"strings"
 	"time"
@@ -45,6 +46,8 @@ func (c *Config) Describe(w io.Writer) {
 			}
 		}
 	}
+	p("logs     level=%s encoding=%s to %s (write errors to %s)", strings.ToLower(c.Service.LogLevel.String()), c.Service.Logs.Encoding,
+		strings.Join(c.Service.Logs.OutputPaths, ","), strings.Join(c.Service.Logs.ErrorOutputPaths, ","))
 	c.describeTelemetry(p)
 	for _, pl := range c.Order() {
 		p("pipeline %s: %s -> %s -> %s", pl.ID, strings.Join(pl.Receivers, ","), strings.Join(pl.Processors, ","), strings.Join(pl.Exporters, ","))
@@ -120,6 +123,17 @@ func (c *Config) Describe(w io.Writer) {
 			p("resource %s %s %s %s", id, a.Action, a.Key, v)
 		}
 	}
+}
+
+// SafeURL is s as a log line may show it: without userinfo, query or
+// fragment, which may hold credentials.
+func SafeURL(s string) string {
+	u, err := url.Parse(s)
+	if err != nil {
+		return "(unparsable URL)"
+	}
+	u.User, u.RawQuery, u.ForceQuery, u.Fragment, u.RawFragment = nil, "", false, "", ""
+	return u.String()
 }
 
 // Redactor hides every secret, in every form package redact knows.

@@ -1,7 +1,10 @@
 package config
 
 import (
+	"errors"
 	"fmt"
+	"math"
+	"sort"
 	"strconv"
 	"strings"
 	"time"
@@ -28,9 +31,87 @@ func (e *Error) Error() string {
 	return fmt.Sprintf("%s: %s", loc, e.Msg)
 }
 
+// errList is several config errors. A decoder goes on past an error to
+// the next key or list item, so that one run reports every error the file
+// holds: each mapping and list returns what its entries failed with.
+type errList []error
+
+func (l errList) Error() string {
+	s := make([]string, len(l))
+	for i, e := range l {
+		s[i] = e.Error()
+	}
+	return strings.Join(s, "\n")
+}
+
+func (l errList) Unwrap() []error { return l }
+
+// add appends err, or the errors it holds.
+func (l errList) add(err error) errList {
+	switch e := err.(type) {
+	case nil:
+		return l
+	case errList:
+		return append(l, e...)
+	}
+	return append(l, err)
+}
+
+// err is l as an error: nil, its one error, or l.
+func (l errList) err() error {
+	switch len(l) {
+	case 0:
+		return nil
+	case 1:
+		return l[0]
+	}
+	return l
+}
+
+// errReported stands for errors already reported (a component whose
+// variable did not expand): non-nil, so decoding stops where it would,
+// and never printed.
+var errReported = errors.New("reported above")
+
+// Errors returns each error err holds, one per problem in the file, in
+// the file's order: a config refused by Load or Parse may have several.
+func Errors(err error) []error {
+	if err == nil {
+		return nil
+	}
+	var out []error
+	for _, e := range errList(nil).add(err) {
+		if e != errReported {
+			out = append(out, e)
+		}
+	}
+	sort.SliceStable(out, func(i, j int) bool { return lineOf(out[i]) < lineOf(out[j]) })
+	return out
+}
+
+func lineOf(err error) int {
+	var ce *Error
+	if errors.As(err, &ce) && ce.Line > 0 {
+		return ce.Line
+	}
+	return math.MaxInt // no line: after those with one
+}
+
 // dec walks a yaml.Node tree, checking keys strictly.
 type dec struct {
 	file string
+	// failed holds the scalars whose variables did not expand.
+	failed map[*yaml.Node]bool
+	// ids are the component ids defined, valid or not: a reference to one
+	// that failed is not reported again.
+	ids map[string]bool
+	// lines are the lines of the keys read, by dotted path (Check).
+	lines map[string]int
+	// emptyVars names, by the scalar expanded from it, a variable that is
+	// set but empty.
+	emptyVars map[*yaml.Node]string
+	// warnings are what is accepted but likely a mistake.
+	warnings []Problem
 	// secretVals are the values of the variables used in secret places
 	// (secrets.go); badVar names, by the scalar expanded from it, a
 	// variable whose value no HTTP header may hold.
@@ -67,21 +148,41 @@ func (d *dec) mapping(n *yaml.Node, path string, known []string, fn func(key str
 		return d.errf(n, path, "expected a mapping, got %s", kindName(n))
 	}
 	seen := map[string]bool{}
+	var errs errList
 	for i := 0; i+1 < len(n.Content); i += 2 {
 		k, v := n.Content[i], n.Content[i+1]
 		key := k.Value
 		if seen[key] {
-			return d.errf(k, join(path, key), "duplicate key %q", key)
+			errs = errs.add(d.errf(k, join(path, key), "duplicate key %q", key))
+			continue
 		}
 		seen[key] = true
-		if known != nil && !contains(known, key) {
-			return d.errf(k, join(path, key), "unknown key %q (known: %s)", key, strings.Join(known, ", "))
+		if d.lines != nil {
+			d.lines[join(path, key)] = k.Line
 		}
-		if err := fn(key, k, v); err != nil {
-			return err
+		if known != nil && !contains(known, key) {
+			errs = errs.add(d.errf(k, join(path, key), "unknown key %q (known: %s)", key, strings.Join(known, ", ")))
+			continue
+		}
+		errs = errs.add(fn(key, k, v))
+	}
+	return errs.err()
+}
+
+// tainted reports whether a variable under n did not expand.
+func (d *dec) tainted(n *yaml.Node) bool {
+	if n == nil || len(d.failed) == 0 {
+		return false
+	}
+	if d.failed[n] {
+		return true
+	}
+	for _, c := range n.Content {
+		if d.tainted(c) {
+			return true
 		}
 	}
-	return nil
+	return false
 }
 
 func (d *dec) sequence(n *yaml.Node, path string, fn func(i int, v *yaml.Node) error) error {
@@ -91,12 +192,11 @@ func (d *dec) sequence(n *yaml.Node, path string, fn func(i int, v *yaml.Node) e
 	if n.Kind != yaml.SequenceNode {
 		return d.errf(n, path, "expected a list, got %s", kindName(n))
 	}
+	var errs errList
 	for i, v := range n.Content {
-		if err := fn(i, v); err != nil {
-			return err
-		}
+		errs = errs.add(fn(i, v))
 	}
-	return nil
+	return errs.err()
 }
 
 func (d *dec) str(n *yaml.Node, path string) (string, error) {

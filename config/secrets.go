@@ -45,6 +45,12 @@ func (d *dec) noteVariables(n *yaml.Node, names []string, env Lookup, secret boo
 		if secret {
 			d.secretVals = append(d.secretVals, v)
 		}
+		if v == "" {
+			if d.emptyVars == nil {
+				d.emptyVars = map[*yaml.Node]string{}
+			}
+			d.emptyVars[n] = nm
+		}
 		if !httpguts.ValidHeaderFieldValue(v) && d.badVar[n] == "" {
 			if d.badVar == nil {
 				d.badVar = map[*yaml.Node]string{}
@@ -128,6 +134,13 @@ func (d *dec) redactErr(err error) error {
 		return err
 	}
 	r := redact.New(d.secretVals...)
+	if l, ok := err.(errList); ok {
+		out := make(errList, len(l))
+		for i, e := range l {
+			out[i] = d.redactErr(e)
+		}
+		return out
+	}
 	var ce *Error
 	if errors.As(err, &ce) {
 		c := *ce

@@ -3,7 +3,6 @@ package main
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"flag"
 	"fmt"
 	"io"
@@ -18,16 +17,14 @@ import (
 
 // runBench is `otelstep bench scrape|otlp`: see benchUsage.
 func runBench(args []string, stdout, stderr io.Writer) int {
-	if len(args) == 0 || (args[0] != "scrape" && args[0] != "otlp") {
+	if len(args) > 0 && (args[0] == "-h" || args[0] == "-help" || args[0] == "--help" || args[0] == "help") {
+		args = []string{"scrape|otlp", "-h"} // the usage and the flags, on stdout
+	} else if len(args) == 0 || (args[0] != "scrape" && args[0] != "otlp") {
 		fmt.Fprint(stderr, benchUsage)
-		if len(args) > 0 && (args[0] == "-h" || args[0] == "--help" || args[0] == "help") {
-			return exitOK
-		}
 		return exitUsage
 	}
 	kind, args := args[0], args[1:]
 	fs := flag.NewFlagSet("otelstep bench "+kind, flag.ContinueOnError)
-	fs.SetOutput(stderr)
 	peer := fs.String("peer", "", "also measure this collector `command` (split on spaces; --config FILE is appended)")
 	asJSON := fs.Bool("json", false, "print the report as one JSON object")
 	profile := fs.String("cpuprofile", "", "write otelstep's CPU profile over the run to `file`")
@@ -49,12 +46,8 @@ func runBench(args []string, stdout, stderr io.Writer) int {
 	attrBytes := fs.Int("attr-bytes", 16, "otlp: bytes per attribute value")
 	workers := fs.Int("workers", 4, "otlp: concurrent senders")
 	rate := fs.Float64("rate", 0, "otlp: requests per second in all (0: as fast as accepted)")
-	fs.Usage = func() { fmt.Fprint(stderr, benchUsage); fs.PrintDefaults() }
-	if err := fs.Parse(args); err != nil {
-		if errors.Is(err, flag.ErrHelp) {
-			return exitOK
-		}
-		return exitUsage
+	if code, done := parseFlags(fs, benchUsage, args, stdout, stderr); done {
+		return code
 	}
 	self, err := os.Executable()
 	if err != nil {

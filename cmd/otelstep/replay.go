@@ -34,7 +34,6 @@ func (h headerFlags) Set(s string) error {
 // runReplay is `otelstep replay`: see replayUsage.
 func runReplay(args []string, stdout, stderr io.Writer) int {
 	fs := flag.NewFlagSet("otelstep replay", flag.ContinueOnError)
-	fs.SetOutput(stderr)
 	var o replay.Options
 	headers := headerFlags{}
 	fs.StringVar(&o.Endpoint, "endpoint", "", "backend base `URL`: lines go to URL/v1/{metrics,traces,logs}")
@@ -51,12 +50,8 @@ func runReplay(args []string, stdout, stderr io.Writer) int {
 	fs.DurationVar(&o.Timeout, "timeout", 30*time.Second, "per request")
 	fs.DurationVar(&o.Retry.MaxElapsedTime, "retry-max", 5*time.Minute, "give up on a backend that takes no request for this long")
 	progress := fs.String("progress", "auto", "the progress display on stderr: `auto|bar|plain|none` (auto: a bar on a terminal, else a line every 10s)")
-	fs.Usage = func() { fmt.Fprint(stderr, replayUsage); fs.PrintDefaults() }
-	if err := fs.Parse(args); err != nil {
-		if errors.Is(err, flag.ErrHelp) {
-			return exitOK
-		}
-		return exitUsage
+	if code, done := parseFlags(fs, replayUsage, args, stdout, stderr); done {
+		return code
 	}
 	o.Paths = fs.Args()
 	o.Headers = headers

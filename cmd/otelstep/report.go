@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"errors"
 	"flag"
 	"fmt"
 	"io"
@@ -30,12 +29,8 @@ func runReport(args []string, stdout, stderr io.Writer) int {
 	summary := fs.String("summary", "", "print the summary on stdout as `json|markdown`")
 	panels := fs.String("panels", "", "YAML `file` of panels (id, title, unit, query) added to the defaults or replacing them by id")
 	points := fs.Int("points", 240, "evaluate the panels at about `N` steps over the job's time span")
-	fs.Usage = func() { fmt.Fprint(stderr, reportUsage); fs.PrintDefaults() }
-	if err := fs.Parse(args); err != nil {
-		if errors.Is(err, flag.ErrHelp) {
-			return exitOK
-		}
-		return exitUsage
+	if code, done := parseFlags(fs, reportUsage, args, stdout, stderr); done {
+		return code
 	}
 	if fs.NArg() == 0 {
 		fmt.Fprintln(stderr, "otelstep report: no DIR given")

@@ -162,11 +162,16 @@ type Summary struct {
 	Bytes int64 // read
 	// AlreadySent counts lines a checkpoint says an earlier run sent.
 	AlreadySent int64
-	// SkippedEarlier counts lines earlier runs reported and skipped: never
-	// sent, so a run over them is not OK either.
+	// SkippedEarlier counts lines earlier runs reported and skipped, not
+	// acknowledged: never sent, so a run over them is not OK either.
 	SkippedEarlier int
-	// Pending counts last lines of files with no newline yet (being
-	// written): neither sent nor skipped, left for the next run.
+	// AcceptedEarlier counts lines earlier runs skipped that were
+	// acknowledged (Options.AcceptSkipped, by this run or an earlier
+	// one), AcceptedNow those this run acknowledged: they fail no run.
+	AcceptedEarlier, AcceptedNow int
+	// Pending counts last lines of files with no newline (being written,
+	// or cut short by a killed writer): neither sent nor skipped, nor
+	// marked done, left for a later run.
 	Pending int
 	// Problems are the first skipped lines, as FILE:LINE: reason;
 	// Problems+MoreProblems is their number.
@@ -235,11 +240,11 @@ func (s *Summary) Reason() string {
 	case s.Err != nil:
 		return s.redact.Replace(s.Err.Error())
 	case s.Stopped:
-		return "stopped before the end; run the same command again to continue"
+		return "stopped before the end; the progress is saved: run the same command again (without --from-start) to continue"
 	case s.Failures() > 0:
-		return fmt.Sprintf("%d lines were skipped (listed above)", s.Failures())
+		return fmt.Sprintf("%s skipped (listed above)", plural(s.Failures(), "line was", "lines were"))
 	case s.SkippedEarlier > 0:
-		return fmt.Sprintf("%d lines were skipped by earlier runs (listed by them) and never sent", s.SkippedEarlier)
+		return fmt.Sprintf("%s skipped by earlier runs (listed by them) and never sent; --accept-skipped accepts them", plural(int64(s.SkippedEarlier), "line was", "lines were"))
 	}
 	for _, ss := range s.Signals {
 		if ss.Rejected > 0 {
@@ -249,19 +254,31 @@ func (s *Summary) Reason() string {
 	return ""
 }
 
-// Write prints the summary table.
+// plural is n and one or many, as n calls for.
+func plural(n int64, one, many string) string {
+	if n == 1 {
+		return "1 " + one
+	}
+	return fmt.Sprintf("%d %s", n, many)
+}
+
+// Write prints the summary table. Its line counts add up: the lines read
+// this run (per signal and other), those earlier runs sent and skipped,
+// and the last lines left for a later run are every line of the files up
+// to where this run stopped.
 func (s *Summary) Write(w io.Writer) {
 	verb := "sent"
 	if s.DryRun {
 		verb = "decoded (dry run: nothing sent)"
 	}
-	fmt.Fprintf(w, "replay: %d files, %s read in %s; items %s\n", s.Files, bytesHuman(s.Bytes), s.Elapsed.Round(time.Millisecond), verb)
-	itemName := [3]string{"points", "spans", "log records"}
+	fmt.Fprintf(w, "replay: %s, %s read in %s; items %s\n", plural(int64(s.Files), "file", "files"), bytesHuman(s.Bytes), s.Elapsed.Round(time.Millisecond), verb)
+	itemName := [3][2]string{{"point", "points"}, {"span", "spans"}, {"log record", "log records"}}
 	for i, ss := range s.Signals {
 		if ss.Lines == 0 && len(ss.Skipped) == 0 {
 			continue
 		}
-		fmt.Fprintf(w, "  %-8s %d lines, %d requests (%d retries), %d resources, %d %s", pipeline.Signal(i), ss.Lines, ss.Requests, ss.Retries, ss.Resources, ss.Items, itemName[i])
+		fmt.Fprintf(w, "  %-8s %s, %s (%s), %s, %s", pipeline.Signal(i), plural(ss.Lines, "line", "lines"), plural(ss.Requests, "request", "requests"),
+			plural(ss.Retries, "retry", "retries"), plural(ss.Resources, "resource", "resources"), plural(ss.Items, itemName[i][0], itemName[i][1]))
 		if ss.Rejected > 0 {
 			fmt.Fprintf(w, ", %d rejected by the backend", ss.Rejected)
 		}
@@ -271,16 +288,27 @@ func (s *Summary) Write(w io.Writer) {
 		fmt.Fprintf(w, "  %-8s%s\n", "other", skippedText(s.Other))
 	}
 	if s.AlreadySent > 0 {
-		fmt.Fprintf(w, "  %d lines were sent by an earlier run (checkpoint; --from-start sends them again)\n", s.AlreadySent)
+		fmt.Fprintf(w, "  %s sent by earlier runs (the checkpoint; --from-start sends them again)\n", plural(s.AlreadySent, "line was", "lines were"))
 	}
 	if s.SkippedEarlier > 0 {
-		fmt.Fprintf(w, "  %d lines were skipped by earlier runs\n", s.SkippedEarlier)
+		fmt.Fprintf(w, "  %s skipped by earlier runs and never sent (listed by them; --accept-skipped accepts them)\n", plural(int64(s.SkippedEarlier), "line was", "lines were"))
+	}
+	if s.AcceptedEarlier > 0 {
+		now := ""
+		if s.AcceptedNow > 0 {
+			now = fmt.Sprintf(", %d of them by this run", s.AcceptedNow)
+		}
+		fmt.Fprintf(w, "  %s skipped by earlier runs, never sent, and accepted (--accept-skipped%s): they fail no run\n", plural(int64(s.AcceptedEarlier), "line was", "lines were"), now)
 	}
 	if s.Pending > 0 {
-		fmt.Fprintf(w, "  %d files end in a line with no newline yet (being written): left for the next run\n", s.Pending)
+		fmt.Fprintf(w, "  %s with no newline (still being written, or cut short by a killed job): not sent, kept for a later run\n",
+			plural(int64(s.Pending), "file ends in a line", "files end in a line"))
 	}
 	if s.MoreProblems > 0 {
 		fmt.Fprintf(w, "  (%d more skipped lines not listed)\n", s.MoreProblems)
+	}
+	if s.Stopped {
+		fmt.Fprintln(w, "  stopped before the end: the rest was not read; the checkpoint says where to continue")
 	}
 }
 

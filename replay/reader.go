@@ -214,7 +214,7 @@ func (r *run) readFile(fr *fileRun, emit func(*chunk) bool) error {
 			// ends it with one). Neither sent nor skipped: the checkpoint
 			// stays before it, and the next run reads it whole.
 			r.pending++
-			r.out.line(fmt.Sprintf("%s:%d: the last line has no newline yet (%d bytes, still being written?): left for the next run", fr.in.path, lineNo+1, lr.off-start))
+			r.out.line(fmt.Sprintf("%s:%d: the last line has no newline yet (%d bytes: still being written, or cut short by a killed job): not sent, kept for a later run", fr.in.path, lineNo+1, lr.off-start))
 			break
 		}
 		lineNo++

@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
-	"net/url"
 	"os"
 	"path/filepath"
 	"sort"
@@ -22,7 +21,7 @@ type RecordOptions struct {
 	File string
 	// Endpoint is the exporter's base URL (its endpoint setting): the
 	// record is replay's checkpoint of File for it, which `otelstep replay
-	// --endpoint` with the same URL finds.
+	// --endpoint` with the same URL finds, however spelled (NormalizeEndpoint).
 	Endpoint string
 	Logger   *slog.Logger
 	// Every bounds how often the record is written while lines are
@@ -107,12 +106,10 @@ func OpenRecord(o RecordOptions) (*Record, error) {
 	if !fi.Mode().IsRegular() {
 		return nil, fmt.Errorf("delivery record of %s: not a regular file", o.File)
 	}
-	u, err := url.Parse(o.Endpoint)
-	if err != nil || u.Host == "" {
-		return nil, fmt.Errorf("delivery record of %s: endpoint %q: want an http:// or https:// URL", o.File, redactedURL(o.Endpoint))
+	endpoint, err := NormalizeEndpoint(o.Endpoint)
+	if err != nil {
+		return nil, fmt.Errorf("delivery record of %s: endpoint %w", o.File, err)
 	}
-	u.User = nil
-	endpoint := u.String()
 	in := input{path: o.File, abs: abs, size: fi.Size()}
 	r := &Record{o: o, in: in, fi: fi, path: statePath(in, "", stateKey(endpoint)), wake: make(chan struct{}, 1)}
 	r.log = lg.With("file", o.File, "record", r.path)

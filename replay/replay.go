@@ -55,6 +55,9 @@ type Options struct {
 	// StateDir holds the checkpoints; "" puts each beside its file.
 	StateDir  string
 	FromStart bool // ignore (and then overwrite) existing checkpoints
+	// AcceptSkipped acknowledges the lines earlier runs reported and
+	// skipped: this run and later ones do not fail for them.
+	AcceptSkipped bool
 	DryRun    bool // decode and count, send nothing, write no checkpoint
 	// Signals limits the replay; empty means all three.
 	Signals []pipeline.Signal
@@ -234,12 +237,11 @@ func prepare(o Options) (*run, error) {
 	r.out.redact = redact.New(secrets...)
 	safeEndpoint := ""
 	if !o.DryRun || o.Endpoint != "" {
-		u, err := url.Parse(o.Endpoint)
-		if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
-			return nil, fmt.Errorf("--endpoint %q: want an http:// or https:// URL", redactedURL(o.Endpoint))
+		var err error
+		safeEndpoint, err = NormalizeEndpoint(o.Endpoint)
+		if err != nil {
+			return nil, fmt.Errorf("--endpoint: %w", err)
 		}
-		u.User = nil
-		safeEndpoint = u.String()
 		base := strings.TrimRight(o.Endpoint, "/")
 		for _, s := range []pipeline.Signal{pipeline.Metrics, pipeline.Traces, pipeline.Logs} {
 			r.urls[s] = base + "/v1/" + s.String()
@@ -300,9 +302,16 @@ func prepare(o Options) (*run, error) {
 			path = ""
 		}
 		fr.tr = newTracker(path, fr.start, o.CheckpointEvery)
+		if o.AcceptSkipped {
+			if t, ok := fr.tr.(*tracker); ok {
+				t.accept()
+			}
+		}
 		r.files = append(r.files, fr)
 		left := in.size - fr.start.Offset
-		r.stats.alreadyLines.Add(int64(fr.start.Line))
+		// Lines done by earlier runs: sent, or skipped (start.Skipped of
+		// them), which are counted apart.
+		r.stats.alreadyLines.Add(int64(fr.start.Line - fr.start.Skipped))
 		for _, s := range fr.start.Done {
 			left -= s.End - s.Start
 			r.stats.alreadyLines.Add(int64(s.Lines))
@@ -380,7 +389,13 @@ func (r *run) run(parent context.Context) *Summary {
 		if err := fr.tr.flush(); err != nil && s.Err == nil {
 			s.Err = err
 		}
-		s.SkippedEarlier += fr.start.Skipped
+		if r.o.AcceptSkipped {
+			s.AcceptedEarlier += fr.start.Skipped
+			s.AcceptedNow += fr.start.Skipped - fr.start.Accepted
+		} else {
+			s.SkippedEarlier += fr.start.Skipped - fr.start.Accepted
+			s.AcceptedEarlier += fr.start.Accepted
+		}
 	}
 	if cause := context.Cause(r.ctx); cause != nil && !errors.Is(cause, context.Canceled) && s.Err == nil {
 		s.Err = cause
@@ -639,6 +654,38 @@ type progressStats struct {
 	total                         atomic.Int64 // bytes to read
 	bytes, lines, items, requests atomic.Int64
 	alreadyLines                  atomic.Int64
+}
+
+// NormalizeEndpoint is the one spelling of a backend's base URL that names
+// its delivery record and replay checkpoints: the exporter's endpoint and
+// a replay's --endpoint find the same record however each is written.
+// Scheme and host are lower-cased, a default port (80, 443) and trailing
+// slashes dropped; the userinfo, query and fragment are left out (they
+// may hold credentials, and do not change where requests go).
+func NormalizeEndpoint(s string) (string, error) {
+	u, err := url.Parse(strings.TrimSpace(s))
+	if err != nil || u.Host == "" {
+		return "", fmt.Errorf("%q: want an http:// or https:// URL", redactedURL(s))
+	}
+	u.Scheme = strings.ToLower(u.Scheme)
+	if u.Scheme != "http" && u.Scheme != "https" {
+		return "", fmt.Errorf("%q: want an http:// or https:// URL", redactedURL(s))
+	}
+	host, port := strings.ToLower(u.Hostname()), u.Port()
+	if (u.Scheme == "http" && port == "80") || (u.Scheme == "https" && port == "443") {
+		port = ""
+	}
+	if strings.Contains(host, ":") {
+		host = "[" + host + "]"
+	}
+	if port != "" {
+		host += ":" + port
+	}
+	n := url.URL{Scheme: u.Scheme, Host: host, Path: strings.TrimRight(u.Path, "/")}
+	if u.RawPath != "" {
+		n.RawPath = strings.TrimRight(u.RawPath, "/")
+	}
+	return n.String(), nil
 }
 
 func redactedURL(s string) string {

@@ -40,6 +40,9 @@ type checkpoint struct {
 	Line       int       `json:"line"` // lines before Offset
 	Done       []span    `json:"done,omitempty"`
 	Skipped    int       `json:"skipped"` // lines reported and skipped, over all runs
+	// Accepted of the Skipped lines were acknowledged (--accept-skipped):
+	// a later run does not fail for them.
+	Accepted int       `json:"accepted,omitempty"`
 	Updated    time.Time `json:"updated"`
 	// Live is set when otelstep keeps this checkpoint as its delivery
 	// record (Record); a replay keeps it as it is.
@@ -201,6 +204,16 @@ func (t *tracker) done(s span, skipped int) {
 	t.dirty = true
 	if time.Since(t.last) >= t.interval {
 		t.writeLocked()
+	}
+}
+
+// accept acknowledges every line skipped so far.
+func (t *tracker) accept() {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if t.cp.Accepted != t.cp.Skipped {
+		t.cp.Accepted = t.cp.Skipped
+		t.dirty = true
 	}
 }
 

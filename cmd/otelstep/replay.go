@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/otelstep/otelstep/pipeline"
+	"github.com/otelstep/otelstep/redact"
 	"github.com/otelstep/otelstep/replay"
 )
 
@@ -41,6 +42,8 @@ func runReplay(args []string, stdout, stderr io.Writer) int {
 	fs.Var(headers, "header", "`K=V` header added to every request (repeatable)")
 	fs.StringVar(&o.StateDir, "state", "", "`folder` for the checkpoints (default: beside each file)")
 	fs.BoolVar(&o.FromStart, "from-start", false, "ignore the checkpoints: send everything again")
+	fs.BoolVar(&o.AcceptSkipped, "accept-skipped", false, "accept the lines earlier runs reported and skipped: they stay unsent but no longer fail this run or later ones")
+	strict := fs.Bool("strict", false, "exit 1 also when a file ends in a line with no newline (being written, or cut short by a killed job; it is kept for a later run either way)")
 	fs.BoolVar(&o.DryRun, "dry-run", false, "decode and count everything, send nothing")
 	sigs := fs.String("signal", "", "replay only `metrics|traces|logs` (comma-separated)")
 	fs.Float64Var(&o.Rate, "rate", 0, "at most `N` requests per second (0: no cap)")
@@ -126,9 +129,44 @@ func runReplay(args []string, stdout, stderr io.Writer) int {
 	sum.Write(stdout)
 	if !sum.OK() {
 		fmt.Fprintf(stderr, "otelstep replay: not everything was sent: %s\n", sum.Reason())
+		if sum.Stopped {
+			secrets := []string{tok}
+			for _, v := range headers {
+				secrets = append(secrets, v)
+			}
+			fmt.Fprintf(stderr, "otelstep replay: to continue: %s\n", redact.New(secrets...).Replace(resumeCommand(args)))
+		}
+		return exitFailure
+	}
+	if *strict && sum.Pending > 0 {
+		fmt.Fprintf(stderr, "otelstep replay: --strict: %d files end in a line with no newline, not sent (kept for a later run)\n", sum.Pending)
 		return exitFailure
 	}
 	return exitOK
+}
+
+// resumeCommand is the replay command line args continue with: the same,
+// but for --from-start, which would send everything again.
+func resumeCommand(args []string) string {
+	out := []string{"otelstep", "replay"}
+	for _, a := range args {
+		name, _, _ := strings.Cut(strings.TrimLeft(a, "-"), "=")
+		if strings.HasPrefix(a, "-") && name == "from-start" {
+			continue
+		}
+		out = append(out, shellQuote(a))
+	}
+	return strings.Join(out, " ")
+}
+
+// shellQuote quotes s for a POSIX shell when it needs it.
+func shellQuote(s string) string {
+	if s != "" && strings.IndexFunc(s, func(r rune) bool {
+		return !(r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' || strings.ContainsRune("_-./:=,@%+", r))
+	}) < 0 {
+		return s
+	}
+	return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'"
 }
 
 // skippedOnly passes on the lines that name a skipped line or a failure,
@@ -160,6 +198,14 @@ the collector's file exporter write them) to an OTLP/HTTP backend: protobuf,
 gzip, "Authorization: Bearer <token>" and the Authorization resource
 attribute on every resource, from the variable --token-env names.
 PATH is a file, a job's otel folder (its *.jsonl files) or a glob.
-Progress is checkpointed per file: run the same command again to continue.
+Progress is checkpointed per file: run the same command again (without
+--from-start) to continue. A last line with no newline (being written, or
+cut short by a killed job) is reported and kept for a later run (exit 0
+unless --strict). Lines skipped (corrupt, refused as bad by the backend)
+are listed by the run that skips them; later runs exit 1 for them until
+--accept-skipped acknowledges them.
+
+Exit status: 0 everything read was sent, 1 not (stopped, skipped lines,
+the backend refused), 2 a usage error.
 
 `

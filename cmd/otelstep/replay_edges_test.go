@@ -21,8 +21,9 @@ func logsLine(prefix string, n int) string {
 // Replay's edges through the binary: a line longer than --batch-bytes is
 // sent in pieces (exit 0), one longer than --max-line-bytes is reported
 // and skipped (exit 1); a last line with no newline yet is left for the
-// next run, not skipped (exit 0); and a run over a file whose lines an
-// earlier run skipped exits 1, saying so, though it sends nothing.
+// next run, not skipped (exit 0, 1 with --strict); and a run over a file
+// whose lines an earlier run skipped exits 1, saying so once, until
+// --accept-skipped acknowledges them.
 func TestReplayEdgesExitStatus(t *testing.T) {
 	be := &backend{spans: map[string]bool{}, logs: map[string]bool{}}
 	srv := httptest.NewServer(be)
@@ -78,7 +79,30 @@ func TestReplayEdgesExitStatus(t *testing.T) {
 		t.Errorf("a corrupt line: exit %d, want 1:\n%s", code, shown(out))
 	}
 	code, out = replay(corrupt)
-	if code != 1 || !strings.Contains(out, "1 lines were skipped by earlier runs") {
-		t.Errorf("a rerun over the skipped line: exit %d, want 1 saying why:\n%s", code, shown(out))
+	if code != 1 || !strings.Contains(out, "1 line was skipped by earlier runs and never sent") || strings.Contains(out, "sent by earlier runs") ||
+		strings.Contains(out, corrupt+":1") {
+		t.Errorf("a rerun over the skipped line: exit %d, want 1 saying why, once, not listing it again, nor calling it sent:\n%s", code, shown(out))
+	}
+	// Acknowledged once, it fails no later run.
+	code, out = replay(corrupt, "--accept-skipped")
+	if code != 0 || !strings.Contains(out, "1 line was skipped by earlier runs, never sent, and accepted (--accept-skipped, 1 of them by this run)") {
+		t.Errorf("--accept-skipped: exit %d, want 0:\n%s", code, shown(out))
+	}
+	code, out = replay(corrupt)
+	if code != 0 || !strings.Contains(out, "1 line was skipped by earlier runs, never sent, and accepted (--accept-skipped)") {
+		t.Errorf("a run after --accept-skipped: exit %d, want 0:\n%s", code, shown(out))
+	}
+
+	// A killed job's cut last line: reported, kept, exit 0; 1 with --strict.
+	cut := filepath.Join(dir, "cut.jsonl")
+	os.WriteFile(cut, []byte(logsLine("before-cut", 1)+"\n"+whole[:len(whole)/3]), 0o644)
+	code, out = replay(cut, "--strict")
+	if code != 1 || !strings.Contains(out, cut+":2: the last line has no newline yet") || !strings.Contains(out, "--strict") || !be.logs["before-cut-0"] {
+		t.Errorf("a cut last line with --strict: exit %d, want 1:\n%s", code, shown(out))
+	}
+	code, out = replay(cut)
+	if code != 0 || !strings.Contains(out, "1 file ends in a line with no newline") || !strings.Contains(out, cut+":2:") ||
+		!strings.Contains(out, "1 line was sent by earlier runs") || !strings.Contains(out, "1 file,") {
+		t.Errorf("a cut last line, again: exit %d, want 0, still kept:\n%s", code, shown(out))
 	}
 }

@@ -10,6 +10,8 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
+	"strconv"
 	"strings"
 	"sync"
 	"syscall"
@@ -174,7 +176,8 @@ func TestReplaySignalStopsCleanly(t *testing.T) {
 		fmt.Fprintf(&buf, `{"resourceSpans":[{"scopeSpans":[{"spans":[{"traceId":"0102030405060708090a0b0c0d0e0f10","spanId":"0102030405060708","name":"s-%d"}]}]}]}`+"\n", i)
 	}
 	os.WriteFile(f, buf.Bytes(), 0o644)
-	args := []string{"replay", "--endpoint", srv.URL, "--batch-bytes", "1", "--concurrency", "2", f}
+	// --from-start: the hint printed at the stop must not repeat it.
+	args := []string{"replay", "--endpoint", srv.URL, "--from-start", "--batch-bytes", "1", "--concurrency", "2", f}
 	cmd := exec.Command(buildBinary(t), args...)
 	cmd.Env = append(os.Environ(), "OTEL_TOKEN="+testToken)
 	var out bytes.Buffer
@@ -195,9 +198,25 @@ func TestReplaySignalStopsCleanly(t *testing.T) {
 	if first >= n {
 		t.Fatalf("SIGINT stopped nothing: %d requests", first)
 	}
-	code, out2 := runBinary(t, []string{"OTEL_TOKEN=" + testToken}, args...)
+	_, hint, ok := strings.Cut(out.String(), "otelstep replay: to continue: otelstep ")
+	hint, _, _ = strings.Cut(hint, "\n")
+	if !ok || strings.Contains(hint, "from-start") || strings.Contains(hint, testToken) {
+		t.Fatalf("no hint to continue, or one that sends everything again:\n%s", out.String())
+	}
+	code, out2 := runBinary(t, []string{"OTEL_TOKEN=" + testToken}, strings.Fields(hint)...)
 	if code != 0 {
 		t.Fatalf("resume: exit %d:\n%s", code, out2)
+	}
+	// The resumed run's words add up: lines sent earlier and now are all.
+	var earlier, now int
+	if _, err := fmt.Sscanf(after(out2, "  traces   "), "%d lines", &now); err != nil {
+		t.Fatalf("no traces line in:\n%s", out2)
+	}
+	if m := regexp.MustCompile(`\n  (\d+) lines? (was|were) sent by earlier runs`).FindStringSubmatch(out2); m != nil {
+		earlier, _ = strconv.Atoi(m[1])
+	}
+	if earlier+now != n || earlier == 0 {
+		t.Errorf("resumed run: %d lines now, %d sent earlier, want %d in all:\n%s", now, earlier, n, out2)
 	}
 	mu.Lock()
 	defer mu.Unlock()
@@ -207,4 +226,10 @@ func TestReplaySignalStopsCleanly(t *testing.T) {
 		}
 	}
 	t.Logf("stopped after %d of %d requests; resumed", first, n)
+}
+
+// after is what follows the first sep in s ("" when none).
+func after(s, sep string) string {
+	_, a, _ := strings.Cut(s, sep)
+	return a
 }

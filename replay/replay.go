@@ -58,7 +58,7 @@ type Options struct {
 	// AcceptSkipped acknowledges the lines earlier runs reported and
 	// skipped: this run and later ones do not fail for them.
 	AcceptSkipped bool
-	DryRun    bool // decode and count, send nothing, write no checkpoint
+	DryRun        bool // decode and count, send nothing, write no checkpoint
 	// Signals limits the replay; empty means all three.
 	Signals []pipeline.Signal
 	// Rate caps requests per second (retries included); 0 means no cap.

@@ -34,19 +34,19 @@ type checkpoint struct {
 	// PrefixLen bytes. A file rewritten since (another job's file copied
 	// over it, say) no longer matches and is refused rather than resumed
 	// at a meaningless offset.
-	PrefixLen  int64  `json:"prefix_len"`
-	PrefixHash string `json:"prefix_hash"`
-	Offset     int64  `json:"offset"`
-	Line       int    `json:"line"` // lines before Offset
-	Done       []span `json:"done,omitempty"`
-	Skipped    int    `json:"skipped"` // lines reported and skipped, over all runs
-	// Accepted of the Skipped lines were acknowledged (--accept-skipped):
-	// a later run does not fail for them.
-	Accepted int       `json:"accepted,omitempty"`
-	Updated  time.Time `json:"updated"`
+	PrefixLen  int64     `json:"prefix_len"`
+	PrefixHash string    `json:"prefix_hash"`
+	Offset     int64     `json:"offset"`
+	Line       int       `json:"line"` // lines before Offset
+	Done       []span    `json:"done,omitempty"`
+	Skipped    int       `json:"skipped"` // lines reported and skipped, over all runs
+	Updated    time.Time `json:"updated"`
 	// Live is set when otelstep keeps this checkpoint as its delivery
 	// record (Record); a replay keeps it as it is.
 	Live *liveState `json:"live,omitempty"`
+	// Accepted of the Skipped lines were acknowledged (--accept-skipped):
+	// a later run does not fail for them.
+	Accepted int `json:"accepted,omitempty"`
 }
 
 // liveState is what otelstep's delivery record knows beyond a

@@ -171,12 +171,17 @@ func runValidate(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "otelstep validate: unexpected argument %q (one FILE, or --config FILE)\n", fs.Arg(fs.NArg()-1))
 		return exitUsage
 	}
+	// The environment the run would read, then the file: every error.
+	failed := false
+	if _, err := timerSlackFrom(os.LookupEnv); err != nil {
+		fmt.Fprintf(stderr, "otelstep: %v\n", err)
+		failed = true
+	}
 	cfg, err := loadConfig(f.config, stderr)
 	if err != nil {
 		printConfigErrors(stderr, err)
 		return exitUsage
 	}
-	failed := false
 	for _, p := range config.Check(cfg) {
 		fmt.Fprintf(stderr, "%s\n", p)
 		failed = failed || !p.Warning

@@ -45,7 +45,7 @@ type pageProbe struct {
 		Canvas bool `json:"canvas"`
 		Points int  `json:"points"`
 		Series int  `json:"series"`
-		Inked  int  `json:"inked"` // pixels of the first series' colour on the canvas
+		Inked  int  `json:"inked"` // coloured (not grey) pixels on the canvas: the series' lines
 	} `json:"panels"`
 	Jobs    int    `json:"jobs"`
 	Compare bool   `json:"compare"`
@@ -62,7 +62,7 @@ const probeJS = `(() => {
     let inked = 0;
     if (c) {
       const d = c.getContext("2d").getImageData(0, 0, c.width, c.height).data;
-      for (let i = 0; i < d.length; i += 4) if (d[i+3] > 0 && d[i+2] - d[i] > 60 && d[i+1] > 60) inked++;
+      for (let i = 0; i < d.length; i += 4) if (d[i+3] > 0 && Math.max(d[i], d[i+1], d[i+2]) - Math.min(d[i], d[i+1], d[i+2]) > 60) inked++;
     }
     out.panels[id] = {canvas: !!c, series: u ? u.data.length - 1 : 0, inked: inked,
       points: u ? u.data.slice(1).reduce((n, s) => n + s.filter(v => v != null).length, 0) : 0};
@@ -217,7 +217,7 @@ func TestPageInChromium(t *testing.T) {
 				case !ok:
 					t.Errorf("panel %s: no element with data-panel", p.ID)
 				case !got.Canvas || got.Points == 0 || got.Inked == 0:
-					t.Errorf("panel %s: canvas %v, %d points, %d pixels of its series: not drawn", p.ID, got.Canvas, got.Points, got.Inked)
+					t.Errorf("panel %s: canvas %v, %d points, %d coloured pixels: not drawn", p.ID, got.Canvas, got.Points, got.Inked)
 				case tc.jobs == 2 && got.Series%2 != 0:
 					t.Errorf("panel %s: %d series, want each job's", p.ID, got.Series)
 				}

@@ -166,7 +166,7 @@ func legend(m map[string]string) string {
 }
 
 func (r *Report) pageData() pageData {
-	d := pageData{Compare: len(r.Jobs) > 1}
+	d := pageData{Compare: len(r.Jobs) > 1, Panels: []chartData{}, Other: []chartData{}, X: []float64{}}
 	n := 0
 	for _, js := range r.Jobs {
 		n = max(n, js.grid.steps())

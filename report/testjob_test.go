@@ -200,6 +200,9 @@ func testScrape(names vllmNames, withToken bool, i int) []*metricspb.ResourceMet
 			hist(p+"e2e_request_latency_seconds", "", t, start, secs, latBounds, e2eCounts, model),
 			hist(p+"time_to_first_token_seconds", "", t, start, secs, ttftBnd, ttftCnts, model),
 			hist(p+names.tpot, "", t, start, secs, tpotBnd, tpotCnts, model),
+			// Metrics no panel charts, for the page's list of the others.
+			counter(p+"request_success_total", t, start, 2*secs, model),
+			gauge("process_resident_memory_bytes", t, 1e9+1e6*float64(i)),
 		)
 		var dcgm []*metricspb.Metric
 		if dcgmMissing(i) {

@@ -32,8 +32,8 @@ func (p Problem) String() string {
 }
 
 // Check reports, beyond the errors Parse refuses a file for, what would
-// meet the run on this machine: a JSONL file whose folder cannot be
-// created or written (an error, as the run stops on it), a listening port
+// meet the run on this machine: a JSONL or log file whose folder cannot
+// be created or written (an error, as the run stops on it), a listening port
 // already in use (a warning: a job's collector runs later, elsewhere),
 // and c.Warnings. Nothing is created: the folders are checked from their
 // first existing parent.
@@ -43,6 +43,17 @@ func Check(c *Config) []Problem {
 		f := c.Files[id]
 		if err := writable(f.Path); err != nil {
 			out = append(out, Problem{Err: &Error{File: c.File, Line: f.Line, Path: "exporters." + id + ".path", Msg: err.Error()}})
+		}
+	}
+	for key, paths := range map[string][]string{"output_paths": c.Service.Logs.OutputPaths, "error_output_paths": c.Service.Logs.ErrorOutputPaths} {
+		for _, p := range paths {
+			if p == "stderr" || p == "stdout" {
+				continue
+			}
+			if err := writable(p); err != nil {
+				path := "service.telemetry.logs." + key
+				out = append(out, Problem{Err: &Error{File: c.File, Line: c.lineOf(path), Path: path, Msg: err.Error()}})
+			}
 		}
 	}
 	for _, l := range c.listeners() {

@@ -5,6 +5,7 @@ import (
 	"io"
 	"log/slog"
 	"os"
+	"path/filepath"
 	"sort"
 	"strings"
 	"sync"
@@ -16,6 +17,7 @@ import (
 // newLogger builds the log service.telemetry.logs asks for: its level,
 // console (slog's text) or json lines, to its output paths; a failure to
 // write the log is reported, once per output, on its error output paths.
+// A file's folder is created as a JSONL file's is.
 // The redacting handler is in front of either encoding. close closes the
 // files opened.
 func newLogger(cfg *config.Config, stdout, stderr io.Writer) (log *slog.Logger, close func(), err error) {
@@ -34,7 +36,11 @@ func newLogger(cfg *config.Config, stdout, stderr io.Writer) (log *slog.Logger, 
 			case "stdout":
 				ws = append(ws, namedWriter{p, stdout})
 			default:
-				f, err := os.OpenFile(p, os.O_WRONLY|os.O_APPEND|os.O_CREATE, 0o644)
+				err := os.MkdirAll(filepath.Dir(p), 0o755)
+				var f *os.File
+				if err == nil {
+					f, err = os.OpenFile(p, os.O_WRONLY|os.O_APPEND|os.O_CREATE, 0o644)
+				}
 				if err != nil {
 					return nil, fmt.Errorf("service.telemetry.logs.%s: %w", key, err)
 				}

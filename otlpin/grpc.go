@@ -27,6 +27,11 @@ import (
 // the OTLP/HTTP server's ReadHeaderTimeout bounds a request's headers.
 const handshakeTimeout = 10 * time.Second
 
+// maxStreams is the streams (requests) open at once on one gRPC
+// connection, as HTTP/2 servers commonly allow: an OTLP exporter has one
+// or a few requests in flight.
+const maxStreams = 100
+
 func (r *Receiver) newGRPCServer() *grpc.Server {
 	max := r.maxMsg
 	if max > int64(int(^uint(0)>>1)) {
@@ -46,6 +51,15 @@ func (r *Receiver) newGRPCServer() *grpc.Server {
 		grpc.KeepaliveParams(r.opts.GRPCKeepalive),
 		grpc.KeepaliveEnforcementPolicy(r.opts.GRPCKeepalivePolicy),
 		grpc.ConnectionTimeout(handshakeTimeout),
+	}
+	// A client opens at most maxStreams requests at once on a connection
+	// (it waits for one to end before the next): what one connection can
+	// hold of the receiver stays bounded however many streams it asks for.
+	opts = append(opts, grpc.MaxConcurrentStreams(maxStreams))
+	if l, ok := r.grpcLn.(*Limited); ok && l.shedding {
+		// Which connections have streams open, for the listener to shed
+		// idle ones only (limit.go).
+		opts = append(opts, grpc.StatsHandler(connTracker{l}))
 	}
 	opts = append(opts, grpc.ForceServerCodecV2(otlpCodec{std: encoding.GetCodecV2(grpcproto.Name), bodies: &r.bodies, admit: r.admit}))
 	// A stream that comes while the byte budget is spent is refused before

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"mime"
+	"net"
 	"net/http"
 	"strconv"
 	"strings"
@@ -51,7 +52,23 @@ func (r *Receiver) newHTTPServer() *http.Server {
 		ErrorLog:          nil,
 	}
 	srv.SetKeepAlivesEnabled(!o.HTTPDisableKeepAlives)
+	srv.ConnState = httpConnState
 	return srv
+}
+
+// httpConnState tells a shedding listener which connections have a
+// request in flight (limit.go): from its headers read to its answer sent.
+func httpConnState(c net.Conn, st http.ConnState) {
+	lc, ok := c.(*limitedConn)
+	if !ok {
+		return
+	}
+	switch st {
+	case http.StateActive:
+		lc.busy.Store(1)
+	case http.StateNew, http.StateIdle:
+		lc.busy.Store(0)
+	}
 }
 
 // httpError is a rejected request: status code and a message for the sender.

@@ -119,6 +119,11 @@ type Options struct {
 	// MaxConnections bounds the connections open at once on each listener
 	// (LimitListener). 0 = DefaultMaxConnections; negative = no bound.
 	MaxConnections int
+	// MaxConnectionsPerPeer bounds the connections of one peer (IP
+	// address) on each listener: past it, a peer's new connection replaces
+	// its own longest-idle one (limit.go). 0 = half of MaxConnections;
+	// negative = no bound. Unused without MaxConnections.
+	MaxConnectionsPerPeer int
 
 	// GRPCKeepalive and GRPCKeepalivePolicy are the gRPC server's keepalive
 	// (zero: gRPC's defaults, which keep an idle connection for ever).
@@ -157,8 +162,9 @@ type Receiver struct {
 	admit *admission
 	// refusals is the record of refused requests (refusals.go), accepted
 	// that of accepted ones, by signal and transport.
-	refusals *refusals
-	accepted [3][2]acceptedCount
+	refusals  *refusals
+	evictions *refusals
+	accepted  [3][2]acceptedCount
 	// stopReports ends the refusals' reports; reported is closed once the
 	// last is logged.
 	stopReports context.CancelFunc
@@ -224,7 +230,8 @@ func New(opts Options) (*Receiver, error) {
 	if r.opts.RefusalReportPeriod <= 0 {
 		r.opts.RefusalReportPeriod = DefaultRefusalReportPeriod
 	}
-	r.refusals = newRefusals(r.log)
+	r.refusals = newRefusals(r.log, msgFirstRefusal, msgStillRefused)
+	r.evictions = newRefusals(r.log, msgFirstEviction, msgStillEvicting)
 	r.forceCtx, r.forceCancel = context.WithCancel(context.Background())
 	return r, nil
 }
@@ -262,17 +269,25 @@ func (r *Receiver) Start(ctx context.Context) error {
 	r.stopReports, r.reported = stopReports, make(chan struct{})
 	go func() {
 		defer close(r.reported)
-		r.refusals.run(reportCtx, r.opts.RefusalReportPeriod)
+		runReports(reportCtx, r.opts.RefusalReportPeriod, r.refusals, r.evictions)
 	}()
 	if n := r.opts.MaxConnections; n >= 0 {
 		if n == 0 {
 			n = DefaultMaxConnections
 		}
+		perPeer := r.opts.MaxConnectionsPerPeer
+		if perPeer == 0 {
+			perPeer = max(n/2, 1)
+		}
 		if grpcLn != nil {
-			grpcLn = LimitListener(grpcLn, n)
+			l := LimitListener(grpcLn, n)
+			r.shed(l, telemetry.GRPC, perPeer)
+			grpcLn = l
 		}
 		if httpLn != nil {
-			httpLn = LimitListener(httpLn, n)
+			l := LimitListener(httpLn, n)
+			r.shed(l, telemetry.HTTP, perPeer)
+			httpLn = l
 		}
 	}
 	if grpcLn != nil {

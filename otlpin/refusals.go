@@ -46,7 +46,14 @@ const (
 	ReasonOverBudget      Reason = "over_budget"      // HTTP 503, gRPC UNAVAILABLE: the byte budget of requests in flight is spent
 	ReasonRetryLater      Reason = "retry_later"      // HTTP 503, gRPC UNAVAILABLE: the pipeline is full, stopping, or a JSONL file cannot be written
 	ReasonPipelineFailed  Reason = "pipeline_failed"  // HTTP 500, gRPC INTERNAL
-	ReasonPeerConnections Reason = "peer_connections" // a connection closed at once: its peer holds its share of the listener (flood.go)
+	ReasonPeerConnections Reason = "peer_connections" // a connection closed at once: its peer holds its share of the listener, all busy (limit.go)
+)
+
+// Why a listener closed an idle connection to make room (limit.go): not a
+// refused request, logged as one.
+const (
+	evictedListenerFull Reason = "listener_full"
+	evictedPeerShare    Reason = "peer_share"
 )
 
 // DefaultRefusalReportPeriod is Options.RefusalReportPeriod unset.
@@ -108,10 +115,13 @@ func cut(s string, n int) string {
 }
 
 // refusals is a receiver's record of its refused requests, by reason.
+// The connections its listeners close to make room (limit.go) are kept
+// in one of their own, logged the same way with messages of their own.
 type refusals struct {
-	log *slog.Logger
-	mu  sync.Mutex
-	by  map[Reason]*refusalCount
+	log          *slog.Logger
+	first, still string // the messages of the first line of a reason, and of the reports
+	mu           sync.Mutex
+	by           map[Reason]*refusalCount
 }
 
 // refusalCount is one reason's record.
@@ -123,8 +133,14 @@ type refusalCount struct {
 	lastAt     time.Time
 }
 
-func newRefusals(log *slog.Logger) *refusals {
-	return &refusals{log: log, by: map[Reason]*refusalCount{}}
+// The messages of refused requests' lines.
+const (
+	msgFirstRefusal = "OTLP request refused; more of this reason are counted and reported at most once a period"
+	msgStillRefused = "OTLP requests still refused"
+)
+
+func newRefusals(log *slog.Logger, first, still string) *refusals {
+	return &refusals{log: log, first: first, still: still, by: map[Reason]*refusalCount{}}
 }
 
 // add records f, refused at now; the first of its reason is logged.
@@ -142,7 +158,7 @@ func (t *refusals) add(f refusal, now time.Time) {
 	c.last, c.lastAt = f, now
 	t.mu.Unlock()
 	if first {
-		t.log.Warn("OTLP request refused; more of this reason are counted and reported at most once a period",
+		t.log.Warn(t.first,
 			"reason", string(f.reason), "signal", f.signal, "transport", transportName(f.tr), "remote", f.remote, "answer", f.answer, "error", f.err)
 	}
 }
@@ -173,24 +189,29 @@ func (t *refusals) report(since time.Duration) {
 		return 1
 	})
 	for _, l := range lines {
-		t.log.Warn("OTLP requests still refused", "reason", string(l.reason), "count", l.n, "within", since.String(), "total", l.total,
+		t.log.Warn(t.still, "reason", string(l.reason), "count", l.n, "within", since.String(), "total", l.total,
 			"last_signal", l.last.signal, "last_transport", transportName(l.last.tr), "last_remote", l.last.remote, "last_answer", l.last.answer, "last_error", l.last.err)
 	}
 }
 
-// run reports every period until ctx ends, then once more for what came
-// after the last report.
-func (t *refusals) run(ctx context.Context, period time.Duration) {
+// runReports reports each of ts every period until ctx ends, then once
+// more for what came after the last report.
+func runReports(ctx context.Context, period time.Duration, ts ...*refusals) {
 	tick := time.NewTicker(period)
 	defer tick.Stop()
 	last := time.Now()
+	report := func(within time.Duration) {
+		for _, t := range ts {
+			t.report(within.Round(time.Millisecond))
+		}
+	}
 	for {
 		select {
 		case <-ctx.Done():
-			t.report(time.Since(last).Round(time.Millisecond))
+			report(time.Since(last))
 			return
 		case now := <-tick.C:
-			t.report(now.Sub(last).Round(time.Millisecond))
+			report(now.Sub(last))
 			last = now
 		}
 	}

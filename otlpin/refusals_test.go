@@ -56,8 +56,8 @@ func (l *logRec) lines(level slog.Level, msg string) []map[string]string {
 }
 
 const (
-	firstRefusal = "OTLP request refused; more of this reason are counted and reported at most once a period"
-	stillRefused = "OTLP requests still refused"
+	firstRefusal = msgFirstRefusal
+	stillRefused = msgStillRefused
 )
 
 // A client sends refused requests of several reasons, over both
@@ -202,10 +202,10 @@ func TestRefusalsCountedAndLoggedOncePerReason(t *testing.T) {
 func TestRefusalReportsPeriodic(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		logs := &logRec{}
-		rf := newRefusals(slog.New(logs))
+		rf := newRefusals(slog.New(logs), msgFirstRefusal, msgStillRefused)
 		ctx, cancel := context.WithCancel(context.Background())
 		done := make(chan struct{})
-		go func() { defer close(done); rf.run(ctx, time.Minute) }()
+		go func() { defer close(done); runReports(ctx, time.Minute, rf) }()
 		refuse := func(n int, reason Reason) {
 			for range n {
 				rf.add(refusal{signal: "traces", tr: telemetry.HTTP, reason: reason, remote: "127.0.0.1:1", answer: "HTTP 400", err: "bad"}, time.Now())

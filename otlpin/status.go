@@ -47,6 +47,12 @@ type ListenerStatus struct {
 	Transport string `json:"transport"`
 	Open      int    `json:"open"`
 	Max       int    `json:"max"`
+	PerPeer   int    `json:"max_per_peer,omitempty"`
+	// IdleClosed: idle connections closed to make room for new ones;
+	// Refused: new connections closed at once, their peer's all busy
+	// (limit.go).
+	IdleClosed uint64 `json:"idle_closed"`
+	Refused    uint64 `json:"refused"`
 }
 
 // AcceptedStatus is the accepted requests of one signal and transport.
@@ -71,7 +77,8 @@ func (r *Receiver) Status() Status {
 		}
 		*l.p = l.ln.Addr().String()
 		if lim, ok := l.ln.(*Limited); ok {
-			st.Connections = append(st.Connections, ListenerStatus{Transport: l.tr, Open: lim.Open(), Max: lim.Max()})
+			st.Connections = append(st.Connections, ListenerStatus{Transport: l.tr, Open: lim.Open(), Max: lim.Max(), PerPeer: lim.perPeer,
+				IdleClosed: lim.evictions.Load(), Refused: lim.refusals.Load()})
 		}
 	}
 	r.mu.Unlock()

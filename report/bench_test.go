@@ -6,18 +6,23 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"testing"
 	"time"
 
+	logspb "go.opentelemetry.io/proto/otlp/logs/v1"
 	metricspb "go.opentelemetry.io/proto/otlp/metrics/v1"
+	tracepb "go.opentelemetry.io/proto/otlp/trace/v1"
 
 	"github.com/otelstep/otelstep/otlpwire"
+	"github.com/otelstep/otelstep/pipeline"
 )
 
-// writeLargeJob writes a job of about mb MB of metrics JSONL in otelstep's
-// format: the test job's targets plus a node-exporter-sized target of
-// nodeSeries series and an 8-GPU DCGM of 30 fields, scraped every 5 s.
+// writeLargeJob writes a job of about mb MB of JSONL in otelstep's format:
+// metrics, the test job's targets plus a node-exporter-sized target of
+// nodeSeries series and an 8-GPU DCGM of 30 fields, scraped every 5 s; then
+// a fifth as much of traces (three spans a trace) and a tenth of logs.
 func writeLargeJob(tb testing.TB, dir string, mb int) int64 {
 	tb.Helper()
 	otel := filepath.Join(dir, "otel")
@@ -59,7 +64,58 @@ func writeLargeJob(tb testing.TB, dir string, mb int) int64 {
 	if err := f.Close(); err != nil {
 		tb.Fatal(err)
 	}
+	written += writeLines(tb, filepath.Join(otel, "traces.jsonl"), int64(mb)<<20/5, func(dst []byte, i int) []byte {
+		_, ts, _ := testRequestsAt(i)
+		return otlpwire.AppendTraces(dst, pipeline.TracesFromProto(ts))
+	})
+	written += writeLines(tb, filepath.Join(otel, "logs.jsonl"), int64(mb)<<20/10, func(dst []byte, i int) []byte {
+		_, _, ls := testRequestsAt(i)
+		return otlpwire.AppendLogs(dst, pipeline.LogsFromProto(ls))
+	})
 	return written
+}
+
+// testRequestsAt is the spans and logs of the test job moved i runs on:
+// 100 traces and 56 log records a line, with new trace ids.
+func testRequestsAt(i int) (any, []*tracepb.ResourceSpans, []*logspb.ResourceLogs) {
+	_, ts, ls := testRequests(vllmV1, false)
+	var rss []*tracepb.ResourceSpans
+	for k, r := range ts[:min(len(ts), 100)] {
+		for _, ss := range r.ResourceSpans[0].ScopeSpans {
+			for _, sp := range ss.Spans {
+				sp.TraceId = slices.Clone(sp.TraceId)
+				sp.TraceId[1], sp.TraceId[2], sp.TraceId[3] = byte(i), byte(i>>8), byte(i>>16)
+				sp.TraceId[4] = byte(k)
+			}
+		}
+		rss = append(rss, r.ResourceSpans...)
+	}
+	return nil, rss, ls[0].ResourceLogs
+}
+
+func writeLines(tb testing.TB, path string, size int64, line func(dst []byte, i int) []byte) int64 {
+	tb.Helper()
+	f, err := os.Create(path)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	w := bufio.NewWriterSize(f, 1<<20)
+	var n int64
+	var b []byte
+	for i := 0; n < size; i++ {
+		b = append(line(b[:0], i), '\n')
+		if _, err := w.Write(b); err != nil {
+			tb.Fatal(err)
+		}
+		n += int64(len(b))
+	}
+	if err := w.Flush(); err != nil {
+		tb.Fatal(err)
+	}
+	if err := f.Close(); err != nil {
+		tb.Fatal(err)
+	}
+	return n
 }
 
 // BenchmarkReportLargeJob summarises a job of OTELSTEP_REPORT_BENCH_MB MB
@@ -75,8 +131,12 @@ func BenchmarkReportLargeJob(b *testing.B) {
 		dir = b.TempDir()
 	}
 	var size int64
-	if st, err := os.Stat(filepath.Join(dir, "otel", "metrics.jsonl")); err == nil {
-		size = st.Size()
+	if _, err := os.Stat(filepath.Join(dir, "otel", "metrics.jsonl")); err == nil {
+		for _, f := range signalFiles {
+			if st, err := os.Stat(filepath.Join(dir, "otel", f)); err == nil {
+				size += st.Size()
+			}
+		}
 	} else {
 		size = writeLargeJob(b, dir, mb)
 	}

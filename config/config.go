@@ -2,6 +2,10 @@
 // orchestrator renders, with the collector's meaning, and refuses anything
 // otelstep does not implement: an unknown component, key or statement is an
 // error naming it and its line. Nothing in a config is silently ignored.
+// Decoding goes on past an error to the next key, list item and component,
+// so a refused config's error holds every error the file has (Errors
+// lists them, in the file's order). Check adds what the machine says: a
+// JSONL or log file that cannot be written, a port in use.
 package config
 
 import (
@@ -205,7 +209,7 @@ func Parse(name string, data []byte, env Lookup) (*Config, error) {
 	expandErr := d.expandTree(doc, "", env, secretVars, false)
 	c, err := c.decode(d, doc)
 	if expandErr != nil {
-		c, err = nil, errList{expandErr}.add(err)
+		c, err = nil, errList(nil).add(expandErr).add(err)
 	}
 	if err != nil {
 		// Every error, in the file's order.

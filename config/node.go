@@ -52,7 +52,10 @@ func (l errList) add(err error) errList {
 	case nil:
 		return l
 	case errList:
-		return append(l, e...)
+		for _, x := range e {
+			l = l.add(x)
+		}
+		return l
 	}
 	return append(l, err)
 }

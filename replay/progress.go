@@ -117,8 +117,9 @@ func (r *run) progressLine() string {
 		return fmt.Sprintf("[%s] %3.0f%%  %s lines  %s/%s  %s items %s  %s/s  ETA %s",
 			bar, frac*100, human(float64(st.lines.Load())), bytesHuman(b), bytesHuman(total), human(float64(items)), verb, human(float64(items)/el), eta)
 	}
-	return fmt.Sprintf("replay: %.0f%%: %d lines, %s of %s read, %d items %s (%s/s), %d requests, ETA %s",
-		frac*100, st.lines.Load(), bytesHuman(b), bytesHuman(total), items, verb, human(float64(items)/el), st.requests.Load(), eta)
+	return fmt.Sprintf("replay: %.0f%%: %s, %s of %s read, %s %s (%s/s), %s, ETA %s",
+		frac*100, plural(st.lines.Load(), "line", "lines"), bytesHuman(b), bytesHuman(total), plural(items, "item", "items"), verb, human(float64(items)/el),
+		plural(st.requests.Load(), "request", "requests"), eta)
 }
 
 func human(v float64) string {

@@ -2,6 +2,8 @@ package service
 
 import (
 	"encoding/json"
+	"errors"
+	"fmt"
 	"maps"
 	"net/http"
 	"net/url"
@@ -10,6 +12,7 @@ import (
 	"time"
 
 	"github.com/otelstep/otelstep/redact"
+	"github.com/otelstep/otelstep/scraper"
 	"github.com/otelstep/otelstep/sink"
 )
 
@@ -65,23 +68,51 @@ type fileDetails struct {
 	State string `json:"state"` // ok, failing
 }
 
-// httpDetails is an OTLP/HTTP exporter's.
+// httpDetails is an OTLP/HTTP exporter's (sink.HTTP.Status, Stats).
 type httpDetails struct {
-	Endpoint      string `json:"endpoint"`
-	SentBatches   uint64 `json:"sent_batches"`
-	SentItems     uint64 `json:"sent_items"`
-	FailedBatches uint64 `json:"failed_batches"`
-	Dropped       uint64 `json:"dropped_batches"`
-	Retries       uint64 `json:"retries"`
+	Endpoint string `json:"endpoint"`
+	// State is ok, failing (no answer, or one to retry) or refused (an
+	// answer that will not change: 401, 400, ...), since Since.
+	State       string     `json:"state"`
+	Since       *time.Time `json:"since,omitempty"`
+	LastError   string     `json:"last_error,omitempty"`
+	LastStatus  int        `json:"last_status,omitempty"`
+	LastErrorAt *time.Time `json:"last_error_at,omitempty"`
+	// What waits in the live queue, and in the JSONL files to be
+	// backfilled.
+	QueueBatches int   `json:"queue_batches"`
+	QueueItems   int   `json:"queue_items"`
+	QueueBytes   int64 `json:"queue_bytes"`
+	Backfill     struct {
+		Batches int   `json:"batches"`
+		Bytes   int64 `json:"bytes"`
+		Items   int64 `json:"items"`
+	} `json:"backfill"`
+	// Batches and items by fate (delivered, queue_full, backend_down,
+	// backend_refused, unsent_at_stop), and the requests sent again.
+	Fates   map[string]fateDetails `json:"fates"`
+	Retries uint64                 `json:"retries"`
 }
 
-// targetDetails is one scrape target's.
+// fateDetails is the batches and items of one fate (sink.FateCount).
+type fateDetails struct {
+	Batches uint64 `json:"batches"`
+	Items   uint64 `json:"items"`
+}
+
+// targetDetails is one scrape target's (scraper.Manager.Targets).
 type targetDetails struct {
-	Job     string `json:"job"`
-	Target  string `json:"target"`
-	Up      *bool  `json:"up,omitempty"` // nil before its first scrape
-	Scraped string `json:"last_scrape,omitempty"`
-	Error   string `json:"last_error,omitempty"`
+	Job      string `json:"job"`
+	Instance string `json:"instance"`
+	URL      string `json:"url"`
+	// Up is nil before the target's first scrape.
+	Up                  *bool      `json:"up,omitempty"`
+	LastScrape          *time.Time `json:"last_scrape,omitempty"`
+	LastDuration        string     `json:"last_duration,omitempty"`
+	LastError           string     `json:"last_error,omitempty"`
+	ConsecutiveFailures int        `json:"consecutive_failures,omitempty"`
+	DownSince           *time.Time `json:"down_since,omitempty"`
+	Samples             int        `json:"samples"`
 }
 
 // statusHandler serves the status document.
@@ -184,8 +215,14 @@ func (s *Service) componentStatus(kind, id string, red *redact.Redactor) *compon
 		if r := s.receiverByID[id]; r != nil {
 			c.Details = r.Status()
 		}
-		if _, ok := s.scraperByID[id]; ok {
-			c.Details = s.targetStatus(id)
+		if m := s.scraperByID[id]; m != nil {
+			targets, down := targetStatus(m, red)
+			c.Details = targets
+			if len(down) > 0 {
+				// Recoverable: the target may come (back); the scrapes
+				// of the others go on, and up = 0 records each failure.
+				fail(statusRecoverable, fmt.Errorf("targets down: %s", strings.Join(down, "; ")))
+			}
 		}
 	case "exporter":
 		switch sk := s.sinks[id].(type) {
@@ -198,26 +235,61 @@ func (s *Service) componentStatus(kind, id string, red *redact.Redactor) *compon
 			}
 			c.Details = d
 		case *sink.HTTP:
-			st := sk.Stats()
-			c.Details = httpDetails{Endpoint: red.Replace(safeEndpoint(s.cfg.OTLPHTTP[id].Endpoint)),
-				SentBatches: st.SentBatches, SentItems: st.SentItems, FailedBatches: st.Failed, Dropped: st.Dropped, Retries: st.Retries}
+			c.Details = httpStatus(sk, s.cfg.OTLPHTTP[id].Endpoint, red)
+			switch st := sk.Status(); st.State {
+			case sink.StateFailing:
+				fail(statusRecoverable, errors.New(red.Replace(st.LastError)))
+			case sink.StateRefused:
+				// The backend will answer the same until someone puts
+				// it right (the token, say): what it refuses waits in
+				// the JSONL for `otelstep replay`.
+				fail(statusPermanent, errors.New(red.Replace(st.LastError)))
+			}
 		}
 	}
 	return c
 }
 
-// targetStatus is the scrape targets of prometheus receiver id, as its
-// config lists them.
-func (s *Service) targetStatus(id string) []targetDetails {
-	var out []targetDetails
-	for _, sc := range s.cfg.Prometheus[id].ScrapeConfigs {
-		for _, st := range sc.StaticConfigs {
-			for _, addr := range st.Targets {
-				out = append(out, targetDetails{Job: sc.JobName, Target: addr})
+// httpStatus is what the status document shows of exporter h, whose
+// configured endpoint is endpoint.
+func httpStatus(h *sink.HTTP, endpoint string, red *redact.Redactor) httpDetails {
+	st, stats := h.Status(), h.Stats()
+	d := httpDetails{Endpoint: red.Replace(safeEndpoint(endpoint)), State: st.State, Since: timeOrNil(st.Since),
+		LastError: red.Replace(st.LastError), LastStatus: st.LastStatus, LastErrorAt: timeOrNil(st.LastErrorAt),
+		QueueBatches: st.QueueBatches, QueueItems: st.QueueItems, QueueBytes: st.QueueBytes,
+		Fates: map[string]fateDetails{}, Retries: stats.Retries}
+	d.Backfill.Batches, d.Backfill.Bytes, d.Backfill.Items = st.Backfill.Batches, st.Backfill.Bytes, st.Backfill.Items
+	for _, f := range sink.Fates() {
+		d.Fates[f.String()] = fateDetails{stats.Fates[f].Batches, stats.Fates[f].Items}
+	}
+	return d
+}
+
+// targetStatus is the scrape targets of m after their last scrapes, and
+// a line for each one down.
+func targetStatus(m *scraper.Manager, red *redact.Redactor) (out []targetDetails, down []string) {
+	out = []targetDetails{}
+	for _, t := range m.Targets() {
+		d := targetDetails{Job: t.Job, Instance: t.Instance, URL: t.URL, Samples: t.Samples}
+		if t.Scraped {
+			up := t.Up
+			d.Up, d.LastScrape, d.LastDuration = &up, timeOrNil(t.LastScrape), t.LastDuration.Round(time.Microsecond).String()
+			d.LastError, d.ConsecutiveFailures, d.DownSince = red.Replace(t.LastError), t.ConsecutiveFailures, timeOrNil(t.DownSince)
+			if !up {
+				down = append(down, t.Job+" "+t.URL+": "+d.LastError)
 			}
 		}
+		out = append(out, d)
 	}
-	return out
+	return out, down
+}
+
+// timeOrNil is &t, nil for the zero time (shown as absent, not as year 1).
+func timeOrNil(t time.Time) *time.Time {
+	if t.IsZero() {
+		return nil
+	}
+	return &t
 }
 
 // safeEndpoint is an endpoint without what may hold a secret: userinfo,

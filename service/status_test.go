@@ -11,6 +11,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -100,9 +101,12 @@ service:
 // sink's state, the scrape target; the endpoint without its userinfo or
 // query, and the token nowhere.
 func TestStatusDocument(t *testing.T) {
+	var answer atomic.Int32
+	answer.Store(http.StatusOK)
 	backend := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		_, _ = io.Copy(io.Discard, r.Body)
 		w.Header().Set("Content-Type", "application/x-protobuf")
+		w.WriteHeader(int(answer.Load()))
 	}))
 	defer backend.Close()
 	target := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
@@ -130,7 +134,22 @@ func TestStatusDocument(t *testing.T) {
 		resp.Body.Close()
 	}
 
-	code, doc, raw := statusOf(t, s)
+	// The span delivered, the target scraped.
+	var exp struct {
+		Endpoint, State string
+		Fates           map[string]struct{ Items int }
+		LastError       string `json:"last_error"`
+	}
+	var targets []struct {
+		Job, Instance, URL string
+		Up                 *bool
+		LastScrape         *time.Time `json:"last_scrape"`
+	}
+	code, doc, raw := waitStatus(t, s, func(doc statusDoc) bool {
+		remarshal(t, doc.Components["pipeline:traces"].Components["exporter:otlphttp"].Details, &exp)
+		remarshal(t, doc.Components["pipeline:metrics"].Components["receiver:prometheus"].Details, &targets)
+		return exp.Fates["delivered"].Items == 1 && len(targets) == 1 && targets[0].Up != nil
+	})
 	if code != http.StatusOK || !doc.Healthy || doc.Status != statusOK || doc.StartTime.IsZero() {
 		t.Fatalf("running: %d healthy %v status %s\n%s", code, doc.Healthy, doc.Status, raw)
 	}
@@ -183,15 +202,37 @@ func TestStatusDocument(t *testing.T) {
 	if file.State != "ok" || file.Path != filepath.Join(dir, "traces.jsonl") {
 		t.Errorf("file sink: %+v", file)
 	}
-	var exp struct{ Endpoint string }
-	remarshal(t, traces.Components["exporter:otlphttp"].Details, &exp)
-	if exp.Endpoint != backend.URL+"/" {
-		t.Errorf("exporter endpoint %q, want %q", exp.Endpoint, backend.URL+"/")
+	if exp.Endpoint != backend.URL+"/" || exp.State != "ok" {
+		t.Errorf("exporter endpoint %q state %q, want %q ok", exp.Endpoint, exp.State, backend.URL+"/")
 	}
-	var targets []struct{ Job, Target string }
-	remarshal(t, doc.Components["pipeline:metrics"].Components["receiver:prometheus"].Details, &targets)
-	if len(targets) != 1 || targets[0].Job != "node" || targets[0].Target != strings.TrimPrefix(target.URL, "http://") {
+	if tg := targets[0]; tg.Job != "node" || tg.Instance != strings.TrimPrefix(target.URL, "http://") || !strings.HasPrefix(tg.URL, target.URL) ||
+		!*tg.Up || tg.LastScrape == nil {
 		t.Errorf("targets: %+v", targets)
+	}
+
+	// The backend refuses (401): the exporter refused, a permanent error
+	// (it answers the same until the token is put right), the service
+	// unhealthy in the document; GET / as the collector answers, 200.
+	answer.Store(http.StatusUnauthorized)
+	resp, err := http.Post(otlp+"/v1/traces", "application/x-protobuf", bytes.NewReader(traceBody(t)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	code, doc, raw = waitStatus(t, s, func(doc statusDoc) bool {
+		remarshal(t, doc.Components["pipeline:traces"].Components["exporter:otlphttp"].Details, &exp)
+		return exp.State == "refused"
+	})
+	traces = doc.Components["pipeline:traces"]
+	if e := traces.Components["exporter:otlphttp"]; code != http.StatusServiceUnavailable || doc.Healthy || doc.Status != statusPermanent ||
+		traces.Status != statusPermanent || e.Healthy || e.Error == "" || !strings.Contains(exp.LastError, "401") {
+		t.Errorf("backend refusing: %d healthy %v status %s; pipeline %s; exporter %+v %+v\n%s", code, doc.Healthy, doc.Status, traces.Status, e, exp, raw)
+	}
+	if strings.Contains(raw, testToken) {
+		t.Fatalf("the token in the status document:\n%s", raw)
+	}
+	if !doc.Components["pipeline:metrics"].Healthy {
+		t.Errorf("the metrics pipeline unhealthy: %s", raw)
 	}
 	if code, body := get(t, "http://"+s.HealthAddr().String()+"/"); code != http.StatusOK || !strings.Contains(body, `"status":"Server available"`) {
 		t.Errorf("GET / changed: %d %s", code, body)
@@ -229,7 +270,14 @@ func TestStatusDocumentFailingFile(t *testing.T) {
 		}
 		resp.Body.Close()
 	}
-	code, doc, raw := statusOf(t, s)
+	var targets []struct {
+		Up        *bool
+		LastError string `json:"last_error"`
+	}
+	code, doc, raw := waitStatus(t, s, func(doc statusDoc) bool {
+		remarshal(t, doc.Components["pipeline:metrics"].Components["receiver:prometheus"].Details, &targets)
+		return len(targets) == 1 && targets[0].Up != nil
+	})
 	traces := doc.Components["pipeline:traces"]
 	if code != http.StatusServiceUnavailable || doc.Healthy || !strings.Contains(doc.Error, "no space left") {
 		t.Fatalf("file failing: %d healthy %v error %q\n%s", code, doc.Healthy, doc.Error, raw)
@@ -240,11 +288,29 @@ func TestStatusDocumentFailingFile(t *testing.T) {
 	if f.Healthy || f.Status != statusRecoverable || file.State != "failing" || traces.Status != statusRecoverable {
 		t.Errorf("failing file sink: %+v %+v, pipeline %s", f, file, traces.Status)
 	}
-	if m := doc.Components["pipeline:metrics"]; m == nil || !m.Healthy {
-		t.Errorf("the metrics pipeline: %+v", m)
+	// A target down is a recoverable error: the pipeline stays healthy.
+	if m := doc.Components["pipeline:metrics"]; m == nil || !m.Healthy || m.Status != statusRecoverable || *targets[0].Up || targets[0].LastError == "" ||
+		!strings.Contains(m.Components["receiver:prometheus"].Error, "127.0.0.1:1") {
+		t.Errorf("the metrics pipeline, its target down: %+v %+v", m, targets)
 	}
 	cancel()
 	<-done
+}
+
+// waitStatus fetches the status document until cond holds of it.
+func waitStatus(t *testing.T, s *Service, cond func(statusDoc) bool) (int, statusDoc, string) {
+	t.Helper()
+	deadline := time.Now().Add(patience)
+	for {
+		code, doc, raw := statusOf(t, s)
+		if cond(doc) {
+			return code, doc, raw
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("status document not as awaited after %v:\n%s", patience, raw)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
 }
 
 func remarshal(t *testing.T, from, to any) {

@@ -8,6 +8,8 @@
 //	otelstep version                   the module version and source revision (also --version)
 //	otelstep replay --endpoint URL PATH...  resend JSONL files to a backend
 //	otelstep bench scrape|otlp [--peer CMD]  throughput against a peer
+//	otelstep report DIR...             a job's metrics as a page or a summary
+//	otelstep help                      all of the above, with every flag
 package main
 
 import (

@@ -93,6 +93,15 @@ func TestReplayEdgesExitStatus(t *testing.T) {
 		t.Errorf("a run after --accept-skipped: exit %d, want 0:\n%s", code, shown(out))
 	}
 
+	// An enum name OTLP does not have is refused, as the collector
+	// refuses it, not sent as 0.
+	enum := filepath.Join(dir, "enum.jsonl")
+	os.WriteFile(enum, []byte(`{"resourceSpans":[{"scopeSpans":[{"spans":[{"traceId":"0102030405060708090a0b0c0d0e0f10","spanId":"0102030405060708","name":"nope","kind":"SPAN_KIND_NOPE"}]}]}]}`+"\n"), 0o644)
+	code, out = replay(enum)
+	if code != 1 || !strings.Contains(out, enum+":1: corrupt") || !strings.Contains(out, "kind") || !strings.Contains(out, "unknown enum name") || be.spans["nope"] {
+		t.Errorf("an unknown enum name: exit %d, want 1 naming the line, nothing sent:\n%s", code, shown(out))
+	}
+
 	// A killed job's cut last line: reported, kept, exit 0; 1 with --strict.
 	cut := filepath.Join(dir, "cut.jsonl")
 	os.WriteFile(cut, []byte(logsLine("before-cut", 1)+"\n"+whole[:len(whole)/3]), 0o644)

@@ -156,7 +156,7 @@ type Grid struct {
 }
 
 // MakeGrid picks about points steps over the job's time span, no finer than
-// its scrape interval.
+// its scrape interval, from its first point to a step at or after its last.
 func (j *Job) MakeGrid(points int, step time.Duration) Grid {
 	g := Grid{Start: j.Start, End: j.End, Scrape: j.scrapeInterval()}
 	if step <= 0 {
@@ -165,6 +165,10 @@ func (j *Job) MakeGrid(points int, step time.Duration) Grid {
 	}
 	g.Step = max(step, g.Scrape, time.Second)
 	g.RateInterval = max(4*g.Scrape, g.Step+g.Scrape)
+	// The last step is at or after the job's last point, so that a job
+	// shorter than a step still has one step with its samples.
+	st := g.Step.Milliseconds()
+	g.End = g.Start + (g.End-g.Start+st-1)/st*st
 	return g
 }
 

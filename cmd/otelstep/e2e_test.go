@@ -509,6 +509,7 @@ func TestEndToEnd(t *testing.T) {
 		t.Error("debug level from the config was not applied")
 	}
 	t.Logf("backend: %d requests, %d resources, %d points; jsonl: %d points", be.requests, len(be.resources), backendPoints, jsonlPoints)
+	checkReport(t, filepath.Join(dir, "job"), testToken, nSpans, nLogs)
 	checkReplay(t, otel, be)
 }
 

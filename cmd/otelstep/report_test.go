@@ -120,3 +120,100 @@ func TestReportCommandErrors(t *testing.T) {
 		t.Errorf("bad --summary: exit %d: %s", code, out)
 	}
 }
+
+// checkReport runs `otelstep report` on the files otelstep itself wrote in
+// TestEndToEnd (vllm and node pages scraped, dcgm down, the SDK's spans and
+// logs): the figures are those of what was sent, the folder is untouched
+// and the token is nowhere.
+func checkReport(t *testing.T, job, token string, nSpans, nLogs int) {
+	t.Helper()
+	before := listing(t, job)
+	out := filepath.Join(t.TempDir(), "page.html")
+	cmd := exec.Command(buildBinary(t), "report", "--summary", "json", "--out", out, job)
+	var stdout, stderr strings.Builder
+	cmd.Stdout, cmd.Stderr = &stdout, &stderr
+	if err := cmd.Run(); err != nil {
+		t.Fatalf("report: %v: %s", err, stderr.String())
+	}
+	var doc struct {
+		Jobs []struct {
+			Resource map[string]string
+			Panels   map[string]struct {
+				Series []struct{ Labels map[string]string }
+			}
+			Spans []struct {
+				Service, Name string
+				Count         int
+			}
+			Logs struct {
+				BySeverity map[string]int `json:"by_severity"`
+			}
+			Targets []struct {
+				Job, Instance string
+				UpRatio       float64 `json:"up_ratio"`
+				Scrapes       int
+			}
+			Files []struct{ Skipped int }
+		}
+	}
+	if err := json.Unmarshal([]byte(stdout.String()), &doc); err != nil || len(doc.Jobs) != 1 {
+		t.Fatalf("report summary: %v\n%s", err, stdout.String())
+	}
+	j := doc.Jobs[0]
+	// The job's resource processor sets every resource's service.name, so
+	// Prometheus's job label is the registered service's: the scrape job is
+	// told by the instance.
+	up := map[string]float64{}
+	for _, tg := range j.Targets {
+		name := tg.Instance
+		if n, ok := jobByInstance.Load(tg.Instance); ok {
+			name = n.(string)
+		}
+		if tg.Job != "my-registered-service" {
+			t.Errorf("report: target %+v: job label is not service.name's", tg)
+		}
+		up[name] = tg.UpRatio
+		if tg.Scrapes < 2 {
+			t.Errorf("report: target %s: %d scrapes, want the first and the final", tg.Job, tg.Scrapes)
+		}
+	}
+	if up["vllm-policy"] != 1 || up["node"] != 1 || up["dcgm"] != 0 || len(up) != 3 {
+		t.Errorf("report: targets' up ratios %v, want vllm-policy and node 1, dcgm 0", up)
+	}
+	for i, s := range j.Spans {
+		if s.Service != "gym-vllm" || s.Count != 1 {
+			t.Errorf("report: span %d: %+v, want one of service.name.override gym-vllm", i, s)
+		}
+	}
+	for _, id := range []string{"requests_running", "kv_cache_usage", "node_memory_used"} {
+		if len(j.Panels[id].Series) == 0 {
+			t.Errorf("report: panel %s has no series", id)
+		}
+	}
+	if len(j.Spans) != nSpans {
+		t.Errorf("report: %d span names, want %d", len(j.Spans), nSpans)
+	}
+	if j.Logs.BySeverity["INFO"] != nLogs {
+		t.Errorf("report: logs %v, want %d INFO", j.Logs.BySeverity, nLogs)
+	}
+	if j.Resource["benchmark"] != "scicode" || j.Resource["slurm_job_id"] != "12345" {
+		t.Errorf("report: resource %v", j.Resource)
+	}
+	for _, f := range j.Files {
+		if f.Skipped != 0 {
+			t.Errorf("report: skipped lines in otelstep's own files: %+v", j.Files)
+		}
+	}
+	page, err := os.ReadFile(out)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for what, s := range map[string]string{"stdout": stdout.String(), "stderr": stderr.String(), "page": string(page)} {
+		if strings.Contains(s, token) {
+			t.Errorf("report: %s holds the token", what)
+		}
+	}
+	if after := listing(t, job); after != before {
+		t.Errorf("report changed the job's folder:\nbefore\n%s\nafter\n%s", before, after)
+	}
+}

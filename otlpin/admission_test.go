@@ -84,7 +84,7 @@ func TestAdmissionBudget(t *testing.T) {
 	}
 	// A request bigger than the whole budget is taken when nothing else
 	// is in flight.
-	small := start(t, Options{Traces: pipeline.ConsumerFunc(func(_ context.Context, b *pipeline.Batch) error { b.Release(); return nil }), AdmissionBytes: size / 2})
+	small := start(t, Options{Traces: pipeline.ConsumerFunc(func(_ context.Context, b *pipeline.Batch) error { b.Release(); b.ResolveAcks(nil); return nil }), AdmissionBytes: size / 2})
 	if resp, body := post(t, small, "/v1/traces", ctProtobuf, "", req); resp.StatusCode != http.StatusOK {
 		t.Fatalf("a request of %d bytes alone, budget %d: %s %s", size, size/2, resp.Status, body)
 	}

@@ -23,6 +23,7 @@ type releaser struct{}
 
 func (releaser) Consume(_ context.Context, b *pipeline.Batch) error {
 	b.Release()
+	b.ResolveAcks(nil)
 	return nil
 }
 

@@ -45,6 +45,7 @@ func (c *leaseRec) Consume(_ context.Context, b *pipeline.Batch) error {
 	defer c.mu.Unlock()
 	c.n++
 	c.leases = append(c.leases, b.Leases...)
+	b.ResolveAcks(nil)
 	if c.n%2 == 0 {
 		b.Release()
 		return nil

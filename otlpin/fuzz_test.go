@@ -60,6 +60,7 @@ func (c *checkingConsumer) Consume(_ context.Context, b *pipeline.Batch) error {
 		}
 	}
 	b.Release()
+	b.ResolveAcks(nil)
 	return nil
 }
 

@@ -5,14 +5,24 @@
 // Each accepted export request becomes one pipeline.Batch handed to the
 // signal's Consumer. Answers follow the specification:
 //
-//   - success: an empty Export*ServiceResponse (partial_success unset).
+//   - success: an empty Export*ServiceResponse (partial_success unset),
+//     once the request's items are written to the JSONL files of the
+//     pipelines it feeds (its pipeline.Ack; written with write(2), not
+//     fsynced), so that a killed otelstep loses nothing it answered OK.
 //     Scopes with no items (data points, spans, log records) and the
 //     resources left with no scope are dropped: an export request of no
 //     items succeeds without calling Consume.
-//   - pipeline.ErrFull, pipeline.ErrStopped, no buffer room within
-//     ConsumeTimeout, or a request the receiver's byte budget of requests
-//     in flight has no room for (Options.AdmissionBytes): retryable, gRPC
+//   - pipeline.ErrFull, pipeline.ErrStopped, no buffer room or no write
+//     within ConsumeTimeout, a write to a JSONL file that failed (a full
+//     disk), or a request the receiver's byte budget of requests in flight
+//     has no room for (Options.AdmissionBytes): retryable, gRPC
 //     UNAVAILABLE with a RetryInfo detail, HTTP 503 with "Retry-After: 1".
+//
+// When no other request is on its way into the pipelines, the receiver
+// tells them to send on what they hold (pipeline.Flusher): every sender
+// then waits for its answer, and nothing more comes for the batch
+// processor to wait for. Requests that arrive together still share a
+// batch.
 //   - any other Consume error: non-retryable, gRPC INTERNAL, HTTP 500.
 //   - undecodable request, a trace or span id of the wrong length among
 //     them (otlpwire.ValidID): gRPC INVALID_ARGUMENT, HTTP 400 with a
@@ -46,6 +56,7 @@ import (
 	"net"
 	"net/http"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"google.golang.org/grpc"
@@ -108,8 +119,9 @@ type Options struct {
 	// later" unread.
 	AdmissionBytes int64
 
-	// ConsumeTimeout is how long a request may wait for buffer room before
-	// the sender is told to retry later. 0 = 5s.
+	// ConsumeTimeout is how long a request may wait for buffer room and
+	// for its items to be written before the sender is told to retry
+	// later. 0 = 5s.
 	ConsumeTimeout time.Duration
 
 	// Telemetry counts the items of each request, accepted or refused by
@@ -169,6 +181,8 @@ type Receiver struct {
 	// last is logged.
 	stopReports context.CancelFunc
 	reported    chan struct{}
+	// entering counts the requests in a Consume call (deliver, entered).
+	entering atomic.Int64
 
 	// forceCtx is cancelled when Shutdown gives up waiting, so in-flight
 	// Consume calls are abandoned.
@@ -474,6 +488,12 @@ func transportOf(ctx context.Context) telemetry.Transport {
 // (dropEmpty); a batch of nothing is not delivered. A batch
 // not taken is released here (its leases, pipeline.Lease): the caller must
 // not touch it afterwards.
+//
+// A batch taken is waited for until its items are written to the JSONL
+// files of the pipelines it feeds (its pipeline.Ack): only then is the
+// request answered OK. A write that fails, or no write within
+// ConsumeTimeout, is "retry later" (pipeline.ErrFull): the sender keeps
+// the request, and what was written meanwhile is written twice.
 func (r *Receiver) deliver(ctx context.Context, c pipeline.Consumer, b *pipeline.Batch) error {
 	sig, tr := b.Signal, transportOf(ctx)
 	dropEmpty(b)
@@ -487,12 +507,22 @@ func (r *Receiver) deliver(ctx context.Context, c pipeline.Consumer, b *pipeline
 	// Counted once per request, before the batch is downstream's, and the
 	// count handed on: the pipelines' own counts need not walk it again.
 	items := b.Items()
+	ack := pipeline.NewAck()
+	b.Acks = append(b.Acks, ack)
+	r.entering.Add(1)
 	err := telemetry.Consume(cctx, c, b, items)
-	r.opts.Telemetry.Record(sig, tr, items, err)
+	r.entered(cctx)
 	if err == nil {
-		r.countAccepted(sig, tr, items)
-		return nil
+		// Taken: accepted once written.
+		if err = awaitAck(cctx, ack); err == nil {
+			r.opts.Telemetry.Record(sig, tr, items, nil)
+			r.countAccepted(sig, tr, items)
+			return nil
+		}
+		r.opts.Telemetry.Record(sig, tr, items, err)
+		return err
 	}
+	r.opts.Telemetry.Record(sig, tr, items, err)
 	b.Release()
 	if cctx.Err() != nil && !errors.Is(err, cctx.Err()) && classify(err) == outcomeFail {
 		// The consumer gave up because of our deadline but wrapped it oddly;
@@ -500,4 +530,36 @@ func (r *Receiver) deliver(ctx context.Context, c pipeline.Consumer, b *pipeline
 		return fmt.Errorf("%w: %w", pipeline.ErrFull, err)
 	}
 	return err
+}
+
+// awaitAck waits until the items of a request taken by the pipelines are
+// written (nil), cannot be, or ctx ends first (both pipeline.ErrFull: the
+// sender is told to retry later).
+func awaitAck(ctx context.Context, ack *pipeline.Ack) error {
+	select {
+	case <-ack.Wait():
+		if err := ack.Err(); err != nil {
+			return fmt.Errorf("%w: %w", pipeline.ErrFull, err)
+		}
+		return nil
+	case <-ctx.Done():
+		return fmt.Errorf("%w: not written to the JSONL in time: %w", pipeline.ErrFull, context.Cause(ctx))
+	}
+}
+
+// entered is called once a request's Consume has returned. When no other
+// request is on its way into the pipelines, nothing more is coming for now
+// while every sender waits for its answer: the batch processors are told
+// to send what they hold (pipeline.Flusher) rather than at their timeout,
+// so that a request's answer waits for the requests beside it, not for the
+// clock (the batches then merge the requests that came together).
+func (r *Receiver) entered(ctx context.Context) {
+	if r.entering.Add(-1) != 0 {
+		return
+	}
+	for _, c := range []pipeline.Consumer{r.opts.Metrics, r.opts.Traces, r.opts.Logs} {
+		if c != nil {
+			pipeline.Flush(ctx, c)
+		}
+	}
 }

@@ -1,8 +1,9 @@
 // Package pipeline holds the few types every stage shares: the signal kinds,
 // the batch that flows from receivers (scraper, otlpin) through processors
 // (resource) to the sinks, with the spans and log records it carries as
-// received (items.go) and the leases on its memory (lease.go), the
-// Consumer interface that links the stages, and the series' attribute sets
+// received (items.go), the leases on its memory (lease.go) and the acks of
+// the senders waiting until its items are written (ack.go), the Consumer
+// interface that links the stages, and the series' attribute sets
 // whose encodings the sinks store (attrset.go: AttrSet, SharedAttrs).
 //
 // Data flows one way: a receiver calls Consume on the first processor, which
@@ -81,6 +82,10 @@ type Batch struct {
 	// Leases are the producers' claims on the batch's memory (lease.go):
 	// nil for a batch nobody wants back.
 	Leases []*Lease
+	// Acks are the senders waiting until the batch's items are written
+	// (ack.go): nil for a batch nobody waits on. Read-only once shared,
+	// as Leases.
+	Acks []*Ack
 }
 
 // Len returns the number of resources in the batch.

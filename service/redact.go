@@ -4,6 +4,7 @@ import (
 	"context"
 	"log/slog"
 
+	"github.com/otelstep/otelstep/config"
 	"github.com/otelstep/otelstep/redact"
 )
 
@@ -75,4 +76,29 @@ func (h *redactHandler) WithAttrs(attrs []slog.Attr) slog.Handler {
 
 func (h *redactHandler) WithGroup(name string) slog.Handler {
 	return &redactHandler{next: h.next.WithGroup(name), r: h.r}
+}
+
+// tokens are the secrets the JSONL files must never hold (sink.FileOptions
+// Secrets): the values of every Authorization header of the exporters and
+// of every Authorization resource attribute the resource processors set
+// (the ingest token, as "Bearer <token>" or alone). Other header values
+// are secrets to the logs (config.Config.Secrets) but may be ordinary
+// words an application writes, which the JSONL keeps.
+func tokens(cfg *config.Config) []string {
+	var out []string
+	for _, e := range cfg.OTLPHTTP {
+		for k, v := range e.Headers {
+			if config.IsSecretKey(k) {
+				out = append(out, v)
+			}
+		}
+	}
+	for _, acts := range cfg.Resource {
+		for _, a := range acts {
+			if s, ok := a.Value.(string); ok && config.IsSecretKey(a.Key) {
+				out = append(out, s)
+			}
+		}
+	}
+	return out
 }

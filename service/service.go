@@ -143,7 +143,7 @@ func New(cfg *config.Config, log *slog.Logger) (*Service, error) {
 		}
 		if f, ok := cfg.Files[id]; ok {
 			fs, err := sink.NewFile(sink.FileOptions{Name: id, Path: f.Path, Signal: fileSignal[id], Logger: log.With("sink", id), Telemetry: s.telemetry.Sink(id),
-				SharedAttrs: s.sharedAttrs})
+				SharedAttrs: s.sharedAttrs, Secrets: tokens(cfg)})
 			if err != nil {
 				return nil, fmt.Errorf("exporter %s: %w", id, err)
 			}
@@ -465,8 +465,11 @@ func (cs fanIn) Flush(ctx context.Context) {
 	}
 }
 
+// cloneBatch returns a deep copy of b, with a reference of its own on
+// b's acks: the sender waits for every pipeline's copy to be written.
 func cloneBatch(b *pipeline.Batch) *pipeline.Batch {
-	out := &pipeline.Batch{Signal: b.Signal}
+	b.RetainAcks(1)
+	out := &pipeline.Batch{Signal: b.Signal, Acks: b.Acks}
 	for _, x := range b.Metrics {
 		out.Metrics = append(out.Metrics, proto.CloneOf(x))
 	}

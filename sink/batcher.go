@@ -43,7 +43,11 @@ type BatchOptions struct {
 // When the new batch fills the pending batch, it is taken and the flush is
 // attempted; if next refuses, the data stays pending (for the timer or the
 // next Consume), so at most one batch beyond SendBatchSize (per signal) is
-// ever held. The timer flush calls next with a context that only ends at
+// ever held. A batch's acks (pipeline.Ack) go with its items: a merged
+// batch holds every request's, and both halves of a split hold them all
+// (a request is written once both are). OTLP receivers send a Flush hint
+// when no other request is on its way in, so a request's answer does not
+// wait for Timeout. The timer flush calls next with a context that only ends at
 // Shutdown and keeps retrying, so it never drops. All sends to next are
 // serialised, which keeps the order of each signal.
 type Batcher struct {
@@ -123,6 +127,7 @@ func (b *Batcher) Consume(ctx context.Context, in *pipeline.Batch) error {
 	in.CheckLive() // what it is about to read was not given back (pipeline.Lease)
 	if in.Len() == 0 {
 		in.Release()
+		in.ResolveAcks(nil) // nothing to write
 		return nil
 	}
 	if err := b.acquire(ctx); err != nil {
@@ -161,6 +166,7 @@ func appendBatch(dst, src *pipeline.Batch) {
 	dst.Traces = append(dst.Traces, src.Traces...)
 	dst.Logs = append(dst.Logs, src.Logs...)
 	dst.Leases = append(dst.Leases, src.Leases...) // src's references move with it
+	dst.Acks = append(dst.Acks, src.Acks...)       // as do its acks'
 }
 
 // flushLocked sends the pending batch of sig: everything if all, else while
@@ -174,13 +180,16 @@ func (b *Batcher) flushLocked(ctx context.Context, sig pipeline.Signal, all bool
 		if max := b.o.SendBatchMaxSize; max > 0 && p.items > max {
 			head, rest = splitBatch(p.b, max)
 			headItems = head.Items()
-			head.Leases = p.b.Leases
+			head.Leases, head.Acks = p.b.Leases, p.b.Acks
 			if rest != nil {
-				// Either half may hold any lease's memory: each
-				// holds a reference on all of them.
+				// Either half may hold any lease's memory, and any
+				// request's items: each holds a reference on all
+				// of them.
 				p.b.Retain(1)
+				p.b.RetainAcks(1)
 				head.Leases = append([]*pipeline.Lease(nil), p.b.Leases...)
-				rest.Leases = p.b.Leases
+				head.Acks = append([]*pipeline.Ack(nil), p.b.Acks...)
+				rest.Leases, rest.Acks = p.b.Leases, p.b.Acks
 			}
 		}
 		// The count goes on with the batch: the sinks take it rather than
@@ -188,6 +197,7 @@ func (b *Batcher) flushLocked(ctx context.Context, sig pipeline.Signal, all bool
 		if err := telemetry.Consume(ctx, b.next, head, headItems); err != nil {
 			if rest != nil {
 				head.Release() // p.b, unsplit, stays pending with its own
+				head.ResolveAcks(nil)
 			}
 			return err
 		}

@@ -35,6 +35,10 @@ type FileOptions struct {
 	// sink stores and reuses (otlpwire.MetricsEncoder.Shared); nil encodes
 	// every point afresh.
 	SharedAttrs *pipeline.SharedAttrs
+	// Secrets (the ingest token) are never written: wherever their bytes
+	// appear in a line (a span attribute, a log body, a bytes value's
+	// base64), they are overwritten (scrubber).
+	Secrets []string
 }
 
 const (
@@ -68,6 +72,16 @@ const (
 // batches: Enqueue waits until writing works again, so what waits is
 // bounded by the queue as it was when writing began to fail. Writing, and
 // taking batches, resume by themselves when a write succeeds.
+//
+// The acks of a batch (pipeline.Ack) are resolved once the write-out
+// holding its line's end returns, and failed by the first write that
+// fails (their senders are told to retry later; the bytes stay buffered
+// and are written once writing works). Since the buffer is written out
+// whenever the queue is empty, an ack waits for the batches queued before
+// it, not for the 200 ms. At a stop past its deadline, a line of which a
+// part was written out is cut off again, so the file ends with a whole
+// line. Secrets (FileOptions.Secrets) are overwritten wherever they
+// appear in what is written (scrubber).
 type File struct {
 	o      FileOptions
 	log    *slog.Logger
@@ -103,6 +117,7 @@ type File struct {
 
 	tel       *telemetry.Sink
 	unobserve func() // stops the queue's observation
+	scrub     *scrubber
 
 	// size is the file's size as this sink's writes left it, to cut off
 	// what a failed write call appended (undo).
@@ -120,6 +135,14 @@ type File struct {
 	lines     int
 	cur       []*ticket
 	unwritten []writtenLine
+
+	// The senders waiting until their items are written (pipeline.Ack):
+	// acks of the whole lines in the buffer, resolved once it is written
+	// out, and curAcks of the batch being written.
+	acks, curAcks []*pipeline.Ack
+	// lineAt is where in the file the line being built starts: a line
+	// cut short at a stop past its deadline is cut off back to it.
+	lineAt int64
 }
 
 // fileFlushRoom is the room a metrics resource's encoding leaves in the
@@ -214,6 +237,7 @@ func newFile(o FileOptions, w io.Writer) *File {
 	s.metricsEnc.Flush = s.flushMidResource
 	s.metricsEnc.Shared = o.SharedAttrs
 	s.tel = o.Telemetry
+	s.scrub = newScrubber(o.Secrets)
 	s.unobserve = s.tel.ObserveQueue(func() int { return len(s.q) }, o.QueueSize)
 	return s
 }
@@ -389,9 +413,10 @@ func (s *File) run() {
 		case q := <-s.q:
 			<-s.sem
 			s.cur = q.tickets
-			s.writeCounted(runCtx, q.b, q.items)
-			q.b.Release() // the line is in the buffer: nothing points into it
+			s.writeQueued(runCtx, q)
 			if len(s.q) == 0 {
+				// Idle: write out now. Senders wait for their acks
+				// (pipeline.Ack) until the line is in the file.
 				s.flush(runCtx)
 			}
 		case <-flushDue:
@@ -411,11 +436,17 @@ func (s *File) drain() {
 		q := <-s.q
 		<-s.sem
 		s.cur = q.tickets
-		s.writeCounted(ctx, q.b, q.items)
-		q.b.Release()
+		s.writeQueued(ctx, q)
 	}
 	s.flush(ctx)
 	lost := s.pending() > 0 || s.lostLines > 0 || len(s.q) > 0
+	s.failAcks(errLostAtStop) // what is left is not written, and never will be
+	for len(s.q) > 0 {
+		q := <-s.q
+		<-s.sem
+		q.b.Release()
+		q.b.ResolveAcks(errLostAtStop)
+	}
 	if lost {
 		s.log.Error("file sink: shutdown deadline reached, data not written",
 			"buffered_bytes", s.pending(), "lost_lines", s.lostLines, "queued_batches", len(s.q))
@@ -431,6 +462,48 @@ func (s *File) drain() {
 			s.log.Error("file sink: close failed", "error", err)
 		}
 	}
+}
+
+// errLostAtStop fails the acks of what a stop past its deadline did not
+// write.
+var errLostAtStop = errors.New("file sink: not written by the stop's deadline")
+
+// writeQueued writes q's batch into the buffer and lets go of its memory;
+// its acks wait for the line to be written out.
+func (s *File) writeQueued(ctx context.Context, q queued) {
+	s.curAcks = q.b.Acks
+	s.writeCounted(ctx, q.b, q.items)
+	q.b.Release() // the line is in the buffer: nothing points into it
+	if len(s.curAcks) > 0 {
+		// No line (a batch of nothing): nothing to wait for.
+		for _, a := range s.curAcks {
+			a.Resolve(nil)
+		}
+		s.curAcks = nil
+	}
+}
+
+// acksWritten resolves the acks of the lines just written out.
+func (s *File) acksWritten() {
+	for i, a := range s.acks {
+		a.Resolve(nil)
+		s.acks[i] = nil
+	}
+	s.acks = s.acks[:0]
+}
+
+// failAcks tells the senders waiting for the buffer's lines, and for the
+// line being built, that they cannot be written now (err): they are told
+// to retry later. The bytes stay in the buffer and are written once
+// writing works again (a sender's retry is then a duplicate, not a loss).
+func (s *File) failAcks(err error) {
+	for _, acks := range [][]*pipeline.Ack{s.acks, s.curAcks} {
+		for _, a := range acks {
+			a.Resolve(err)
+		}
+	}
+	clear(s.acks)
+	s.acks, s.curAcks = s.acks[:0], nil
 }
 
 // write appends b's line to the buffer. The line is built in place, one
@@ -453,6 +526,7 @@ func (s *File) writeCounted(ctx context.Context, b *pipeline.Batch, items int) {
 		return
 	}
 	lineStart := s.offset()
+	s.lineAt = lineStart
 	if s.buf == nil {
 		// At the first batch: a job's pipelines often have a signal that
 		// never comes (traces and logs beside a scrape), whose file then
@@ -488,6 +562,8 @@ func (s *File) writeCounted(ctx context.Context, b *pipeline.Batch, items int) {
 	s.buf = append(s.buf, otlpwire.RequestEnd...)
 	s.buf = append(s.buf, '\n')
 	s.lineBuilt(lineStart)
+	s.acks = append(s.acks, s.curAcks...)
+	s.curAcks = nil
 	if s.tel.Enabled() { // a whole line
 		if items < 0 {
 			items = b.Items()
@@ -518,6 +594,31 @@ func (s *File) loseLine() {
 	s.lostLines += 1 + whole
 	s.linesLost(whole)
 	s.buf = s.buf[:0]
+	s.failAcks(errLostAtStop)
+	if s.size > s.lineAt {
+		// The line's first part was written out (a line longer than the
+		// buffer): cut it off, so that the file ends with a whole line.
+		s.cutBack(s.lineAt)
+	}
+}
+
+// cutBack truncates the file to size, where the sink's writes left a whole
+// line, if no other process appended since.
+func (s *File) cutBack(size int64) {
+	if s.f == nil || s.w != io.Writer(s.f) {
+		return
+	}
+	fi, err := s.f.Stat()
+	if err == nil && fi.Size() == s.size {
+		err = s.f.Truncate(size)
+	}
+	if err != nil {
+		s.log.Warn("file sink: cannot cut off the part of a line written before the stop's deadline; the next run ends it", "error", err)
+		return
+	}
+	if fi.Size() == s.size {
+		s.size = size
+	}
 }
 
 // flushMidResource is the metrics encoder's Flush: called between two data
@@ -568,11 +669,13 @@ func (s *File) flush(ctx context.Context) {
 // writeOut writes the buffer's pending bytes and empties it. It reports
 // success, as writeAll does.
 func (s *File) writeOut(ctx context.Context) bool {
+	s.scrub.scrub(s.buf)
 	if !s.writeAll(ctx, s.buf) {
 		return false
 	}
 	s.buf = s.buf[:0]
 	s.wroteOut()
+	s.acksWritten()
 	return true
 }
 
@@ -609,6 +712,8 @@ func (s *File) writeAll(ctx context.Context, p []byte) bool {
 			s.log.Warn("file sink: write failed again, retrying", "error", err, "retry_in", delay)
 		}
 		s.setFailing(err)
+		// Those waiting are told now, not after the retries.
+		s.failAcks(s.Failing())
 		select {
 		case <-time.After(delay):
 		case <-ctx.Done():

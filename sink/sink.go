@@ -7,6 +7,13 @@
 // Ownership: once Fanout.Consume returns nil the batch is shared read-only by
 // every sink; no sink mutates it.
 //
+// Acknowledgements (pipeline.Ack): the Batcher carries a batch's acks with
+// its items, merged and split with them; the Fanout gives each File sink a
+// reference, and a File sink resolves it once the batch's line is written
+// to the file, or fails it when the write fails. The HTTP sink and the
+// connectors hold none: a request is acknowledged once it is in its own
+// signal's JSONL files. A Fanout with no File sink resolves at once.
+//
 // Shutdown order: stop the receivers, then the Batcher (it flushes into the
 // Fanout), then the sinks.
 //
@@ -71,6 +78,9 @@ type Fanout struct {
 	blockingS   []Sink
 	wantItems   bool // a sink counts items (counted)
 	tracks      []track
+	// files is how many of the blocking sinks are JSONL files: each holds
+	// a reference on a batch's acks (pipeline.Ack).
+	files int
 }
 
 // NewFanout returns a Fanout over sinks.
@@ -79,6 +89,9 @@ func NewFanout(sinks ...Sink) *Fanout {
 	for _, s := range sinks {
 		if c, ok := s.(counted); ok && c.wantsItems() {
 			f.wantItems = true
+		}
+		if _, ok := s.(*File); ok {
+			f.files++
 		}
 		if r, ok := s.(reserver); ok {
 			f.blocking = append(f.blocking, r)
@@ -118,8 +131,16 @@ func (f *Fanout) ConsumeCounted(ctx context.Context, b *pipeline.Batch, items in
 	if n := len(f.blocking) + len(f.nonBlocking); n > 1 {
 		b.Retain(n - 1)
 	}
+	// Likewise each JSONL file on its acks: they are resolved once every
+	// file has written the batch's line. Without a file the batch is as
+	// written as it will be once every sink has it.
+	if f.files > 1 {
+		b.RetainAcks(f.files - 1)
+	}
+	acks := b.Acks // b is the sinks' once enqueued
 	var firstErr error
-	unused := 0 // references of sinks that did not take the batch
+	unused := 0     // references of sinks that did not take the batch
+	unusedAcks := 0 // the acks' references of files that did not
 	ts := f.tickets()
 	for _, r := range f.blocking {
 		// Cannot block; fails only if the sink stopped in between.
@@ -131,6 +152,9 @@ func (f *Fanout) ConsumeCounted(ctx context.Context, b *pipeline.Batch, items in
 		}
 		if err != nil {
 			unused++
+			if _, ok := r.(*File); ok {
+				unusedAcks++
+			}
 			if firstErr == nil {
 				firstErr = err
 			}
@@ -162,9 +186,22 @@ func (f *Fanout) ConsumeCounted(ctx context.Context, b *pipeline.Batch, items in
 	if firstErr != nil {
 		// The caller still owns the batch (and keeps one reference).
 		unused--
+		if unusedAcks > 0 {
+			unusedAcks--
+		}
 	}
 	for range unused {
 		b.Release()
+	}
+	for range unusedAcks {
+		for _, a := range acks {
+			a.Resolve(firstErr)
+		}
+	}
+	if f.files == 0 && firstErr == nil {
+		for _, a := range acks {
+			a.Resolve(nil)
+		}
 	}
 	return firstErr
 }

@@ -1,0 +1,143 @@
+package sink
+
+import (
+	"bytes"
+	"encoding/base64"
+	"encoding/binary"
+	"encoding/json"
+	"strings"
+)
+
+// scrubber hides secrets (the ingest token) wherever they appear in the
+// bytes the JSONL sink writes: an application that puts the token in its
+// own span attributes, log bodies or bytes values would otherwise have it
+// written verbatim to a file in the job's folder. Resource attributes
+// named in RedactResourceKeys are not written at all; this catches the
+// rest.
+//
+// It looks for each secret as its bytes, as its OTLP/JSON string escape
+// (when that differs) and as the part of its base64 that depends on it
+// alone at each of the three alignments (OTLP/JSON writes bytes values as
+// base64), and overwrites each match in place with bytes of the same
+// length: '*' for the secret's bytes, 'A' (valid base64, so a bytes value
+// still decodes) within base64. Same length, so a line's place in the
+// file, which the delivery records hold, is what was counted when the
+// line was built.
+//
+// The search reads one 8-byte word every stride bytes, stride being the
+// shortest pattern's length less 7: every match of a pattern then holds
+// one such word whole, one of the pattern's 8-byte pieces, which a bitmap
+// of their hashes tells apart from other text in one probe. Only a hit
+// is searched for the patterns with bytes.Index around it. So the scan
+// reads an eighth to a fifteenth of the words, whatever the text; bytes.
+// Index over the whole text for each pattern costs a pass per pattern,
+// and more where the pattern's first byte is common.
+//
+// The bytes a write-out holds end at a line's end, between two resources
+// or between two data points, never inside a string, so a secret is never
+// split between two write-outs.
+type scrubber struct {
+	pats   []scrubPattern
+	stride int
+	maxLen int
+	// grams has the bit of the hash (gramHash) of every 8-byte piece of
+	// every pattern set.
+	grams [1 << gramBits / 64]uint64
+}
+
+const gramBits = 16
+
+func gramHash(x uint64) uint64 { return (x * 0x9E3779B97F4A7C15) >> (64 - gramBits) }
+
+type scrubPattern struct {
+	b    []byte
+	mask byte
+}
+
+// minScrubbed is the shortest secret scrubbed: a shorter one would mask
+// ordinary text, and is no credential worth the name.
+const minScrubbed = 8
+
+// newScrubber returns the scrubber of secrets; nil when there is none to
+// scrub. A secret written "Scheme credentials" (Bearer) is scrubbed by its
+// credentials.
+func newScrubber(secrets []string) *scrubber {
+	s := &scrubber{}
+	seen := map[string]bool{}
+	add := func(p string, mask byte) {
+		if len(p) >= 4 && !seen[p] {
+			seen[p] = true
+			s.pats = append(s.pats, scrubPattern{[]byte(p), mask})
+		}
+	}
+	for _, sec := range secrets {
+		if _, cred, ok := strings.Cut(strings.TrimSpace(sec), " "); ok && len(strings.TrimSpace(cred)) >= minScrubbed {
+			sec = strings.TrimSpace(cred)
+		}
+		if len(sec) < minScrubbed {
+			continue
+		}
+		add(sec, '*')
+		var b bytes.Buffer
+		enc := json.NewEncoder(&b)
+		enc.SetEscapeHTML(false)
+		if enc.Encode(sec) == nil {
+			add(strings.TrimSuffix(strings.TrimSpace(b.String()), `"`)[1:], '*')
+		}
+		for k := range 3 {
+			pre := append(make([]byte, k, k+len(sec)), sec...)
+			for _, e := range []*base64.Encoding{base64.StdEncoding, base64.URLEncoding} {
+				full := e.EncodeToString(pre)
+				from, to := (8*k+5)/6, 8*len(pre)/6
+				if to-from >= minScrubbed {
+					add(full[from:to], 'A')
+				}
+			}
+		}
+	}
+	if len(s.pats) == 0 {
+		return nil
+	}
+	s.stride = 1 << 30
+	for _, p := range s.pats {
+		s.stride = min(s.stride, len(p.b)-7)
+		s.maxLen = max(s.maxLen, len(p.b))
+		for i := 0; i+8 <= len(p.b); i++ {
+			h := gramHash(binary.LittleEndian.Uint64(p.b[i:]))
+			s.grams[h/64] |= 1 << (h % 64)
+		}
+	}
+	return s
+}
+
+// scrub overwrites every secret in p; it reports how many it found.
+func (s *scrubber) scrub(p []byte) int {
+	if s == nil {
+		return 0
+	}
+	n := 0
+	for q := 0; q+8 <= len(p); q += s.stride {
+		h := gramHash(binary.LittleEndian.Uint64(p[q:]))
+		if s.grams[h/64]&(1<<(h%64)) == 0 {
+			continue
+		}
+		// A match holding the word at q starts no earlier than
+		// q+8-maxLen and ends no later than q+maxLen.
+		from, to := max(0, q+8-s.maxLen), min(len(p), q+s.maxLen)
+		for _, pat := range s.pats {
+			for i := from; ; {
+				j := bytes.Index(p[i:to], pat.b)
+				if j < 0 {
+					break
+				}
+				at := p[i+j : i+j+len(pat.b)]
+				for k := range at {
+					at[k] = pat.mask
+				}
+				n++
+				i += j + len(pat.b)
+			}
+		}
+	}
+	return n
+}

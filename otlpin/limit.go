@@ -201,6 +201,25 @@ func (l *Limited) conn(remote net.Addr) *limitedConn {
 	return l.byAddr[remote.String()]
 }
 
+// closeAll closes every connection a shedding listener holds: a forced
+// shutdown's, for the connections their server does not know yet (a gRPC
+// connection still in its handshake holds gRPC's Stop up to its
+// handshake timeout).
+func (l *Limited) closeAll() {
+	if !l.shedding {
+		return
+	}
+	l.mu.Lock()
+	conns := make([]*limitedConn, 0, len(l.conns))
+	for c := range l.conns {
+		conns = append(conns, c)
+	}
+	l.mu.Unlock()
+	for _, c := range conns {
+		c.Close()
+	}
+}
+
 // Close closes the listener; an Accept waiting for a slot returns.
 func (l *Limited) Close() error {
 	l.closeOnce.Do(func() { close(l.done) })

@@ -387,6 +387,7 @@ func (r *Receiver) Shutdown(ctx context.Context) error {
 		force := func() {
 			open := r.openConns()
 			r.forceCancel()
+			r.closeConns()
 			if grpcSrv != nil {
 				grpcSrv.Stop()
 			}
@@ -413,6 +414,18 @@ func (r *Receiver) Shutdown(ctx context.Context) error {
 		}
 	})
 	return r.shutErr
+}
+
+// closeConns closes every connection the listeners hold (Limited.closeAll).
+func (r *Receiver) closeConns() {
+	r.mu.Lock()
+	lns := []net.Listener{r.grpcLn, r.httpLn}
+	r.mu.Unlock()
+	for _, ln := range lns {
+		if l, ok := ln.(*Limited); ok {
+			l.closeAll()
+		}
+	}
 }
 
 // openConns is how many connections the listeners have open, -1 when

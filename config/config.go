@@ -114,10 +114,14 @@ type OTLPHTTPExporter struct {
 	TracesEndpoint  string
 	LogsEndpoint    string
 	Headers         map[string]string
-	Compression     string // gzip (the default), zstd, snappy or none
-	Timeout         time.Duration
-	Retry           Retry
-	QueueEnabled    bool
+	// HeaderVars names, by header, the environment variables its value
+	// was expanded from (${env:OTEL_TOKEN}): what a log line or a printed
+	// command names instead of the value.
+	HeaderVars   map[string][]string
+	Compression  string // gzip (the default), zstd, snappy or none
+	Timeout      time.Duration
+	Retry        Retry
+	QueueEnabled bool
 	// QueueSize bounds the queue in requests (sending_queue.queue_size
 	// with sizer requests, the default: 1000), QueueBytes in bytes of
 	// encoded requests (queue_size with sizer bytes; 0: the sink's
@@ -611,6 +615,7 @@ func (c *Config) exporter(d *dec) func(id, typ, path string, k, v *yaml.Node) er
 					if err == nil {
 						err = d.headerValues(vn, kp, "an HTTP header")
 					}
+					e.HeaderVars = d.varsOf(vn)
 				case "compression":
 					e.Compression, err = d.compression(vn, kp)
 				case "compression_params":

@@ -120,6 +120,23 @@ type dec struct {
 	// variable whose value no HTTP header may hold.
 	secretVals []string
 	badVar     map[*yaml.Node]string
+	// vars names the variables each scalar was expanded from.
+	vars map[*yaml.Node][]string
+}
+
+// varsOf is, by key of mapping n, the variables its value was expanded
+// from; nil when none was.
+func (d *dec) varsOf(n *yaml.Node) map[string][]string {
+	var out map[string][]string
+	for i := 0; n != nil && n.Kind == yaml.MappingNode && i+1 < len(n.Content); i += 2 {
+		if vs := d.vars[n.Content[i+1]]; len(vs) > 0 {
+			if out == nil {
+				out = map[string][]string{}
+			}
+			out[n.Content[i].Value] = vs
+		}
+	}
+	return out
 }
 
 func (d *dec) errf(n *yaml.Node, path, format string, args ...any) error {

@@ -37,6 +37,12 @@ func secretPlace(key string, siblings *yaml.Node) bool {
 // names, the values that are secrets (n is in a secret place) and the
 // first variable whose value no HTTP header value may hold.
 func (d *dec) noteVariables(n *yaml.Node, names []string, env Lookup, secret bool) {
+	if len(names) > 0 {
+		if d.vars == nil {
+			d.vars = map[*yaml.Node][]string{}
+		}
+		d.vars[n] = names
+	}
 	for _, nm := range names {
 		v, ok := env(nm)
 		if !ok {

@@ -70,7 +70,10 @@ const maxBackfillPause = 5 * time.Minute
 //
 // A request the backend does not take is retried for Retry.MaxElapsedTime;
 // then the backfill pauses until the live exporter's next 2xx answer (the
-// backend is back) or Pause, whichever is first. When ctx is done, the
+// backend is back) or Pause, whichever is first. A request the backend
+// refuses (401, 400: an answer that would be the same again) is not sent
+// again: what the round had left is recorded as refused, left to
+// `otelstep replay`, and no line is skipped. When ctx is done, the
 // request in flight is cut short and its lines stay in the record as not
 // delivered (at least once: the backend may have taken them).
 func Backfill(ctx context.Context, o BackfillOptions) {
@@ -116,19 +119,38 @@ func Backfill(ctx context.Context, o BackfillOptions) {
 			return
 		}
 		answered := o.Exporter.Answered()
-		sum := backfillRound(ctx, o, spans, lg, red)
+		sum, refused := backfillRound(ctx, o, spans, lg, red)
+		if c, ok := o.Exporter.(interface{ Backfilled(pipeline.Signal, int) }); ok {
+			for sig, ss := range sum.Signals {
+				c.Backfilled(pipeline.Signal(sig), int(ss.Items))
+			}
+		}
 		if ctx.Err() != nil {
 			return
 		}
 		sent := sum.Signals[0].Lines + sum.Signals[1].Lines + sum.Signals[2].Lines
+		if refused != 0 {
+			left := rec.pending()
+			rec.refuse(left, refused)
+			var ls spanSet
+			for _, s := range left {
+				ls.add(s)
+			}
+			lg.Warn("backfill: the backend refuses what it sends; the rest is left in the file for `otelstep replay`",
+				"status", refused, "sent_lines", sent, "left_lines", ls.lines(), "left_bytes", ls.bytes(), "error", red.Replace(sum.Err.Error()))
+			pause, paused = o.Pause, false
+			continue
+		}
 		if sum.Err == nil {
-			lg.Info("backfill: sent what the exporter had not delivered", "lines", sent, "requests", sum.requests(),
-				"items", sum.items(), "skipped", sum.Failures(), "elapsed", sum.Elapsed.Round(time.Millisecond))
+			if sent > 0 {
+				lg.Info("backfill: sent what the exporter had not delivered", "lines", sent, "requests", sum.requests(),
+					"items", sum.items(), "skipped", sum.Failures(), "elapsed", sum.Elapsed.Round(time.Millisecond))
+			}
 			pause, paused = o.Pause, false
 			continue
 		}
 		if !paused {
-			lg.Warn("backfill: paused; it resumes when the backend answers the exporter again",
+			lg.Debug("backfill: paused; it resumes when the backend answers the exporter again",
 				"sent_lines", sent, "error", red.Replace(sum.Err.Error()))
 			paused = true
 		}
@@ -146,17 +168,19 @@ func Backfill(ctx context.Context, o BackfillOptions) {
 }
 
 // backfillRound sends spans (of the record's file) once through, as one
-// replay run marking its chunks in the record.
-func backfillRound(ctx context.Context, o BackfillOptions, spans []span, lg *slog.Logger, red *redact.Redactor) *Summary {
+// replay run marking its chunks in the record. refused is the status of an
+// answer that refused a request (it ended the round), 0 when none did.
+func backfillRound(ctx context.Context, o BackfillOptions, spans []span, lg *slog.Logger, red *redact.Redactor) (sum *Summary, refused int) {
 	exp := o.Exporter
 	r := &run{
 		o: Options{Token: o.Token, BatchBytes: o.BatchBytes, MaxLineBytes: DefaultMaxLineBytes, Concurrency: 1,
 			Timeout: 24 * time.Hour, Retry: o.Retry, Progress: logWriter{lg}},
-		lim:   rate.NewLimiter(rate.Limit(o.Rate), 1),
-		out:   &output{w: logWriter{lg}, redact: red},
-		big:   make(chan struct{}, 1),
-		comp:  exp.Compression(),
-		quiet: true,
+		lim:         rate.NewLimiter(rate.Limit(o.Rate), 1),
+		out:         &output{w: logWriter{lg}, redact: red},
+		big:         make(chan struct{}, 1),
+		comp:        exp.Compression(),
+		quiet:       true,
+		keepRefused: true,
 	}
 	// Each attempt first waits for the live queue to empty (not counted
 	// against the request's retries), and ends when ctx does: at a stop
@@ -170,15 +194,18 @@ func backfillRound(ctx context.Context, o BackfillOptions, spans []span, lg *slo
 		stop := context.AfterFunc(ctx, cancel)
 		defer stop()
 		res := exp.PostBackfill(reqCtx, sig, body)
-		if !res.OK() && ctx.Err() != nil {
+		switch {
+		case !res.OK() && ctx.Err() != nil:
 			res.Retryable = false // stopping: not retried, and not done
+		case !res.OK() && !res.Retryable && res.Status != 0:
+			refused = res.Status
 		}
 		return res
 	}
 	for _, s := range spans {
 		r.files = append(r.files, &fileRun{in: o.Record.in, start: checkpoint{Offset: s.Start, Line: s.FirstLine - 1}, end: s.End, tr: o.Record})
 	}
-	return r.run(ctx)
+	return r.run(ctx), refused
 }
 
 func (s *Summary) requests() int64 {

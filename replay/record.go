@@ -233,6 +233,13 @@ func countLines(path string, from, to int64) (int, error) {
 	}
 }
 
+// File is the JSONL file the record is of, as RecordOptions named it.
+func (r *Record) File() string { return r.o.File }
+
+// Endpoint is the endpoint the record is for, without userinfo: what
+// `otelstep replay --endpoint` is given to find it.
+func (r *Record) Endpoint() string { return r.cp.Endpoint }
+
 // Path is where the record is written.
 func (r *Record) Path() string { return r.path }
 

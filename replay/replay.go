@@ -170,6 +170,9 @@ type run struct {
 	// quiet: no progress display and no retry notes (a backfill logs
 	// what it did instead).
 	quiet bool
+	// keepRefused: a line the backend refuses (400, 413) is not skipped;
+	// the run fails and it stays undone (a backfill leaves it to replay).
+	keepRefused bool
 }
 
 // Run replays o.Paths. The error is for what stops a replay before it
@@ -475,7 +478,7 @@ func (r *run) deliverPieces(c *chunk, b *pipeline.Batch, no, lineBytes int, skip
 				r.out.line(fmt.Sprintf("%s:%d (part %d of %d): the backend took the request but rejected %d items: %s",
 					c.file.in.path, no, i, n, res.Rejected, res.PartialMessage))
 			}
-		case res.Status == http.StatusBadRequest || res.Status == http.StatusRequestEntityTooLarge:
+		case !r.keepRefused && (res.Status == http.StatusBadRequest || res.Status == http.StatusRequestEntityTooLarge):
 			bad = append(bad, fmt.Sprintf("part %d of %d: %v", i, n, res.Err))
 		default:
 			r.fail(fmt.Errorf("the backend refused a request (%s:%d part %d of %d, %s): %w; check --endpoint and the token",
@@ -586,7 +589,7 @@ func (r *run) deliver(ctx context.Context, c *chunk, b *pipeline.Batch, ranges [
 		}
 		return true
 	}
-	if res.Status != http.StatusBadRequest && res.Status != http.StatusRequestEntityTooLarge {
+	if r.keepRefused || res.Status != http.StatusBadRequest && res.Status != http.StatusRequestEntityTooLarge {
 		r.fail(fmt.Errorf("the backend refused a request (%s:%d, %s): %w; check --endpoint and the token",
 			c.file.in.path, ranges[0].no, b.Signal, res.Err))
 		return false

@@ -14,11 +14,12 @@ import (
 // again, from the file, what the exporter did not deliver (replay.Record,
 // replay.Backfill).
 type backfill struct {
-	id     string // "file/metrics -> otlp_http/managed", for logs
-	rec    *replay.Record
-	o      replay.BackfillOptions
-	cancel context.CancelFunc
-	done   chan struct{}
+	id       string // "file/metrics -> otlp_http/managed", for logs
+	exporter string // "otlp_http/managed"
+	rec      *replay.Record
+	o        replay.BackfillOptions
+	cancel   context.CancelFunc
+	done     chan struct{}
 }
 
 // track has fan record, for the pipeline's first JSONL file and each of
@@ -71,7 +72,7 @@ func newBackfill(id string, fc config.FileExporter, ec *config.OTLPHTTPExporter,
 		return nil
 	}
 	h.AddBacklog(rec.Backlog)
-	return &backfill{id: id, rec: rec, o: replay.BackfillOptions{
+	return &backfill{id: id, exporter: h.Name(), rec: rec, o: replay.BackfillOptions{
 		Record: rec, Exporter: h, Token: sink.BearerToken(ec.Headers), Secrets: secrets, Logger: lg,
 	}}
 }

@@ -115,6 +115,7 @@ type Service struct {
 	// Set by stop, for Stopped.
 	stopTook                   time.Duration
 	unsentBatches, unsentItems uint64
+	delivery                   []any // the stop line's delivery counts (delivery.go)
 }
 
 // New builds every component of cfg without starting any.
@@ -359,6 +360,7 @@ func httpOptions(id string, e *config.OTLPHTTPExporter, log *slog.Logger) sink.H
 		Retry:     sink.RetryOptions{Enabled: e.Retry.Enabled, InitialInterval: e.Retry.InitialInterval, MaxInterval: e.Retry.MaxInterval, MaxElapsedTime: e.Retry.MaxElapsedTime},
 		QueueSize: qs, QueueBytes: e.QueueBytes, Logger: log.With("sink", id),
 		MetricsEndpoint: e.MetricsEndpoint, TracesEndpoint: e.TracesEndpoint, LogsEndpoint: e.LogsEndpoint,
+		TokenEnv: tokenEnv(e), ReportEvery: reportEvery(log),
 	}
 }
 
@@ -657,6 +659,7 @@ func (s *Service) stop(ctx context.Context) error {
 		s.unsentItems += st.UnsentItems
 	}
 	s.closeRecords()
+	s.delivery = s.deliverySummary()
 	for _, h := range s.health {
 		_ = h.Close()
 	}

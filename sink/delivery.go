@@ -246,6 +246,15 @@ func (h *HTTP) PostBackfill(ctx context.Context, sig pipeline.Signal, body []byt
 
 var errUnknownSignal = errors.New("unknown signal")
 
+// Backfilled counts items of sig the backfill sent through PostBackfill.
+func (h *HTTP) Backfilled(sig pipeline.Signal, items int) {
+	if items <= 0 {
+		return
+	}
+	h.backfilled.Add(uint64(items))
+	h.tel.Backfilled(sig, items)
+}
+
 // BearerToken returns the token of an "Authorization: Bearer <token>"
 // header among headers (the name and the scheme in any case), "" when there
 // is none: what a backfill stamps as the Authorization resource attribute,

@@ -94,6 +94,10 @@ type HTTPStats struct {
 	Failed      uint64 // refused, or retries exhausted: Fates[LeftRefused]+Fates[LeftBackendDown]
 	Dropped     uint64 // oldest dropped when the queue was full, or left at shutdown
 	Retries     uint64
+	// BackfilledItems are the items the backfill sent (Backfilled): lines
+	// of the JSONL the sink had not delivered, of this run or an earlier
+	// one.
+	BackfilledItems uint64
 	// UnsentBatches and UnsentItems are what Shutdown's time ran out on:
 	// queued, in flight or waiting to be retried (counted in Dropped too):
 	// Fates[LeftAtStop].
@@ -170,10 +174,12 @@ type HTTP struct {
 
 	lastDropLog atomic.Int64 // unix nanos
 	// fates counts the batches and items by fate and signal (settle).
-	fates     [numFates][3]struct{ batches, items atomic.Uint64 }
-	retries   atomic.Uint64
-	tel       *telemetry.Sink
-	unobserve func() // stops the queue's observation
+	fates   [numFates][3]struct{ batches, items atomic.Uint64 }
+	retries atomic.Uint64
+	// backfilled counts the items the backfill sent (Backfilled).
+	backfilled atomic.Uint64
+	tel        *telemetry.Sink
+	unobserve  func() // stops the queue's observation
 
 	out       outage // the run of failures (fate.go)
 	backlogMu sync.Mutex
@@ -290,7 +296,7 @@ func (h *HTTP) Name() string { return h.o.Name }
 
 // Stats returns the counters.
 func (h *HTTP) Stats() HTTPStats {
-	st := HTTPStats{Retries: h.retries.Load()}
+	st := HTTPStats{Retries: h.retries.Load(), BackfilledItems: h.backfilled.Load()}
 	for _, f := range Fates() {
 		st.Fates[f] = h.fateTotal(f)
 	}

@@ -304,10 +304,11 @@ func TestReplayAfterAStopWithoutBackfill(t *testing.T) {
 	_ = before
 }
 
-// TestBackfillAfterAKill: a run killed (the record not written since it
-// began) leaves its lines' fate unknown: the next run sends them again.
-// Delivery is at least once: lines delivered in the last seconds before a
-// kill -9 arrive twice.
+// TestBackfillAfterAKill: a run killed leaves the lines it delivered in
+// its delivery log (appended within LogEvery of their delivery), and the
+// next run sends only what the log does not hold: the lines delivered in
+// the last LogEvery before a kill -9 arrive twice (here: those of a run
+// whose log was never written), the rest once.
 func TestBackfillAfterAKill(t *testing.T) {
 	b, srv := newSwitchable(false)
 	defer srv.Close()
@@ -315,34 +316,61 @@ func TestBackfillAfterAKill(t *testing.T) {
 	path := filepath.Join(dir, "traces.jsonl")
 	log, _ := testLog()
 	l := startLive(t, path, srv.URL, 100, time.Hour, false, log)
-	l.send(t, "first", 0, 10)
-	waitSpans(t, b, "first", 10)
+	l.send(t, "logged", 0, 10)
+	waitSpans(t, b, "logged", 10)
+	logPathOf := logPath(l.rec.Path())
+	waitUntil(t, func() bool {
+		ss, _ := readDeliveryLog(l.rec.Path(), 1<<40)
+		var set spanSet
+		for _, s := range ss {
+			set.add(s)
+		}
+		return set.lines() == 10
+	}, "10 lines in the delivery log "+logPathOf)
+	l.shutdown(t, true)
+
+	// A run killed before its log was written: its lines are sent again.
+	l = startLive(t, path, srv.URL, 100, time.Hour, false, log)
+	l.rec.mu.Lock()
+	l.rec.logEvery = time.Hour
+	l.rec.mu.Unlock()
+	if n := l.rec.failed.lines(); n != 0 {
+		t.Fatalf("after a kill, %d lines the log holds are to backfill again", n)
+	}
+	l.send(t, "unlogged", 0, 5)
+	waitSpans(t, b, "unlogged", 5)
 	l.shutdown(t, true)
 
 	l = startLive(t, path, srv.URL, 3, time.Hour, true, log)
+	waitSpans(t, b, "unlogged", 5)
 	deadline := time.Now().Add(time.Minute)
 	for {
 		_, spans := b.snapshot()
 		twice := 0
-		for i := range 10 {
-			if spans[fmt.Sprintf("first-%d", i)] == 2 {
+		for i := range 5 {
+			if spans[fmt.Sprintf("unlogged-%d", i)] == 2 {
 				twice++
 			}
 		}
-		if twice == 10 {
+		if twice == 5 {
 			break
 		}
 		if time.Now().After(deadline) {
-			t.Fatalf("after the kill, %d of 10 lines were sent again, want 10", twice)
+			t.Fatalf("after the kill, %d of 5 unlogged lines were sent again, want 5", twice)
 		}
 		time.Sleep(10 * time.Millisecond)
 	}
 	waitBackfilled(t, l.rec)
 	l.shutdown(t, false)
+	_, spans := b.snapshot()
+	wantEach(t, spans, "logged", 10)
+	if _, err := os.Stat(logPathOf); !os.IsNotExist(err) {
+		t.Errorf("the delivery log is left after a clean stop: %v", err)
+	}
 	before, _ := b.snapshot()
 	s := replayAfter(t, srv, dir)
-	if after, _ := b.snapshot(); after != before || s.AlreadySent != 10 {
-		t.Errorf("replay afterwards sent %d requests and found %d lines sent, want 0 and 10", after-before, s.AlreadySent)
+	if after, _ := b.snapshot(); after != before || s.AlreadySent != 15 {
+		t.Errorf("replay afterwards sent %d requests and found %d lines sent, want 0 and 15", after-before, s.AlreadySent)
 	}
 }
 

@@ -27,6 +27,9 @@ type RecordOptions struct {
 	// Every bounds how often the record is written while lines are
 	// recorded; default 5s. Close always writes it.
 	Every time.Duration
+	// LogEvery bounds how long a delivered line waits before it is in the
+	// delivery log beside the record (deliverylog.go); default 200ms.
+	LogEvery time.Duration
 }
 
 // Record is otelstep's delivery record of one JSONL file for one
@@ -78,6 +81,15 @@ type Record struct {
 
 	writeMu sync.Mutex // one write at a time, each of a state no older than the last's
 	err     error      // the first write error, under mu
+
+	// The delivery log (deliverylog.go): logPend and logTimer under mu;
+	// logF and logFailed under logMu, which a write takes before mu.
+	logEvery  time.Duration
+	logPend   []span
+	logTimer  *time.Timer
+	logMu     sync.Mutex
+	logF      *os.File
+	logFailed bool
 }
 
 const defaultRecordEvery = 5 * time.Second
@@ -90,6 +102,9 @@ const defaultRecordEvery = 5 * time.Second
 func OpenRecord(o RecordOptions) (*Record, error) {
 	if o.Every <= 0 {
 		o.Every = defaultRecordEvery
+	}
+	if o.LogEvery <= 0 {
+		o.LogEvery = defaultLogEvery
 	}
 	lg := o.Logger
 	if lg == nil {
@@ -111,7 +126,7 @@ func OpenRecord(o RecordOptions) (*Record, error) {
 		return nil, fmt.Errorf("delivery record of %s: endpoint %w", o.File, err)
 	}
 	in := input{path: o.File, abs: abs, size: fi.Size()}
-	r := &Record{o: o, in: in, fi: fi, path: statePath(in, "", stateKey(endpoint)), wake: make(chan struct{}, 1)}
+	r := &Record{o: o, in: in, fi: fi, path: statePath(in, "", stateKey(endpoint)), wake: make(chan struct{}, 1), logEvery: o.LogEvery}
 	r.log = lg.With("file", o.File, "record", r.path)
 
 	cp, err := loadCheckpoint(r.path, in)
@@ -131,6 +146,10 @@ func OpenRecord(o RecordOptions) (*Record, error) {
 		r.cp = checkpoint{Version: stateVersion, File: abs, Endpoint: endpoint,
 			Live: &liveState{From: size, FromLine: n, Size: size, Lines: n}}
 		r.base = n
+		// A log of an earlier record is not this one's.
+		r.logMu.Lock()
+		r.emptyLog(true)
+		r.logMu.Unlock()
 		// Written now: killed before its first scheduled write, the next
 		// run still knows where this one's lines begin.
 		r.write(false)
@@ -189,6 +208,8 @@ func OpenRecord(o RecordOptions) (*Record, error) {
 		r.log.Info("delivery record: an earlier run did not deliver part of the file; backfilling it",
 			"bytes", n, "lines", r.failed.lines())
 	}
+	// The earlier run's log, read with the checkpoint, folded into it.
+	r.write(false)
 	return r, nil
 }
 
@@ -265,6 +286,7 @@ func (r *Record) mark(l sink.Line, f sink.Fate) {
 	switch {
 	case delivered:
 		r.arrived.add(s)
+		r.logLocked(s)
 	case f == sink.LeftRefused:
 		r.refused.add(s)
 		r.cp.Live.RefusedReason = "the backend refused it"
@@ -316,6 +338,7 @@ func (r *Record) done(s span, skipped int) {
 	r.cp.Skipped += skipped
 	if s.End > s.Start {
 		r.arrived.add(s)
+		r.logLocked(s)
 		r.failed.sub(s)
 		r.refused.sub(s)
 		for at := range r.items {
@@ -369,6 +392,10 @@ func (r *Record) Close() error {
 		r.timer.Stop()
 		r.timer = nil
 	}
+	if r.logTimer != nil {
+		r.logTimer.Stop()
+		r.logTimer = nil
+	}
 	r.mu.Unlock()
 	r.write(true)
 	r.mu.Lock()
@@ -376,12 +403,16 @@ func (r *Record) Close() error {
 	return r.err
 }
 
-// write writes the record as it is now.
+// write writes the record as it is now, and empties the delivery log,
+// which it holds (removes it, when sync: at Close).
 func (r *Record) write(sync bool) {
 	r.writeMu.Lock()
 	defer r.writeMu.Unlock()
+	r.logMu.Lock()
+	defer r.logMu.Unlock()
 	r.mu.Lock()
 	cp := r.snapshotLocked()
+	r.logPend = r.logPend[:0] // in cp
 	r.mu.Unlock()
 	if n := min(cp.Live.Size, prefixLen); n > cp.PrefixLen {
 		if h, err := prefixHash(r.in.abs, n); err == nil {
@@ -398,7 +429,9 @@ func (r *Record) write(sync bool) {
 			r.log.Error("delivery record: cannot write it", "error", err)
 		}
 		r.mu.Unlock()
+		return
 	}
+	r.emptyLog(sync)
 }
 
 // snapshotLocked is the checkpoint as it is now.

@@ -152,6 +152,13 @@ func loadCheckpoint(path string, f input) (*checkpoint, error) {
 			return nil, fmt.Errorf("checkpoint %s: the file's first %d bytes changed since: it was rewritten; use --from-start", path, cp.PrefixLen)
 		}
 	}
+	// otelstep's delivery log beside it holds what was delivered since it
+	// was written (deliverylog.go).
+	logged, err := readDeliveryLog(path, f.size)
+	if err != nil {
+		return nil, err
+	}
+	mergeDone(&cp, logged)
 	sort.Slice(cp.Done, func(i, j int) bool { return cp.Done[i].Start < cp.Done[j].Start })
 	return &cp, nil
 }

@@ -1,6 +1,7 @@
 package report
 
 import (
+	"context"
 	"encoding/hex"
 	"fmt"
 	"math"
@@ -53,8 +54,9 @@ type jobReader struct {
 }
 
 // Read reads a job's files. Damaged lines are counted in Files, never an
-// error; an error is a folder without the files or one that cannot be read.
-func Read(dir string, opt Options) (*Job, error) {
+// error; an error is a folder without the files, one that cannot be read,
+// or ctx ending.
+func Read(ctx context.Context, dir string, opt Options) (*Job, error) {
 	d, err := ResolveDir(dir)
 	if err != nil {
 		return nil, err
@@ -83,7 +85,7 @@ func Read(dir string, opt Options) (*Job, error) {
 		if !fileExists(p) {
 			continue
 		}
-		st, err := j.readFile(p)
+		st, err := j.readFile(ctx, p)
 		if err != nil {
 			return nil, err
 		}

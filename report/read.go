@@ -3,6 +3,7 @@ package report
 import (
 	"bufio"
 	"bytes"
+	"context"
 	"errors"
 	"fmt"
 	"io"
@@ -46,7 +47,7 @@ func ResolveDir(dir string) (string, error) {
 
 // readFile reads one JSONL file in one pass, handing each decoded export
 // request to the job. Lines that cannot be decoded are counted and skipped.
-func (j *jobReader) readFile(path string) (FileStats, error) {
+func (j *jobReader) readFile(ctx context.Context, path string) (FileStats, error) {
 	st := FileStats{Path: path}
 	f, err := os.Open(path)
 	if err != nil {
@@ -55,6 +56,9 @@ func (j *jobReader) readFile(path string) (FileStats, error) {
 	defer f.Close()
 	lr := lineReader{r: bufio.NewReaderSize(f, 1<<20), max: j.maxLine}
 	for no := 1; ; no++ {
+		if err := ctx.Err(); err != nil {
+			return st, fmt.Errorf("report: %s:%d: %w", path, no, err)
+		}
 		data, newline, tooLong, err := lr.next()
 		if errors.Is(err, io.EOF) {
 			break

@@ -138,7 +138,7 @@ func Build(ctx context.Context, cfg Config) (*Report, error) {
 	var secrets []string
 	var jobs []*Job
 	for _, d := range cfg.Dirs {
-		j, err := Read(d, cfg.Read)
+		j, err := Read(ctx, d, cfg.Read)
 		if err != nil {
 			return nil, err
 		}

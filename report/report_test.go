@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"math"
 	"os"
 	"path/filepath"
@@ -343,5 +344,46 @@ func TestDeltaSeriesAccumulated(t *testing.T) {
 	}
 	if s := js.Panels["span_latency_p99"].Series; len(s) != 1 || !near(s[0].Last, wantQuantiles["span_latency_p99"]) {
 		t.Errorf("span_latency_p99: %+v", s)
+	}
+}
+
+// TestReadStopsWithContext: a cancelled context stops the reading (Ctrl-C
+// on a large job) with an error naming where.
+func TestReadStopsWithContext(t *testing.T) {
+	job := writeOtelstepJob(t, filepath.Join(t.TempDir(), "job"))
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	_, err := Build(ctx, Config{Dirs: []string{job}})
+	if err == nil || !strings.Contains(err.Error(), "metrics.jsonl:1") || !errors.Is(err, context.Canceled) {
+		t.Errorf("Build on a cancelled context: %v", err)
+	}
+}
+
+// TestLongLinesSkipped: a line over MaxLineBytes is counted and skipped
+// without being held; the rest of the file is read.
+func TestLongLinesSkipped(t *testing.T) {
+	job := writeOtelstepJob(t, filepath.Join(t.TempDir(), "job"))
+	p := filepath.Join(job, "otel", "logs.jsonl")
+	logs, err := os.ReadFile(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	long := append([]byte(`{"resourceLogs":[],"pad":"`), bytes.Repeat([]byte("x"), 3*len(logs))...)
+	writeFile(t, p, append(append(long, "\"}\n"...), logs...))
+	j, err := Read(context.Background(), job, Options{MaxLineBytes: len(logs) + 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var st FileStats
+	for _, f := range j.Files {
+		if filepath.Base(f.Path) == "logs.jsonl" {
+			st = f
+		}
+	}
+	if st.Lines != 2 || st.Skipped != 1 || !strings.Contains(st.FirstProblem, "logs.jsonl:1: line longer than") {
+		t.Errorf("logs.jsonl: %+v", st)
+	}
+	if got := j.Logs(10).BySeverity["INFO"]; got != 40 {
+		t.Errorf("INFO records after the long line: %d, want 40", got)
 	}
 }

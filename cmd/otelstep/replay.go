@@ -139,7 +139,11 @@ func runReplay(args []string, stdout, stderr io.Writer) int {
 		return exitFailure
 	}
 	if *strict && sum.Pending > 0 {
-		fmt.Fprintf(stderr, "otelstep replay: --strict: %d files end in a line with no newline, not sent (kept for a later run)\n", sum.Pending)
+		n := fmt.Sprintf("%d files end", sum.Pending)
+		if sum.Pending == 1 {
+			n = "1 file ends"
+		}
+		fmt.Fprintf(stderr, "otelstep replay: --strict: %s in a line with no newline, not sent (kept for a later run)\n", n)
 		return exitFailure
 	}
 	return exitOK

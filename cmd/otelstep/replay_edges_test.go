@@ -106,7 +106,7 @@ func TestReplayEdgesExitStatus(t *testing.T) {
 	cut := filepath.Join(dir, "cut.jsonl")
 	os.WriteFile(cut, []byte(logsLine("before-cut", 1)+"\n"+whole[:len(whole)/3]), 0o644)
 	code, out = replay(cut, "--strict")
-	if code != 1 || !strings.Contains(out, cut+":2: the last line has no newline yet") || !strings.Contains(out, "--strict") || !be.logs["before-cut-0"] {
+	if code != 1 || !strings.Contains(out, cut+":2: the last line has no newline yet") || !strings.Contains(out, "--strict: 1 file ends in a line with no newline") || !be.logs["before-cut-0"] {
 		t.Errorf("a cut last line with --strict: exit %d, want 1:\n%s", code, shown(out))
 	}
 	code, out = replay(cut)

@@ -103,3 +103,32 @@ func TestBodySizeLimitZeroTakesGlobal(t *testing.T) {
 		}
 	}
 }
+
+// memory_limit_mib, beside the receiver's config: unset is the scraper's
+// default (0 here), 0 no bound (-1), else MiB; what is not a count up to
+// 1 TiB is refused naming the key and its line.
+func TestScrapeMemoryLimit(t *testing.T) {
+	with := func(v string) string {
+		return strings.Replace(limitsConfig("", ""), "  prometheus:\n", "  prometheus:\n    memory_limit_mib: "+v+"\n", 1)
+	}
+	for v, want := range map[string]int64{"": 0, "0": -1, "64": 64 << 20} {
+		cfg := limitsConfig("", "")
+		if v != "" {
+			cfg = with(v)
+		}
+		c, err := Parse("t.yaml", []byte(cfg), env(nil))
+		if err != nil {
+			t.Fatalf("memory_limit_mib %q: %v", v, err)
+		}
+		if got := c.Prometheus["prometheus"].MemoryLimit; got != want {
+			t.Errorf("memory_limit_mib %q: %d, want %d", v, got, want)
+		}
+	}
+	for v, msg := range map[string]string{"-1": "must not be negative", "128MiB": "expected an integer", "2000000": "want 0 (no bound) to 1048576"} {
+		_, err := Parse("t.yaml", []byte(with(v)), env(nil))
+		var ce *Error
+		if !errors.As(err, &ce) || ce.Path != "receivers.prometheus.memory_limit_mib" || ce.Line != 3 || !strings.Contains(ce.Msg, msg) {
+			t.Errorf("memory_limit_mib %s: %v, want %q at line 3", v, err, msg)
+		}
+	}
+}

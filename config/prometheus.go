@@ -25,7 +25,15 @@ type Prometheus struct {
 	// config's own (when not 0) replace them one by one.
 	Limits             ScrapeLimits
 	TrimMetricSuffixes bool
+	// MemoryLimit is memory_limit_mib, otelstep's own key beside config:
+	// the most, in bytes, the receiver's scrapes may hold at once (pages
+	// being read and converted, the series kept between scrapes). 0 is
+	// unset (the scraper's default), -1 no bound (memory_limit_mib: 0).
+	MemoryLimit int64
 }
+
+// maxMemoryLimitMiB is the most memory_limit_mib may be (1 TiB).
+const maxMemoryLimitMiB = 1 << 20
 
 // ScrapeLimits are what one scrape may hold, as Prometheus's scrape
 // config has them: a scrape whose page breaks one fails (up = 0). 0 is no
@@ -127,7 +135,22 @@ type StaticConfig struct {
 func (d *dec) prometheus(v *yaml.Node, path string) (*Prometheus, error) {
 	p := &Prometheus{ScrapeInterval: time.Minute, ScrapeTimeout: 10 * time.Second}
 	var cfgNode *yaml.Node
-	err := d.mapping(v, path, []string{"config", "trim_metric_suffixes"}, func(key string, kn, vn *yaml.Node) error {
+	err := d.mapping(v, path, []string{"config", "trim_metric_suffixes", "memory_limit_mib"}, func(key string, kn, vn *yaml.Node) error {
+		if key == "memory_limit_mib" {
+			mib, err := d.integer(vn, join(path, key))
+			if err != nil {
+				return err
+			}
+			switch {
+			case mib > maxMemoryLimitMiB:
+				return d.errf(vn, join(path, key), "memory_limit_mib %d: want 0 (no bound) to %d", mib, maxMemoryLimitMiB)
+			case mib == 0:
+				p.MemoryLimit = -1
+			default:
+				p.MemoryLimit = int64(mib) << 20
+			}
+			return nil
+		}
 		if key == "trim_metric_suffixes" {
 			b, err := d.boolean(vn, join(path, key))
 			if b {

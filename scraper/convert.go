@@ -262,6 +262,16 @@ type Converter struct {
 	seenN  int // raw entries touched this scrape
 	// failed is why the last new series failed the scrape (newEntry).
 	failed error
+	// budget is the Manager's memory budget (budget.go; nil: none), held
+	// what this converter's series are charged to it.
+	budget *memBudget
+	held   int64
+	// deadline is when the conversion in progress must give up (zero:
+	// never), newN its new series so far: the clock is read once every
+	// deadlineEvery new series, the slow path.
+	deadline time.Time
+	timeout  time.Duration
+	newN     int
 	// meta is the metadata the pages declared, by name (metatable.go).
 	meta metaTable
 	// resFams: some family is of a resource the page named (honor_labels).
@@ -316,6 +326,7 @@ func newConverter(t Target, sets *attrSets, pools *slabPools, metas *metaLines) 
 		pools:    pools,
 		metas:    metas,
 		lb:       *labels.NewBuilder(labels.EmptyLabels()),
+		timeout:  t.Timeout,
 	}
 	keys := make([]string, 0, len(t.Labels))
 	for k, v := range t.Labels {
@@ -434,8 +445,15 @@ func (c *Converter) ConvertAll(page []byte, contentType string, ts time.Time, du
 // the batch's Leases (see pipeline.Lease): releasing them once nothing
 // reads the resources any more lets the next scrapes reuse the memory.
 func (c *Converter) ConvertLeased(page []byte, contentType string, ts time.Time, dur time.Duration) ([]*metricspb.ResourceMetrics, []*pipeline.Lease, error) {
+	return c.convertBy(page, contentType, ts, dur, time.Time{})
+}
+
+// convertBy is ConvertLeased that gives up, failing the page, once
+// deadline has passed (zero: never) while it reads series new to it.
+func (c *Converter) convertBy(page []byte, contentType string, ts time.Time, dur time.Duration, deadline time.Time) ([]*metricspb.ResourceMetrics, []*pipeline.Lease, error) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
+	c.deadline, c.newN = deadline, 0
 	defer c.returnBuilders() // taken and returned in this call
 	om := strings.HasPrefix(strings.TrimSpace(contentType), "application/openmetrics-text")
 	c.om = om
@@ -588,6 +606,9 @@ func (c *Converter) parse(page []byte, pos, from int, contentType string, st *sc
 				off, _ := offsetIn(page, b)
 				return fmt.Errorf("line %d: %w", bytes.Count(page[:off], []byte{'\n'})+1, c.failed)
 			}
+			if st.overLimit {
+				return nil // read no further (ConvertLeased fails the page)
+			}
 			c.lc.recordSeries(page, b, se)
 		case textparse.EntryComment:
 			cm := p.Comment()
@@ -635,7 +656,9 @@ func (c *Converter) series(p textparse.Parser, b []byte, se *seriesEntry, tsp *i
 	st.n.kept++
 	if lim := c.t.Limits.Samples; lim > 0 {
 		// Prometheus's limitAppender: past the limit no sample is added
-		// and no series counts as new, and the scrape fails at the end.
+		// and no series counts as new. The scrape fails there: the page
+		// is read no further, so that no series past the limit costs
+		// memory or time.
 		if st.appended++; st.appended > lim {
 			st.overLimit = true
 			return se
@@ -1049,6 +1072,9 @@ func (c *Converter) staleAndEvict(gen, now uint64) {
 		return
 	}
 	c.index.evict(gen, func(se *seriesEntry) {
+		charge := seriesCharge(len(se.key))
+		c.held -= charge
+		c.budget.give(charge)
 		c.markStale(se, gen, now)
 		if se.created {
 			delete(c.starts, se)
@@ -1247,15 +1273,30 @@ func (c *Converter) famFor(name string) (famName, outName string, typ model.Metr
 // metric_relabel_configs, then the collector's label-to-attribute rules.
 // It returns nil, with c.failed set, for a series that fails the scrape.
 func (c *Converter) newEntry(p textparse.Parser, b []byte) *seriesEntry {
+	if c.newN++; c.newN%deadlineEvery == 0 && !c.deadline.IsZero() && time.Now().After(c.deadline) {
+		c.failed = convertTimeout(c.timeout)
+		return nil
+	}
+	charge := seriesCharge(len(b))
+	if !c.budget.take(charge) {
+		c.failed = c.budget.exhausted("a new series", charge)
+		return nil
+	}
 	rawKey := c.keys.str(b, &c.keyed)
 	se := &seriesEntry{key: rawKey}
 	if err := c.resolve(p, se); err != nil {
+		c.budget.give(charge)
 		c.failed = fmt.Errorf("series %s: %w", clip(b, 120), err)
 		return nil // not kept: the next scrape fails on it again, as Prometheus's does
 	}
+	c.held += charge
 	c.index.add(se)
 	return se
 }
+
+// deadlineEvery is how many new series a conversion reads between two
+// looks at the clock.
+const deadlineEvery = 256
 
 // resolve decides se's family, role and attributes from the series p
 // returned last (newEntry), or decides them again when its family's
@@ -1777,6 +1818,8 @@ func (c *Converter) downLeased(ts time.Time, dur time.Duration, n scrapeCounts) 
 	rms := c.collect(gen, now, 0, dur, n, &sl)
 	c.ms = metricSlab{}
 	c.index.reset()
+	c.budget.give(c.held)
+	c.held = 0
 	clear(c.starts)
 	clear(c.fams)
 	c.lc.reset() // its entries were in raw

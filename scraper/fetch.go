@@ -153,12 +153,14 @@ func (l *loop) readBody(ctx context.Context, pg *pageBuf, body io.Reader, gzippe
 	}
 	size := -1
 	if !gzipped && length > 0 {
-		// ReadFrom wants MinRead bytes free before each read, the one that
-		// sees EOF too: sized here, a page of known length never makes it
-		// regrow (and copy) the buffer.
+		// room for the page and the read that sees EOF: a page of known
+		// length never makes the buffer regrow (and copy)
 		size = int(length) + bytes.MinRead
 	}
-	buf := pg.buffer(ctx, size)
+	buf, err := pg.buffer(ctx, size)
+	if err != nil {
+		return err
+	}
 	if gzipped {
 		gz, _ := l.m.gzipReaders.Get().(*gzip.Reader)
 		if gz == nil {
@@ -173,12 +175,48 @@ func (l *loop) readBody(ctx context.Context, pg *pageBuf, body io.Reader, gzippe
 	}
 	// At most limit+1 (decompressed) bytes are read: one more than allowed
 	// tells an over-limit body from one exactly at the limit.
-	n, err := buf.ReadFrom(io.LimitReader(body, l.t.BodySizeLimit+1))
+	n, err := pg.readFrom(buf, io.LimitReader(body, l.t.BodySizeLimit+1), l.t.BodySizeLimit+1)
 	if err != nil {
-		return fmt.Errorf("reading body: %w", err)
+		return err
 	}
 	if n > l.t.BodySizeLimit {
 		return fmt.Errorf("body exceeds the body size limit of %d bytes (decompressed)", l.t.BodySizeLimit)
 	}
 	return nil
 }
+
+// readFrom reads r to its end into buf, as bytes.Buffer.ReadFrom does but
+// growing the buffer no further than most bytes (and bytes.MinRead to see
+// the end), each growth charged to the Manager's budget before it is made:
+// a page that does not fit stops being read there.
+func (pg *pageBuf) readFrom(buf *bytes.Buffer, r io.Reader, most int64) (int64, error) {
+	b := buf.AvailableBuffer() // buf is empty: all of its room
+	defer func() { *buf = *bytes.NewBuffer(b) }() // what was read, without a copy
+	for {
+		if len(b) == cap(b) {
+			want := min(max(2*int64(cap(b)), 64<<10), most+bytes.MinRead)
+			if want <= int64(cap(b)) {
+				want = int64(cap(b)) + bytes.MinRead
+			}
+			// the old buffer and the new one are both held while the
+			// page is copied; then only the new one
+			if err := pg.charge(int64(cap(b)) + want); err != nil {
+				return int64(len(b)), err
+			}
+			nb := make([]byte, len(b), want)
+			copy(nb, b)
+			b = nb
+			pg.l.m.budget.give(pg.charged - want)
+			pg.charged = want
+		}
+		n, err := r.Read(b[len(b):cap(b)])
+		b = b[:len(b)+n]
+		if err == io.EOF {
+			return int64(len(b)), nil
+		}
+		if err != nil {
+			return int64(len(b)), fmt.Errorf("reading body: %w", err)
+		}
+	}
+}
+

@@ -265,9 +265,10 @@ func convLimited(t *testing.T, lim Limits, mod func(*Target), pages ...string) (
 }
 
 // sample_limit counts the samples metric relabeling kept, a repeat of a
-// series not again; past it the scrape fails, and reports what
-// Prometheus's scrape loop reports: every sample scraped and kept (it
-// reads the page to the end), and the series added before the limit.
+// series not again; past it the scrape fails at once: the page is read
+// no further (Prometheus reads it to its end, holding none of it), and
+// the scrape_samples_* series count the samples up to the one past the
+// limit, and the series added before it.
 func TestSampleLimit(t *testing.T) {
 	page := "# TYPE g gauge\ng{a=\"1\"} 1\ng{a=\"1\"} 1\ndropped 5\ng{a=\"2\"} 2\ng{a=\"3\"} 3\n"
 	drop := func(tg *Target) {
@@ -283,7 +284,7 @@ func TestSampleLimit(t *testing.T) {
 		{0, counts{1, 5, 4, 3}, ""},
 		{3, counts{1, 5, 4, 3}, ""}, // a1, a2, a3: the repeat and the dropped series do not count
 		{2, counts{0, 5, 4, 2}, "sample limit exceeded (limit: 2)"},
-		{1, counts{0, 5, 4, 1}, "sample limit exceeded (limit: 1)"},
+		{1, counts{0, 4, 3, 1}, "sample limit exceeded (limit: 1)"}, // stopped at a2
 	} {
 		rms, errs := convLimited(t, Limits{Samples: tc.limit}, drop, page)
 		if got := countsOf(rms[0]); got != tc.want {

@@ -150,6 +150,9 @@ func (c *Converter) replay(page []byte, contentType string, st *scrapeState) (po
 			}
 			st.last = page[pos:end]
 			c.series(nil, st.last, se, tsp, v, st)
+			if st.overLimit {
+				return len(page), len(page), true // read no further (ConvertLeased fails the page)
+			}
 			pos = next
 			continue
 		}

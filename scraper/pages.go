@@ -80,12 +80,17 @@ type pageBuf struct {
 	l    *loop
 	buf  *bytes.Buffer // nil until the body comes
 	slot bool          // holds a slot of the Manager's gate
+	// charged is what the buffer is charged to the Manager's budget
+	// (budget.go); ok says the page was converted, so that its size is
+	// the next buffer's (a failed page's, an endless one's, is not).
+	charged int64
+	ok      bool
 }
 
 // buffer returns the page's empty buffer, with room for size bytes (-1:
 // unknown, then for the target's last page and an eighth), taking a slot
-// of the gate first.
-func (pg *pageBuf) buffer(ctx context.Context, size int) *bytes.Buffer {
+// of the gate first, and charging the buffer to the Manager's budget.
+func (pg *pageBuf) buffer(ctx context.Context, size int) (*bytes.Buffer, error) {
 	if pg.buf == nil {
 		if !pg.slot {
 			pg.slot = pg.l.m.pages.enter(ctx)
@@ -93,14 +98,34 @@ func (pg *pageBuf) buffer(ctx context.Context, size int) *bytes.Buffer {
 		if size < 0 {
 			size = pg.l.size + pg.l.size/8
 		}
+		if err := pg.charge(int64(size + size/pageSlack)); err != nil {
+			return nil, err
+		}
 		pg.buf = pg.l.m.bodies.get(size)
-		return pg.buf
+		return pg.buf, pg.charge(int64(pg.buf.Cap()))
 	}
 	pg.buf.Reset()
 	if size > 0 {
+		if err := pg.charge(int64(size)); err != nil {
+			return nil, err
+		}
 		growExact(pg.buf, size)
 	}
-	return pg.buf
+	return pg.buf, pg.charge(int64(pg.buf.Cap()))
+}
+
+// charge makes what the page is charged n bytes (no less than it is),
+// or fails with the budget's error.
+func (pg *pageBuf) charge(n int64) error {
+	if n <= pg.charged {
+		return nil
+	}
+	b := pg.l.m.budget
+	if !b.take(n - pg.charged) {
+		return b.exhausted("the page", n-pg.charged)
+	}
+	pg.charged = n
+	return nil
 }
 
 // bytes is the page read (nil before any body).
@@ -114,10 +139,14 @@ func (pg *pageBuf) bytes() []byte {
 // done gives back the buffer and the slot; it may be called again.
 func (pg *pageBuf) done() {
 	if pg.buf != nil {
-		pg.l.size = pg.buf.Len()
+		if pg.ok {
+			pg.l.size = pg.buf.Len()
+		}
 		pg.l.m.bodies.put(pg.buf)
 		pg.buf = nil
 	}
+	pg.l.m.budget.give(pg.charged)
+	pg.charged = 0
 	if pg.slot {
 		pg.l.m.pages.leave()
 		pg.slot = false
@@ -150,19 +179,13 @@ type bodyList struct {
 	// slot go back to the GC, or a slow first scrape (every series new)
 	// would leave one buffer a target in the list for good.
 	keep int
-
-	// big is the one buffer of more than bigBody bytes kept, for a target
-	// whose every page is that big: dropped, its 16 MB or more were
-	// allocated and cleared again at every scrape, and the heap held
-	// several of them. So that one huge page does not pin its size, it is
-	// kept only while full to half or more, and dropped once bigTTL gets in
-	// a row (freeBodies at least) have passed it by.
-	big     *bytes.Buffer
-	bigIdle int
-	bigTTL  int
 }
 
-// bigBody is the size past which a page buffer is kept only as bodyList.big.
+// bigBody is the size past which a page buffer is not kept: memory one
+// huge page took goes back to the GC (and, under the runtime's memory
+// limit, to the system) rather than staying pinned for the rest of the
+// job, at the cost of a fresh buffer for each scrape of a target whose
+// every page is that big.
 const bigBody = 16 << 20
 
 // get returns an empty buffer of at least size bytes: the smallest free one
@@ -171,16 +194,6 @@ const bigBody = 16 << 20
 // fits is regrown at once).
 func (l *bodyList) get(size int) *bytes.Buffer {
 	l.mu.Lock()
-	if b := l.big; b != nil {
-		if size > b.Cap()/2 && size <= b.Cap() {
-			l.big = nil
-			l.mu.Unlock()
-			return b
-		}
-		if l.bigIdle++; l.bigIdle > max(l.bigTTL, freeBodies) {
-			l.big = nil
-		}
-	}
 	fit, largest := -1, -1
 	for i, b := range l.free {
 		if b.Cap() >= size && (fit < 0 || b.Cap() < l.free[fit].Cap()) {
@@ -218,20 +231,11 @@ func (l *bodyList) get(size int) *bytes.Buffer {
 // scrape: 3 MB a scrape, a third of what the process allocated.
 const pageSlack = 16
 
-// put returns b to the list, unless one huge page grew it (that memory goes
+// put returns b to the list, unless it is over bigBody (that memory goes
 // back to the GC instead of staying pinned). With l.keep kept, the
 // smallest gives way to a bigger one.
 func (l *bodyList) put(b *bytes.Buffer) {
 	if b.Cap() > bigBody {
-		if b.Len() < b.Cap()/2 {
-			return
-		}
-		b.Reset()
-		l.mu.Lock()
-		if l.big == nil || b.Cap() >= l.big.Cap() {
-			l.big, l.bigIdle = b, 0
-		}
-		l.mu.Unlock()
 		return
 	}
 	b.Reset()

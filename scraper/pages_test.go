@@ -234,35 +234,22 @@ func TestBodyListGrowsWithSlack(t *testing.T) {
 	}
 }
 
-// A buffer over bigBody is kept for a target whose every page is that big,
-// and dropped once it has not been taken for bigTTL gets: one huge page
-// does not pin its size.
-func TestBodyListKeepsOneBigBuffer(t *testing.T) {
-	l := bodyList{keep: 2, bigTTL: 10}
+// A buffer over bigBody is never kept: the memory of a huge page goes
+// back to the GC, whatever page comes next.
+func TestBodyListKeepsNoBigBuffer(t *testing.T) {
+	l := bodyList{keep: 2}
 	const page = bigBody + bigBody/4
 	b := l.get(page)
 	b.Write(make([]byte, page))
 	l.put(b)
-	for range 9 { // other targets' small pages in between
-		l.put(l.get(1000))
+	if b2 := l.get(page); b2 == b {
+		t.Fatal("the big page's buffer was kept")
 	}
-	b2 := l.get(page + 100) // the big target's next page
-	if b2 != b {
-		t.Fatalf("the big page's buffer was not kept for its next scrape")
-	}
-	b2.Write(make([]byte, page+100))
-	l.put(b2)
-	for range 11 {
-		l.put(l.get(1000))
-	}
-	if l.big != nil {
-		t.Fatalf("a big buffer passed by 11 gets (TTL 10) is still kept")
-	}
-	// A big buffer holding a page of less than half its size is not kept.
-	b3 := l.get(page)
-	b3.Write(make([]byte, page/3))
-	l.put(b3)
-	if l.big != nil {
-		t.Fatalf("a big buffer of a page a third its size was kept")
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	for _, f := range l.free {
+		if f.Cap() > bigBody {
+			t.Errorf("a buffer of %d bytes in the free list", f.Cap())
+		}
 	}
 }

@@ -74,6 +74,10 @@ type Options struct {
 	// are made, for the sinks' encoders given the same to store and reuse
 	// their encodings; nil shares none.
 	SharedAttrs *pipeline.SharedAttrs
+	// MemoryLimit is the most the scrapes may hold at once, in bytes:
+	// pages being read and converted, and the series kept between scrapes
+	// (budget.go). 0 is DefaultMemoryLimit, less than 0 no bound.
+	MemoryLimit int64
 	// DownLogEvery is how often a target that stays down is logged again
 	// (status.go); 0 is every 5 minutes.
 	DownLogEvery time.Duration
@@ -95,6 +99,8 @@ type Manager struct {
 	bodies bodyList
 	// pages bounds the pages read and converted at once (pages.go).
 	pages pageGate
+	// budget bounds the memory the scrapes hold (budget.go).
+	budget *memBudget
 	// gzipReaders are the readers of gzipped pages, reset for each one
 	// (a reader is about 40 KB of window and tables).
 	gzipReaders sync.Pool
@@ -150,7 +156,7 @@ func New(opts Options) (*Manager, error) {
 		opts.DownLogEvery = defaultDownLogEvery
 	}
 	slots := max(runtime.GOMAXPROCS(0), 1)
-	m := &Manager{opts: opts, pages: newPageGate(slots, pageWait), bodies: bodyList{keep: slots, bigTTL: 2 * len(opts.Targets)}}
+	m := &Manager{opts: opts, pages: newPageGate(slots, pageWait), bodies: bodyList{keep: slots}, budget: newBudget(opts.MemoryLimit)}
 	sets := newAttrSets(opts.SharedAttrs) // one for all targets: equal label sets are kept once (attrsets.go)
 	pools := newSlabPools()               // one for all targets: a scrape's chunks go to the next (arena.go)
 	metas := newMetaLines()               // one for all targets: a job's targets serve the same HELP and TYPE lines
@@ -212,6 +218,7 @@ func New(opts Options) (*Manager, error) {
 		n := perJob[t.JobName]
 		perJob[t.JobName] = n + 1
 		conv := newConverter(t, sets, pools, metas)
+		conv.budget = m.budget
 		if jobs[t.JobName] > 1 { // a job's targets mostly serve the same series bytes
 			if keysOf[t.JobName] == nil {
 				keysOf[t.JobName] = newSeriesKeys()
@@ -543,7 +550,14 @@ func (l *loop) fetchAndConvert(ctx context.Context, start time.Time) (rms []*met
 	if err != nil {
 		return nil, nil, err
 	}
-	rms, leases, err = l.conv.ConvertLeased(pg.bytes(), ct, start, time.Since(start))
+	// The conversion is bound by the scrape's timeout too (and by ctx's
+	// end, a stop's): the fetch has had its share of it.
+	deadline := start.Add(l.t.Timeout)
+	if d, ok := ctx.Deadline(); ok && d.Before(deadline) {
+		deadline = d
+	}
+	rms, leases, err = l.conv.convertBy(pg.bytes(), ct, start, time.Since(start), deadline)
+	pg.ok = err == nil
 	pg.done() // the page is converted: its buffer and slot are free
 	return rms, leases, err
 }

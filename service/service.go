@@ -282,7 +282,7 @@ func New(cfg *config.Config, log *slog.Logger) (*Service, error) {
 			continue // defined but in no pipeline: the collector does not start it either
 		}
 		m, err := scraper.New(scraper.Options{Targets: targets, Next: next, Logger: log.With("receiver", id), Telemetry: s.telemetry.Scrape(id),
-			SharedAttrs: s.sharedAttrs})
+			SharedAttrs: s.sharedAttrs, MemoryLimit: pr.MemoryLimit})
 		if err != nil {
 			return nil, fmt.Errorf("receiver %s: %w", id, err)
 		}

@@ -264,7 +264,7 @@ func serve(cfg *config.Config, slackNote string, stdout, stderr io.Writer) int {
 	}
 	defer closeLog()
 	procs, gogc := settings()
-	log.Info("otelstep starting", append(startAttrs(cfg), "GOMAXPROCS", procs, "GOGC", gogc, "timer_slack", slackNote)...)
+	log.Info("otelstep starting", append(startAttrs(cfg), "GOMAXPROCS", procs, "GOGC", gogc, "GOMEMLIMIT", memoryLimit(), "timer_slack", slackNote)...)
 	for _, w := range cfg.Warnings {
 		log.Warn(w.Err.Msg, "config", w.Err.File, "line", w.Err.Line, "path", w.Err.Path)
 	}

@@ -3,6 +3,7 @@ package main
 import (
 	"errors"
 	"fmt"
+	"math"
 	"runtime"
 	"runtime/debug"
 	"runtime/metrics"
@@ -34,6 +35,17 @@ const defaultProcs = 1
 // (a scrape's points come from pooled chunks, request bodies are pooled),
 // so marking the live heap more often costs little CPU for a smaller peak.
 const defaultGCPercent = 25
+
+// defaultMemoryLimit is the Go runtime's soft memory limit unless
+// GOMEMLIMIT is set (GOMEMLIMIT=off is the off switch). What otelstep
+// holds is bounded in bytes (the receivers' admission budget, the
+// exporter's queue, the scrapes' memory budget), so its live heap stays
+// well under this; the limit is for what the GC target alone does not
+// bound: after a spike (a big page, a burst of requests) the heap the
+// runtime keeps, and the memory it has not given back to the system, are
+// held to this rather than to the spike's size, and a heap that does near
+// it is collected more often instead of growing by GOGC.
+const defaultMemoryLimit = 256 << 20
 
 // defaultTimerSlack is every thread's timer slack unless
 // OTELSTEP_TIMERSLACK says otherwise. The timer slack is how late Linux may
@@ -82,12 +94,14 @@ func timerSlackFrom(lookup func(string) (string, bool)) (time.Duration, error) {
 }
 
 // tune applies the collector's settings: GOMAXPROCS from --procs (procs,
-// given) or defaultProcs, the GC target, and every thread's timer slack
+// given) or defaultProcs, the GC target, the soft memory limit, and every
+// thread's timer slack
 // (slack, from timerSlackFrom). lookup reads the environment. It returns
 // what came of the timer slack, for the log.
 func tune(procs int, given bool, slack time.Duration, lookup func(string) (string, bool)) (slackNote string) {
 	setProcs(procs, given, lookup)
 	setGCPercent(lookup)
+	setMemoryLimit(lookup)
 	return applyTimerSlack(slack)
 }
 
@@ -139,6 +153,29 @@ func setGCPercent(lookup func(string) (string, bool)) {
 	if _, set := lookup("GOGC"); !set {
 		debug.SetGCPercent(defaultGCPercent)
 	}
+}
+
+// setMemoryLimit sets defaultMemoryLimit unless GOMEMLIMIT is set (the
+// runtime has applied that one already).
+func setMemoryLimit(lookup func(string) (string, bool)) {
+	if _, set := lookup("GOMEMLIMIT"); !set {
+		debug.SetMemoryLimit(defaultMemoryLimit)
+	}
+}
+
+// memoryLimit is the runtime's soft memory limit in force, for the log:
+// "256MiB", or "off" when there is none (GOMEMLIMIT=off).
+func memoryLimit() string {
+	s := []metrics.Sample{{Name: "/gc/gomemlimit:bytes"}}
+	metrics.Read(s)
+	n := s[0].Value.Uint64()
+	switch {
+	case n >= math.MaxInt64:
+		return "off"
+	case n%(1<<20) == 0:
+		return strconv.FormatUint(n>>20, 10) + "MiB"
+	}
+	return strconv.FormatUint(n, 10) + "B"
 }
 
 // settings returns GOMAXPROCS and the GC target in force ("off" for

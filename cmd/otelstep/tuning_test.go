@@ -1,6 +1,7 @@
 package main
 
 import (
+	"math"
 	"os"
 	"os/exec"
 	"runtime"
@@ -20,6 +21,32 @@ func TestGCPercentDefault(t *testing.T) {
 	setGCPercent(func(string) (string, bool) { return "", false })
 	if got := debug.SetGCPercent(100); got != defaultGCPercent {
 		t.Fatalf("GOGC unset: GC percent %d, want %d", got, defaultGCPercent)
+	}
+}
+
+// The soft memory limit is defaultMemoryLimit unless GOMEMLIMIT is set,
+// whatever it says (off included): the runtime applied that one.
+func TestMemoryLimitDefault(t *testing.T) {
+	orig := debug.SetMemoryLimit(-1)
+	defer debug.SetMemoryLimit(orig)
+	debug.SetMemoryLimit(math.MaxInt64)
+	setMemoryLimit(func(k string) (string, bool) { return "off", k == "GOMEMLIMIT" })
+	if got := debug.SetMemoryLimit(-1); got != math.MaxInt64 {
+		t.Fatalf("GOMEMLIMIT set: the limit changed to %d", got)
+	}
+	if got := memoryLimit(); got != "off" {
+		t.Errorf("no limit logged as %q, want off", got)
+	}
+	setMemoryLimit(func(string) (string, bool) { return "", false })
+	if got := debug.SetMemoryLimit(-1); got != defaultMemoryLimit {
+		t.Fatalf("GOMEMLIMIT unset: the limit is %d, want %d", got, defaultMemoryLimit)
+	}
+	if got := memoryLimit(); got != "256MiB" {
+		t.Errorf("the default logged as %q, want 256MiB", got)
+	}
+	debug.SetMemoryLimit(100<<20 + 1)
+	if got := memoryLimit(); got != "104857601B" {
+		t.Errorf("a limit of no whole MiB logged as %q", got)
 	}
 }
 
@@ -62,15 +89,16 @@ func TestTuningInTheBinary(t *testing.T) {
 		args []string
 		want string
 	}{
-		{"defaults", nil, nil, "GOMAXPROCS=1 GOGC=25"},
-		{"environment", []string{"GOMAXPROCS=2", "GOGC=80"}, nil, "GOMAXPROCS=2 GOGC=80"},
+		{"defaults", nil, nil, "GOMAXPROCS=1 GOGC=25 GOMEMLIMIT=256MiB"},
+		{"environment", []string{"GOMAXPROCS=2", "GOGC=80", "GOMEMLIMIT=100MiB"}, nil, "GOMAXPROCS=2 GOGC=80 GOMEMLIMIT=100MiB"},
 		{"--procs wins", []string{"GOMAXPROCS=2"}, []string{"--procs", "3"}, "GOMAXPROCS=3 GOGC=25"},
 		{"GC off", []string{"GOGC=off"}, nil, "GOMAXPROCS=1 GOGC=off"},
+		{"memory limit off", []string{"GOMEMLIMIT=off"}, nil, "GOGC=25 GOMEMLIMIT=off"},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			cmd := exec.Command(bin, c.args...)
 			cmd.Dir = t.TempDir()
-			cmd.Env = withoutVars(os.Environ(), "GOMAXPROCS", "GOGC")
+			cmd.Env = withoutVars(os.Environ(), "GOMAXPROCS", "GOGC", "GOMEMLIMIT")
 			cmd.Env = append(cmd.Env, "OTELSTEP_HEALTH="+freePort(t), "OTELSTEP_GRPC="+freePort(t), "OTELSTEP_HTTP="+freePort(t))
 			cmd.Env = append(cmd.Env, c.env...)
 			var out lockedOut

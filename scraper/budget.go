@@ -1,0 +1,101 @@
+package scraper
+
+import (
+	"errors"
+	"fmt"
+	"sync/atomic"
+	"time"
+)
+
+// A Manager's scrapes share one memory budget (Options.MemoryLimit), so
+// that no page a target serves can take the process past a bound: not a
+// million series, not an endless or decompressing page. Two things are
+// charged to it, as they are taken, before they are allocated:
+//
+//   - the page buffer of each scrape reading or converting its page, by
+//     its capacity, grown as the body comes (readBody), given back when
+//     the page is converted;
+//   - each series a target's converter keeps between scrapes, at
+//     seriesCharge: its cache entry, its point series, its attributes and
+//     line cache entry, and its point on the way to the sinks. Charged
+//     when the series is first read, given back when it is forgotten (no
+//     longer on the page, or the target's scrape failed).
+//
+// A scrape that cannot charge what it needs stops reading there and fails
+// (up = 0, errBudget and the figures as its reason), and the series it
+// held are forgotten, as on any failed scrape: the budget is the other
+// targets' again at once. The page buffers kept for the next scrapes are
+// not charged: they are bounded by count and size (bodyList). A target
+// whose page does not fit fails every scrape; the other targets keep their
+// series, and only a new series of theirs, or a page bigger than what is
+// left, can fail while that target's scrape holds the budget.
+
+// DefaultMemoryLimit is the budget of a Manager's scrapes unless
+// Options.MemoryLimit says otherwise: room for a 64 MiB page (the default
+// body size limit) read and converted, beside about 60,000 series, or
+// about 120,000 series with small pages, many times a job's targets.
+const DefaultMemoryLimit = 128 << 20
+
+// seriesBase and seriesPerByte make a series' charge: seriesBase for what
+// every series holds, and seriesPerByte per byte of its raw series
+// (docs/decisions.md, "Scrape memory budget", has the figures they cover).
+const (
+	seriesBase    = 1024
+	seriesPerByte = 2
+)
+
+// seriesCharge is what a series of raw series bytes key is charged.
+func seriesCharge(keyLen int) int64 { return seriesBase + seriesPerByte*int64(keyLen) }
+
+// errBudget is why a scrape stopped for the budget.
+var errBudget = errors.New("scrape memory budget exhausted")
+
+// memBudget is the bytes a Manager's scrapes hold; nil holds no bound.
+type memBudget struct {
+	limit int64
+	used  atomic.Int64
+}
+
+// newBudget returns a budget of limit bytes; nil (no bound) when limit < 0.
+func newBudget(limit int64) *memBudget {
+	if limit < 0 {
+		return nil
+	}
+	if limit == 0 {
+		limit = DefaultMemoryLimit
+	}
+	return &memBudget{limit: limit}
+}
+
+// take charges n bytes and reports whether they fit; when they do not,
+// nothing is charged.
+func (b *memBudget) take(n int64) bool {
+	if b == nil || n <= 0 {
+		return true
+	}
+	if b.used.Add(n) > b.limit {
+		b.used.Add(-n)
+		return false
+	}
+	return true
+}
+
+// give returns n bytes taken.
+func (b *memBudget) give(n int64) {
+	if b != nil && n > 0 {
+		b.used.Add(-n)
+	}
+}
+
+// exhausted is the error of a scrape that could not take want bytes for
+// what (a page, a series).
+func (b *memBudget) exhausted(what string, want int64) error {
+	return fmt.Errorf("%w: %d KiB more for %s does not fit in the %d MiB the scrapes may hold (%d MiB held: pages being read and converted, series kept; memory_limit_mib)",
+		errBudget, (want+1023)>>10, what, b.limit>>20, b.used.Load()>>20)
+}
+
+// convertTimeout is the error of a page whose conversion passed the
+// scrape's deadline.
+func convertTimeout(d time.Duration) error {
+	return fmt.Errorf("%w while converting the page", scrapeTimeout(d))
+}

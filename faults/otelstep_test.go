@@ -38,6 +38,9 @@ type Setup struct {
 	// ScrapeConfig is YAML added to that job's scrape config (indented by
 	// eight spaces), e.g. sample_limit.
 	ScrapeConfig string
+	// Prometheus is YAML added under receivers.prometheus beside its
+	// config (indented by four spaces), e.g. memory_limit_mib.
+	Prometheus string
 	// OTLPHTTP is YAML added under receivers.otlp.protocols.http, GRPC
 	// under grpc (indented by eight spaces).
 	OTLPHTTP, OTLPGRPC string
@@ -78,8 +81,8 @@ func configure(t testing.TB, s Setup) *Node {
 		if timeout == 0 {
 			timeout = interval
 		}
-		fmt.Fprintf(&b, "  prometheus:\n    config:\n      scrape_configs:\n      - job_name: target\n        scrape_interval: %s\n        scrape_timeout: %s\n%s        static_configs:\n        - targets: [%s]\n",
-			interval, timeout, s.ScrapeConfig, strings.Join(s.Targets, ", "))
+		fmt.Fprintf(&b, "  prometheus:\n%s    config:\n      scrape_configs:\n      - job_name: target\n        scrape_interval: %s\n        scrape_timeout: %s\n%s        static_configs:\n        - targets: [%s]\n",
+			s.Prometheus, interval, timeout, s.ScrapeConfig, strings.Join(s.Targets, ", "))
 	}
 	b.WriteString("processors:\n  batch: {}\n  resource:\n    attributes:\n    - {key: Authorization, value: \"${env:OTEL_TOKEN}\", action: upsert}\nexporters:\n")
 	exporters := "[file/SIGNAL]"

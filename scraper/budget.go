@@ -21,14 +21,14 @@ import (
 //     when the series is first read, given back when it is forgotten (no
 //     longer on the page, or the target's scrape failed).
 //
-// A scrape that cannot charge what it needs stops reading there and fails
-// (up = 0, errBudget and the figures as its reason), and the series it
-// held are forgotten, as on any failed scrape: the budget is the other
-// targets' again at once. The page buffers kept for the next scrapes are
-// not charged: they are bounded by count and size (bodyList). A target
-// whose page does not fit fails every scrape; the other targets keep their
-// series, and only a new series of theirs, or a page bigger than what is
-// left, can fail while that target's scrape holds the budget.
+// One target may hold at most three quarters of the budget (its page and
+// its series), so that a target whose page does not fit leaves the others
+// a quarter for their pages and new series while its scrape holds the
+// rest. A scrape that cannot charge what it needs stops reading there and
+// fails (up = 0, errBudget and the figures as its reason), and the series
+// its target held are forgotten, as on any failed scrape: the budget is
+// the other targets' again at once. The page buffers kept for the next
+// scrapes are not charged: they are bounded by count and size (bodyList).
 
 // DefaultMemoryLimit is the budget of a Manager's scrapes unless
 // Options.MemoryLimit says otherwise: room for a 64 MiB page (the default
@@ -52,8 +52,9 @@ var errBudget = errors.New("scrape memory budget exhausted")
 
 // memBudget is the bytes a Manager's scrapes hold; nil holds no bound.
 type memBudget struct {
-	limit int64
-	used  atomic.Int64
+	limit     int64
+	perTarget int64 // the most one target holds: three quarters of limit
+	used      atomic.Int64
 }
 
 // newBudget returns a budget of limit bytes; nil (no bound) when limit < 0.
@@ -64,14 +65,17 @@ func newBudget(limit int64) *memBudget {
 	if limit == 0 {
 		limit = DefaultMemoryLimit
 	}
-	return &memBudget{limit: limit}
+	return &memBudget{limit: limit, perTarget: limit - limit/4}
 }
 
-// take charges n bytes and reports whether they fit; when they do not,
-// nothing is charged.
-func (b *memBudget) take(n int64) bool {
+// take charges n bytes more to a target that holds held, and reports
+// whether they fit; when they do not, nothing is charged.
+func (b *memBudget) take(n, held int64) bool {
 	if b == nil || n <= 0 {
 		return true
+	}
+	if held+n > b.perTarget {
+		return false
 	}
 	if b.used.Add(n) > b.limit {
 		b.used.Add(-n)
@@ -87,12 +91,19 @@ func (b *memBudget) give(n int64) {
 	}
 }
 
-// exhausted is the error of a scrape that could not take want bytes for
-// what (a page, a series).
-func (b *memBudget) exhausted(what string, want int64) error {
-	return fmt.Errorf("%w: %d KiB more for %s does not fit in the %d MiB the scrapes may hold (%d MiB held: pages being read and converted, series kept; memory_limit_mib)",
-		errBudget, (want+1023)>>10, what, b.limit>>20, b.used.Load()>>20)
+// exhausted is the error of a scrape of a target that held held and
+// could not take want bytes more for what (the page, a new series).
+func (b *memBudget) exhausted(what string, want, held int64) error {
+	if held+want > b.perTarget {
+		return fmt.Errorf("%w: %s more for %s would make this target's page and series %s, more than the %s one target may hold (three quarters of memory_limit_mib)",
+			errBudget, mib(want), what, mib(held+want), mib(b.perTarget))
+	}
+	return fmt.Errorf("%w: %s more for %s does not fit in the %s the scrapes may hold (%s held by pages being read and converted and series kept; memory_limit_mib)",
+		errBudget, mib(want), what, mib(b.limit), mib(b.used.Load()))
 }
+
+// mib is n bytes in MiB, for the budget's errors.
+func mib(n int64) string { return fmt.Sprintf("%.1f MiB", float64(n)/(1<<20)) }
 
 // convertTimeout is the error of a page whose conversion passed the
 // scrape's deadline.

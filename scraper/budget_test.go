@@ -130,7 +130,7 @@ func TestBudgetBoundsThePage(t *testing.T) {
 			if c := countsOf(col.last().Metrics[0]); c.up != 0 {
 				t.Errorf("up %v", c.up)
 			}
-			if !strings.Contains(log.String(), "for the page does not fit in the 1 MiB") {
+			if !strings.Contains(log.String(), "scrape memory budget exhausted") || !strings.Contains(log.String(), "for the page would make this target's page and series") {
 				t.Errorf("the log does not give the reason:\n%s", log.String())
 			}
 			if used := m.budget.used.Load(); used != 0 {
@@ -155,5 +155,30 @@ func TestConvertStopsAtTheDeadline(t *testing.T) {
 	// In time, the same page converts.
 	if _, _, err := c.convertBy(seriesPage(0, 10*deadlineEvery), ctText, time.Now(), 0, time.Now().Add(time.Hour)); err != nil {
 		t.Fatal(err)
+	}
+}
+
+// A target may hold no more than three quarters of the budget: while one
+// whose page does not fit holds what it can, the others' new series and
+// pages still fit.
+func TestBudgetLeavesOthersRoom(t *testing.T) {
+	b := newBudget(4 << 20)
+	if b.take(3<<20+1, 0) {
+		t.Fatal("one target took more than three quarters")
+	}
+	if !b.take(3<<20, 0) {
+		t.Fatal("one target could not take three quarters")
+	}
+	if b.take(1, 3<<20) {
+		t.Error("the same target took a byte more")
+	}
+	if !b.take(1<<20, 0) {
+		t.Error("another target could not take the last quarter")
+	}
+	if b.take(1, 0) {
+		t.Error("a third took a byte of a spent budget")
+	}
+	if err := b.exhausted("a new series", 1024, 0); !errors.Is(err, errBudget) || !strings.Contains(err.Error(), "does not fit in the 4.0 MiB the scrapes may hold (4.0 MiB held") {
+		t.Errorf("error: %v", err)
 	}
 }

@@ -266,6 +266,9 @@ type Converter struct {
 	// what this converter's series are charged to it.
 	budget *memBudget
 	held   int64
+	// pageHeld is what the page being converted is charged (the loop's),
+	// for the budget's bound on one target.
+	pageHeld int64
 	// deadline is when the conversion in progress must give up (zero:
 	// never), newN its new series so far: the clock is read once every
 	// deadlineEvery new series, the slow path.
@@ -1278,8 +1281,8 @@ func (c *Converter) newEntry(p textparse.Parser, b []byte) *seriesEntry {
 		return nil
 	}
 	charge := seriesCharge(len(b))
-	if !c.budget.take(charge) {
-		c.failed = c.budget.exhausted("a new series", charge)
+	if !c.budget.take(charge, c.held+c.pageHeld) {
+		c.failed = c.budget.exhausted("a new series", charge, c.held+c.pageHeld)
 		return nil
 	}
 	rawKey := c.keys.str(b, &c.keyed)

@@ -57,9 +57,16 @@
 //     repeated on the page counted once. A page over one fails the scrape
 //     with Prometheus's message; scrape_samples_scraped,
 //     scrape_samples_post_metric_relabeling and scrape_series_added report
-//     what was counted up to the series that failed it (past sample_limit
-//     the page is counted to its end, and no series more as added).
-//     0 is no limit.
+//     what was counted up to the series that failed it. Past sample_limit
+//     the page is read no further (Prometheus reads it to its end, to
+//     count it), so that a page of a million series costs no more than
+//     the limit's. 0 is no limit.
+//   - A Manager's scrapes share a memory budget (Options.MemoryLimit,
+//     budget.go): page buffers and the series kept between scrapes are
+//     charged before they are allocated, and a scrape that does not fit
+//     stops reading there and fails (up = 0, the figures in its error),
+//     giving back what it held. The scrape timeout bounds the conversion
+//     too: a page whose new series take past it fails as a timeout.
 //   - Whatever the limits, a name, label value or exemplar label of more
 //     than 16 MiB (config.MaxLabelLength, the most the Prometheus labels
 //     library encodes: longer panics in it) fails the scrape, naming the

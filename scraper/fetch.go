@@ -190,7 +190,7 @@ func (l *loop) readBody(ctx context.Context, pg *pageBuf, body io.Reader, gzippe
 // the end), each growth charged to the Manager's budget before it is made:
 // a page that does not fit stops being read there.
 func (pg *pageBuf) readFrom(buf *bytes.Buffer, r io.Reader, most int64) (int64, error) {
-	b := buf.AvailableBuffer() // buf is empty: all of its room
+	b := buf.AvailableBuffer()                    // buf is empty: all of its room
 	defer func() { *buf = *bytes.NewBuffer(b) }() // what was read, without a copy
 	for {
 		if len(b) == cap(b) {
@@ -219,4 +219,3 @@ func (pg *pageBuf) readFrom(buf *bytes.Buffer, r io.Reader, most int64) (int64, 
 		}
 	}
 }
-

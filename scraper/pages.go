@@ -120,9 +120,9 @@ func (pg *pageBuf) charge(n int64) error {
 	if n <= pg.charged {
 		return nil
 	}
-	b := pg.l.m.budget
-	if !b.take(n - pg.charged) {
-		return b.exhausted("the page", n-pg.charged)
+	b, held := pg.l.m.budget, pg.charged+pg.l.conv.held
+	if !b.take(n-pg.charged, held) {
+		return b.exhausted("the page", n-pg.charged, held)
 	}
 	pg.charged = n
 	return nil

@@ -142,6 +142,9 @@ type loop struct {
 	tel *telemetry.ScrapeTarget
 	// health is the target's status and the state of its log lines.
 	health health
+	// held is what the last scrape held of the budget at its end: its
+	// page buffer and its series (before a failure gave them back).
+	held int64
 }
 
 // New validates opts and returns a Manager.
@@ -532,7 +535,16 @@ func (l *loop) scrape(ctx context.Context) ([]*metricspb.ResourceMetrics, []*pip
 	d := time.Since(start)
 	l.health.scraped(l.m.opts.Logger, l.m.opts.DownLogEvery, start, d, err, n.samples)
 	l.tel.Scraped(false, d, n.samples, n.kept, n.added)
-	return l.conv.downLeased(start, d, n)
+	rms, leases = l.conv.downLeased(start, d, n)
+	if l.held > bigBody {
+		// A failed scrape that held a huge page or many series (a target
+		// over its limits, or the budget) leaves that much garbage, and
+		// an otherwise idle process may not collect it for minutes, nor
+		// give the memory back: collect and return it now. Only after
+		// such a failure, never on the scrapes of a healthy target.
+		debug.FreeOSMemory()
+	}
+	return rms, leases
 }
 
 // fetchAndConvert reads the target's page and converts it. A panic in
@@ -548,6 +560,7 @@ func (l *loop) fetchAndConvert(ctx context.Context, start time.Time) (rms []*met
 	}()
 	ct, err := l.fetch(ctx, &pg)
 	if err != nil {
+		l.held = pg.charged
 		return nil, nil, err
 	}
 	// The conversion is bound by the scrape's timeout too (and by ctx's
@@ -556,7 +569,9 @@ func (l *loop) fetchAndConvert(ctx context.Context, start time.Time) (rms []*met
 	if d, ok := ctx.Deadline(); ok && d.Before(deadline) {
 		deadline = d
 	}
+	l.conv.pageHeld = pg.charged
 	rms, leases, err = l.conv.convertBy(pg.bytes(), ct, start, time.Since(start), deadline)
+	l.held = pg.charged + l.conv.held
 	pg.ok = err == nil
 	pg.done() // the page is converted: its buffer and slot are free
 	return rms, leases, err

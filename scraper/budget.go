@@ -31,9 +31,10 @@ import (
 // scrapes are not charged: they are bounded by count and size (bodyList).
 
 // DefaultMemoryLimit is the budget of a Manager's scrapes unless
-// Options.MemoryLimit says otherwise: room for a 64 MiB page (the default
-// body size limit) read and converted, beside about 60,000 series, or
-// about 120,000 series with small pages, many times a job's targets.
+// Options.MemoryLimit says otherwise: one target may hold a page of the
+// default body size limit (64 MiB) read and converted, with tens of
+// thousands of series, and the targets together over a hundred thousand
+// series, many times a job's.
 const DefaultMemoryLimit = 128 << 20
 
 // seriesBase and seriesPerByte make a series' charge: seriesBase for what

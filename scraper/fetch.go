@@ -175,7 +175,7 @@ func (l *loop) readBody(ctx context.Context, pg *pageBuf, body io.Reader, gzippe
 	}
 	// At most limit+1 (decompressed) bytes are read: one more than allowed
 	// tells an over-limit body from one exactly at the limit.
-	n, err := pg.readFrom(buf, io.LimitReader(body, l.t.BodySizeLimit+1), l.t.BodySizeLimit+1)
+	n, err := pg.readFrom(buf, body, l.t.BodySizeLimit)
 	if err != nil {
 		return err
 	}
@@ -186,18 +186,20 @@ func (l *loop) readBody(ctx context.Context, pg *pageBuf, body io.Reader, gzippe
 }
 
 // readFrom reads r to its end into buf, as bytes.Buffer.ReadFrom does but
-// growing the buffer no further than most bytes (and bytes.MinRead to see
-// the end), each growth charged to the Manager's budget before it is made:
-// a page that does not fit stops being read there.
-func (pg *pageBuf) readFrom(buf *bytes.Buffer, r io.Reader, most int64) (int64, error) {
+// growing the buffer to limit at most, each growth charged to the
+// Manager's budget before it is made: a page that does not fit stops
+// being read there. Past limit bytes it reads one byte more, outside the
+// buffer, to tell a page at the limit from one over it (then it returns
+// limit+1): a page at the limit never needs a buffer bigger than itself.
+func (pg *pageBuf) readFrom(buf *bytes.Buffer, r io.Reader, limit int64) (int64, error) {
 	b := buf.AvailableBuffer()                    // buf is empty: all of its room
 	defer func() { *buf = *bytes.NewBuffer(b) }() // what was read, without a copy
 	for {
 		if len(b) == cap(b) {
-			want := min(max(2*int64(cap(b)), 64<<10), most+bytes.MinRead)
-			if want <= int64(cap(b)) {
-				want = int64(cap(b)) + bytes.MinRead
+			if int64(len(b)) >= limit {
+				return pg.probe(r, int64(len(b)))
 			}
+			want := min(max(2*int64(cap(b)), 64<<10), limit)
 			// the old buffer and the new one are both held while the
 			// page is copied; then only the new one
 			if err := pg.charge(int64(cap(b)) + want); err != nil {
@@ -216,6 +218,24 @@ func (pg *pageBuf) readFrom(buf *bytes.Buffer, r io.Reader, most int64) (int64, 
 		}
 		if err != nil {
 			return int64(len(b)), fmt.Errorf("reading body: %w", err)
+		}
+	}
+}
+
+// probe reads on past the n bytes read: n at the end, n+1 if there is
+// more.
+func (pg *pageBuf) probe(r io.Reader, n int64) (int64, error) {
+	var one [1]byte
+	for {
+		k, err := r.Read(one[:])
+		if k > 0 {
+			return n + 1, nil
+		}
+		if err == io.EOF {
+			return n, nil
+		}
+		if err != nil {
+			return n, fmt.Errorf("reading body: %w", err)
 		}
 	}
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"log/slog"
 	"slices"
+	"strings"
 	"sync"
 	"time"
 
@@ -182,12 +183,7 @@ func (t *refusals) report(since time.Duration) {
 		c.unreported = 0
 	}
 	t.mu.Unlock()
-	slices.SortFunc(lines, func(a, b line) int {
-		if a.reason < b.reason {
-			return -1
-		}
-		return 1
-	})
+	slices.SortFunc(lines, func(a, b line) int { return strings.Compare(string(a.reason), string(b.reason)) })
 	for _, l := range lines {
 		t.log.Warn(t.still, "reason", string(l.reason), "count", l.n, "within", since.String(), "total", l.total,
 			"last_signal", l.last.signal, "last_transport", transportName(l.last.tr), "last_remote", l.last.remote, "last_answer", l.last.answer, "last_error", l.last.err)
@@ -239,11 +235,6 @@ func (t *refusals) status() []RefusalStatus {
 		out = append(out, RefusalStatus{Reason: reason, Count: c.total, First: c.first, Last: c.lastAt,
 			Signal: c.last.signal, Transport: transportName(c.last.tr), Remote: c.last.remote, Answer: c.last.answer, Error: c.last.err})
 	}
-	slices.SortFunc(out, func(a, b RefusalStatus) int {
-		if a.Reason < b.Reason {
-			return -1
-		}
-		return 1
-	})
+	slices.SortFunc(out, func(a, b RefusalStatus) int { return strings.Compare(string(a.Reason), string(b.Reason)) })
 	return out
 }

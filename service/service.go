@@ -89,7 +89,10 @@ type Service struct {
 	scraperByID  map[string]*scraper.Manager
 	receiverByID map[string]*otlpin.Receiver
 	sinks        map[string]sink.Sink
-	batchers     []*sink.Batcher
+	// redactor hides the config's secrets in what the status document
+	// shows.
+	redactor *redact.Redactor
+	batchers []*sink.Batcher
 	// connectors by id: sinks of one pipeline that feed others.
 	connectors map[string]*spanmetrics.Connector
 	// drain is the stop order of the stages that hold data for a while:
@@ -121,7 +124,8 @@ type Service struct {
 // New builds every component of cfg without starting any.
 func New(cfg *config.Config, log *slog.Logger) (*Service, error) {
 	s := &Service{cfg: cfg, log: log, started: time.Now(), plan: defaultStopPlan, connectors: map[string]*spanmetrics.Connector{},
-		sharedAttrs: pipeline.NewSharedAttrs(), scraperByID: map[string]*scraper.Manager{}, receiverByID: map[string]*otlpin.Receiver{}}
+		sharedAttrs: pipeline.NewSharedAttrs(), scraperByID: map[string]*scraper.Manager{}, receiverByID: map[string]*otlpin.Receiver{},
+		redactor: redact.New(cfg.Secrets...)}
 	tel, err := telemetry.New(cfg.Service.Telemetry, telemetry.Options{Logger: log, Start: s.started})
 	if err != nil {
 		return nil, fmt.Errorf("service.telemetry.metrics: %w", err)
@@ -303,7 +307,7 @@ func New(cfg *config.Config, log *slog.Logger) (*Service, error) {
 			GRPCEndpoint: o.GRPCEndpoint, HTTPEndpoint: o.HTTPEndpoint,
 			Metrics: multi(h[pipeline.Metrics]), Traces: multi(h[pipeline.Traces]), Logs: multi(h[pipeline.Logs]),
 			Logger:          log.With("receiver", id),
-			Redact:          redact.New(cfg.Secrets...).Replace,
+			Redact:          s.redactor.Replace,
 			DrainTimeout:    s.plan.receivers,
 			MaxRequestBytes: o.HTTPMaxRequestBodyBytes, GRPCMaxRecvBytes: min(int64(o.GRPCMaxRecvMiB), 1<<42) << 20,
 			AdmissionBytes: int64(o.AdmissionMiB) << 20,

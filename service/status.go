@@ -134,7 +134,7 @@ func (s *Service) statusHandler(w http.ResponseWriter, _ *http.Request) {
 
 // status builds the document as things are at now.
 func (s *Service) status(now time.Time) *statusDoc {
-	red := redact.New(s.cfg.Secrets...)
+	red := s.redactor
 	doc := &statusDoc{StartTime: s.started, StatusTime: now, Components: map[string]*componentStatus{}}
 	components := map[string]*componentStatus{} // by kind:id, each made once
 	component := func(kind, id string) *componentStatus {

@@ -192,7 +192,7 @@ type Summary struct {
 
 // SignalSummary is one signal's part.
 type SignalSummary struct {
-	Lines     int64 // read and decoded as this signal
+	Lines     int64 // of this signal, done: sent, or reported and skipped
 	Requests  int64 // POSTs, retries included
 	Retries   int64
 	Resources int64 // sent (decoded, in a dry run)
@@ -339,9 +339,9 @@ func (b *summaryBuilder) init() {
 	b.s.Other = map[string]int64{}
 }
 
-func (b *summaryBuilder) line(sig pipeline.Signal) {
+func (b *summaryBuilder) lines(sig pipeline.Signal, n int64) {
 	b.mu.Lock()
-	b.s.Signals[sig].Lines++
+	b.s.Signals[sig].Lines += n
 	b.mu.Unlock()
 }
 

@@ -442,6 +442,9 @@ func (r *run) process(c *chunk) {
 		}
 	}
 	c.file.tr.done(c.span, skipped)
+	// Counted once done, so that a stopped run's count and the resumed
+	// run's "sent by earlier runs" add up to the file.
+	r.sum.lines(c.sig, int64(len(c.lines)))
 }
 
 // deliverPieces sends b, the one line no of lineBytes bytes of JSON, in
@@ -531,7 +534,6 @@ func (r *run) decode(c *chunk) (*pipeline.Batch, []lineRange, int) {
 				b.Logs = append(b.Logs, pipeline.LogsFromProto(req.ResourceLogs)...)
 			}
 		}
-		r.sum.line(c.sig)
 		if err != nil {
 			p := problem{file: c.file.in.path, line: l.no, reason: reasonCorrupt, detail: err.Error(), hasSig: true}
 			r.sum.skip(c.sig, p, true, r.out)

@@ -218,6 +218,15 @@ func TestReplaySignalStopsCleanly(t *testing.T) {
 	if earlier+now != n || earlier == 0 {
 		t.Errorf("resumed run: %d lines now, %d sent earlier, want %d in all:\n%s", now, earlier, n, out2)
 	}
+	// The stopped run counted what it sent, which the resumed run calls
+	// sent earlier.
+	var firstLines int
+	if m := regexp.MustCompile(`  traces   (\d+) lines?,`).FindStringSubmatch(out.String()); m != nil {
+		firstLines, _ = strconv.Atoi(m[1])
+	}
+	if firstLines != earlier {
+		t.Errorf("the stopped run says %d lines, the resumed one %d sent earlier:\n%s\n%s", firstLines, earlier, out.String(), out2)
+	}
 	mu.Lock()
 	defer mu.Unlock()
 	for i := range n {

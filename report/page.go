@@ -274,15 +274,13 @@ func (r *Report) diffRows() []diffRow {
 			spans[i] += float64(s.Count)
 			errs[i] += float64(s.Errors)
 		}
-		for _, e := range js.Logs.TopErrors {
-			logErrs[i] += float64(e.Count)
-		}
+		logErrs[i] = float64(js.Logs.Errors)
 		dur[i] = float64(js.job.End-js.job.Start) / 1e3
 	}
 	add("duration", "s", dur)
 	add("spans", "", spans)
 	add("span errors", "", errs)
-	add("error log records (top bodies)", "", logErrs)
+	add("error log records", "", logErrs)
 	return rows
 }
 

@@ -107,6 +107,9 @@ type JobSummary struct {
 	other  []otherMetric
 }
 
+// PanelIDs returns the ids of the job's panels in panel order.
+func (js *JobSummary) PanelIDs() []string { return slices.Clone(js.order) }
+
 // Report is what `otelstep report` makes of its DIRs.
 type Report struct {
 	Jobs    []*JobSummary

@@ -179,6 +179,9 @@ func checkJob(t *testing.T, js *JobSummary) {
 			t.Errorf("logs by severity %v, want %v", js.Logs.BySeverity, wantSev)
 		}
 	}
+	if js.Logs.Errors != 9 {
+		t.Errorf("error log records %d, want 9", js.Logs.Errors)
+	}
 	wantTop := []BodyCount{{"CUDA out of memory", 5}, {"upstream timeout", 3}, {"engine died", 1}}
 	if len(js.Logs.TopErrors) != len(wantTop) {
 		t.Fatalf("top errors %v, want %v", js.Logs.TopErrors, wantTop)

@@ -114,7 +114,7 @@ type store struct {
 	minT    int64
 	maxT    int64
 	// Unsupported counts points not mapped: exponential histograms (native
-	// histograms in Prometheus) and metrics of no known type.
+	// histograms in Prometheus), metrics of no known type or no name.
 	Unsupported int
 }
 
@@ -275,6 +275,11 @@ func (s *store) family(name, typ, help string) {
 }
 
 func (s *store) addMetric(p *pointLabels, m *metricspb.Metric) {
+	if strings.TrimSpace(m.Name) == "" {
+		// Prometheus's ingestion refuses a metric without a name.
+		s.Unsupported += pointsOf(m)
+		return
+	}
 	switch d := m.Data.(type) {
 	case *metricspb.Metric_Gauge:
 		name := s.metricName(m.Name, m.Unit, otlptranslator.MetricTypeGauge)
@@ -341,6 +346,22 @@ func (s *store) addMetric(p *pointLabels, m *metricspb.Metric) {
 	default:
 		s.Unsupported++
 	}
+}
+
+func pointsOf(m *metricspb.Metric) int {
+	switch d := m.Data.(type) {
+	case *metricspb.Metric_Gauge:
+		return len(d.Gauge.DataPoints)
+	case *metricspb.Metric_Sum:
+		return len(d.Sum.DataPoints)
+	case *metricspb.Metric_Histogram:
+		return len(d.Histogram.DataPoints)
+	case *metricspb.Metric_Summary:
+		return len(d.Summary.DataPoints)
+	case *metricspb.Metric_ExponentialHistogram:
+		return len(d.ExponentialHistogram.DataPoints)
+	}
+	return 1
 }
 
 // formatFloat writes a bucket bound or quantile as Prometheus's OTLP

@@ -217,6 +217,7 @@ func waterfall(t *traceAcc) Trace {
 // logAcc counts log records by severity and error bodies.
 type logAcc struct {
 	bySeverity map[string]int
+	errors     int // records of severity ERROR or above
 	errBodies  map[string]int
 	otherErrs  int // error bodies not counted apart once the map is full
 }
@@ -267,6 +268,7 @@ func (l *logAcc) add(lr *logspb.LogRecord) {
 	if !isErrorLog(lr, sev) {
 		return
 	}
+	l.errors++
 	body := anyString(lr.Body)
 	if r := []rune(body); len(r) > maxErrorBodyRune {
 		body = string(r[:maxErrorBodyRune]) + "…"
@@ -288,12 +290,13 @@ type BodyCount struct {
 // bodies.
 type LogStats struct {
 	BySeverity map[string]int `json:"by_severity"`
+	Errors     int            `json:"errors"` // records of severity ERROR or above
 	TopErrors  []BodyCount    `json:"top_errors"`
 }
 
 // Logs returns the job's log figures with the n most frequent error bodies.
 func (j *Job) Logs(n int) LogStats {
-	st := LogStats{BySeverity: j.logs.bySeverity, TopErrors: []BodyCount{}}
+	st := LogStats{BySeverity: j.logs.bySeverity, Errors: j.logs.errors, TopErrors: []BodyCount{}}
 	for b, c := range j.logs.errBodies {
 		st.TopErrors = append(st.TopErrors, BodyCount{b, c})
 	}

@@ -62,6 +62,15 @@ func runReport(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "otelstep report: %v\n", err)
 		return exitFailure
 	}
+	// A panel whose query fails (a --panels query PromQL refuses at
+	// evaluation) is reported, not fatal: the others are still worth having.
+	for _, js := range r.Jobs {
+		for _, id := range js.PanelIDs() {
+			if e := js.Panels[id].Error; e != "" {
+				fmt.Fprintf(stderr, "otelstep report: %s: panel %s: %s\n", js.Dir, id, e)
+			}
+		}
+	}
 	if *out != "" {
 		if err := writeFileAtomic(*out, r.WritePage); err != nil {
 			fmt.Fprintf(stderr, "otelstep report: %v\n", err)

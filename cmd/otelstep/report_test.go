@@ -116,6 +116,14 @@ func TestReportCommandErrors(t *testing.T) {
 	if code, out := runBinary(t, nil, "report", "--panels", bad, copyJob(t)); code != exitUsage || !strings.Contains(out, bad+": panels[0] (mine): query") {
 		t.Errorf("bad panel: exit %d: %s", code, out)
 	}
+	// A query that parses but fails when evaluated is reported; the rest is written.
+	broken := filepath.Join(t.TempDir(), "panels.yaml")
+	if err := os.WriteFile(broken, []byte(`- {id: broken, query: 'label_replace(up, "a", "$1", "job", "(")'}`+"\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if code, out := runBinary(t, nil, "report", "--panels", broken, "--summary", "json", copyJob(t)); code != exitOK || !strings.Contains(out, "panel broken: ") || !strings.Contains(out, `"jobs"`) {
+		t.Errorf("panel failing at evaluation: exit %d: %s", code, out)
+	}
 	if code, out := runBinary(t, nil, "report", "--summary", "xml", copyJob(t)); code != exitUsage || !strings.Contains(out, "--summary") {
 		t.Errorf("bad --summary: exit %d: %s", code, out)
 	}

@@ -5,6 +5,7 @@ import (
 	"compress/gzip"
 	"context"
 	"net/http"
+	"strings"
 	"testing"
 
 	coltracepb "go.opentelemetry.io/proto/otlp/collector/trace/v1"
@@ -79,6 +80,12 @@ func TestAdmissionBudget(t *testing.T) {
 	for _, b := range held.bs {
 		b.Release()
 	}
+	// Each refusal counted as over_budget, the last one's peer known.
+	st := r.Status()
+	if len(st.Refused) != 1 || st.Refused[0].Reason != ReasonOverBudget || st.Refused[0].Count != 6 ||
+		st.Refused[0].Transport != "grpc" || !strings.HasPrefix(st.Refused[0].Remote, "127.0.0.1:") {
+		t.Errorf("refusals %+v, want 6 over_budget, the last over gRPC from 127.0.0.1", st.Refused)
+	}
 	if u := r.admit.inUse(); u != 0 {
 		t.Fatalf("%d bytes of the budget in use with every batch let go of", u)
 	}
@@ -87,5 +94,36 @@ func TestAdmissionBudget(t *testing.T) {
 	small := start(t, Options{Traces: pipeline.ConsumerFunc(func(_ context.Context, b *pipeline.Batch) error { b.Release(); b.ResolveAcks(nil); return nil }), AdmissionBytes: size / 2})
 	if resp, body := post(t, small, "/v1/traces", ctProtobuf, "", req); resp.StatusCode != http.StatusOK {
 		t.Fatalf("a request of %d bytes alone, budget %d: %s %s", size, size/2, resp.Status, body)
+	}
+}
+
+// A gRPC request that comes while the budget is spent is refused before
+// gRPC reads it (the tap), and counted as a refusal with its peer.
+func TestAdmissionFullRefusedAtTheTap(t *testing.T) {
+	held := &rec{}
+	req := marshalT(t, bigTrace(100))
+	r := start(t, Options{Traces: held, AdmissionBytes: int64(len(req))})
+	if resp, body := post(t, r, "/v1/traces", ctProtobuf, "", req); resp.StatusCode != http.StatusOK {
+		t.Fatalf("a request of the budget's size: %s %s", resp.Status, body)
+	}
+	defer func() {
+		for _, b := range held.bs {
+			b.Release()
+		}
+	}()
+	if !r.admit.full() {
+		t.Fatal("the budget is not spent")
+	}
+	var msg coltracepb.ExportTraceServiceRequest
+	if err := proto.Unmarshal(req, &msg); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := coltracepb.NewTraceServiceClient(dial(t, r)).Export(context.Background(), &msg); status.Code(err) != codes.Unavailable {
+		t.Fatalf("gRPC with the budget spent: %v, want UNAVAILABLE", err)
+	}
+	st := r.Status()
+	if len(st.Refused) != 1 || st.Refused[0].Reason != ReasonOverBudget || st.Refused[0].Signal != "traces" ||
+		st.Refused[0].Transport != "grpc" || !strings.HasPrefix(st.Refused[0].Remote, "127.0.0.1:") {
+		t.Errorf("refusals %+v, want one over_budget of traces over gRPC from 127.0.0.1", st.Refused)
 	}
 }

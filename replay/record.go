@@ -44,12 +44,15 @@ type RecordOptions struct {
 // line numbers, never a line's content or a header. It is written through a
 // temporary file renamed over it at most every RecordOptions.Every (5 s)
 // while lines are recorded, from a goroutine of its own, and at Close,
-// synced.
+// synced; in between, each delivered range is appended to the delivery log
+// beside it within RecordOptions.LogEvery (deliverylog.go). Lines the
+// backend refused (sink.LeftRefused) are kept apart, in the checkpoint's
+// live.refused: a Backfill does not send them, replay does.
 //
 // OpenRecord resumes the record an earlier run left: the lines it wrote
 // that the record does not hold (given up on, or unsent when it stopped or
 // was killed) are the first a Backfill sends. A line delivered in the
-// last seconds before a kill -9 is not in the record yet and is sent
+// last LogEvery before a kill -9 is not in the record yet and is sent
 // again: delivery is at least once. The part of the file there was before
 // the record began (a file written without one) is left to replay: its
 // fate is unknown.

@@ -210,6 +210,9 @@ func (h *HTTP) report() {
 	}
 	st, since, lastErr, code, failures := o.state, o.since, o.lastErr, o.lastCode, o.failures
 	o.mu.Unlock()
+	if time.Since(since) < h.o.ReportEvery {
+		return // its WARN was less than a period ago
+	}
 	s := h.Status()
 	var left [numFates]uint64
 	for _, f := range Fates() {

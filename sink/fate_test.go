@@ -37,6 +37,20 @@ func TestHTTPOutageLoggedOnceThenSummedThenRecovered(t *testing.T) {
 	_ = h.Start(context.Background())
 	defer h.Shutdown(ctxT(patience))
 	count := func(s string) int { return strings.Count(logs.String(), s) }
+	// lines counts the log lines holding every one of subs.
+	lines := func(subs ...string) int {
+		n := 0
+		for _, l := range strings.Split(logs.String(), "\n") {
+			all := true
+			for _, s := range subs {
+				all = all && strings.Contains(l, s)
+			}
+			if all {
+				n++
+			}
+		}
+		return n
+	}
 
 	// Down: retried until the retries run out, then left for the backfill.
 	for i := range 3 {
@@ -70,15 +84,17 @@ func TestHTTPOutageLoggedOnceThenSummedThenRecovered(t *testing.T) {
 
 	l := logs.String()
 	for what, want := range map[string]int{
-		"export failed; retrying":                                       1,
-		"the backend now refuses the export":                            1,
-		"check=\"the ingest token: the environment variable OTEL_TOKEN": 1,
-		"delivery works again":                                          1,
-		"level=ERROR":                                                   0,
+		"export failed; retrying":            1,
+		"the backend now refuses the export": 1,
+		"delivery works again":               1,
+		"level=ERROR":                        0,
 	} {
 		if got := count(what); got != want {
 			t.Errorf("%q logged %d times, want %d:\n%s", what, got, want, l)
 		}
+	}
+	if n := lines("the backend now refuses the export", "level=WARN", "check=\"the ingest token: the environment variable OTEL_TOKEN"); n != 1 {
+		t.Errorf("the refusal's WARN naming OTEL_TOKEN: %d lines, want 1:\n%s", n, l)
 	}
 	if strings.Contains(l, "k3y-v4lue") || strings.Contains(l, strings.Repeat("x", 300)) {
 		t.Errorf("the backend's answer is not redacted and cut:\n%s", l)

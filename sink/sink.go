@@ -21,6 +21,11 @@
 // DeliveryRecord is then told, for each batch, where its line lies in the
 // file and whether the HTTP sink delivered it, so that what was not
 // delivered can be sent again from the file (package replay's Backfill).
+//
+// Every batch the HTTP sink takes ends in exactly one Fate (fate.go):
+// delivered, or left in the JSONL because its queue was full, the backend
+// was down, the backend refused it, or its time at stop ran out. The fates
+// are counted in one place, so HTTPStats.Fates sums to what it took.
 package sink
 
 import (

@@ -37,7 +37,11 @@
 //	otelcol_receiver_refused_{metric_points,spans,log_records}  basic    receiver, transport          items the pipeline refused (full, stopping, failed)
 //	otelstep_receiver_refused_requests              counter    basic     receiver, signal, transport, reason  OTLP requests refused, whether or not their items could be counted (reasons: otlpin.Reason)
 //	otelcol_exporter_sent_{metric_points,spans,log_records}     basic    exporter                     items written: accepted by the backend, or in the JSONL file's buffer as a whole line
-//	otelcol_exporter_send_failed_{metric_points,spans,log_records} basic exporter                     items the backend refused or whose retries ran out
+//	otelcol_exporter_send_failed_{metric_points,spans,log_records} basic exporter                     items the backend refused or whose retries ran out (left in the JSONL: the backfill sends those it was down for, replay those it refused)
+//	otelcol_exporter_enqueue_failed_{metric_points,spans,log_records} basic exporter                  items dropped, the oldest, from the OTLP/HTTP sink's full queue (left in the JSONL for the backfill)
+//	otelstep_exporter_backfilled_{metric_points,spans,log_records} basic exporter                     items the backfill sent from the JSONL (what the sink had not delivered, this run or an earlier one)
+//	otelstep_exporter_backfill_backlog_batches      gauge      basic     exporter                     lines (a batch each) in the JSONL the backend has not got: for the backfill, or left to otelstep replay
+//	otelstep_exporter_backfill_backlog_bytes        gauge      basic     exporter                     their bytes
 //	otelcol_exporter_queue_size                     gauge      basic     exporter                     batches queued (observed when read)
 //	otelcol_exporter_queue_capacity                 gauge      basic     exporter                     the queue's size in batches
 //	otelstep_exporter_dropped_batches               counter    basic     exporter                     batches the OTLP/HTTP sink dropped: its queue full, or left at shutdown

@@ -34,7 +34,7 @@ func runSplit(t *testing.T, env []string, args ...string) (code int, stdout, std
 // Help, however asked for, is on stdout with exit 0 and lists every flag
 // of the command and of each subcommand; each subcommand's -h is its own.
 func TestHelpOnStdout(t *testing.T) {
-	flags := []string{"-config", "-procs", "-cpuprofile", "-endpoint", "-token-env", "-from-start", "-accept-skipped", "-strict", "-dry-run", "-peer", "-pages", "-protocol"}
+	flags := []string{"-config", "-procs", "-cpuprofile", "-endpoint", "-token-env", "-from-start", "-accept-skipped", "-strict", "-dry-run", "-peer", "-pages", "-protocol", "-summary", "-panels"}
 	for _, spelling := range []string{"help", "-h", "--help"} {
 		code, out, errOut := runSplit(t, nil, spelling)
 		if code != 0 || errOut != "" {
@@ -54,6 +54,7 @@ func TestHelpOnStdout(t *testing.T) {
 		{"replay -h", "usage: otelstep replay", "-accept-skipped"},
 		{"bench -h", "usage: otelstep bench", "-peer"},
 		{"bench scrape -h", "usage: otelstep bench", "-peer"},
+		{"report -h", "usage: otelstep report", "-summary"},
 		{"version -h", "usage: otelstep version", ""},
 	} {
 		code, out, errOut := runSplit(t, nil, strings.Fields(c.args)...)

@@ -3,6 +3,7 @@ package faults
 import (
 	"bytes"
 	"fmt"
+	"net"
 	"net/http"
 	"net/http/httptest"
 	"os"
@@ -10,6 +11,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	metricspb "go.opentelemetry.io/proto/otlp/metrics/v1"
 
@@ -210,4 +212,94 @@ func TestHostileScrapeTarget(t *testing.T) {
 				len(tc.page)>>10, len(up[hostile.Addr()]), tc.reason, answered.Total(), figure), lost)
 		})
 	}
+}
+
+// A target that is down (nothing listens on its port) and then comes up:
+// up = 0 in the JSONL at every failed scrape, one WARN with the reason,
+// no line a scrape (a summary at most every 5 minutes), and one INFO when
+// it is back, counting the failed scrapes; the job's other target is
+// scraped as ever; exit 0.
+func TestScrapeTargetDownThenUp(t *testing.T) {
+	p0, err := ports.Take(1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr := p0[0]
+	steady := NewTarget(t, 10)
+	n := configure(t, Setup{Targets: []string{addr, steady.Addr()}})
+	start := time.Now()
+	p := n.start(t)
+	down := size(5, 60)
+	waitFor(t, fmt.Sprintf("%d failed scrapes of the absent target in the JSONL", down), func() bool {
+		up, err := upByInstance(n.Otel, false)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return all(up[addr], 0, down)
+	})
+	ln, err := net.Listen("tcp", addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	back := httptest.NewUnstartedServer(NewTarget(t, 10))
+	back.Listener.Close()
+	back.Listener = ln
+	back.Start()
+	t.Cleanup(back.Close)
+	waitFor(t, "the target up in the JSONL and its recovery in the log", func() bool {
+		up, err := upByInstance(n.Otel, false)
+		if err != nil {
+			t.Fatal(err)
+		}
+		v := up[addr]
+		return len(v) > 0 && v[len(v)-1] == 1 && strings.Contains(p.Out.String(), "scrape target up again")
+	})
+	ran := time.Since(start)
+	e := p.Stop(t)
+	figure := checkExit(t, p, e)
+	up, err := upByInstance(n.Otel, true)
+	if err != nil {
+		t.Fatal(err)
+	}
+	failed := 0
+	for _, v := range up[addr] {
+		if v == 0 {
+			failed++
+		}
+	}
+	var warns, sums, ups []string
+	for _, line := range strings.Split(p.Out.String(), "\n") {
+		if !strings.Contains(line, addr) {
+			continue
+		}
+		switch {
+		case strings.Contains(line, "level=WARN") && strings.Contains(line, "target down"):
+			warns = append(warns, line)
+		case strings.Contains(line, "still down"):
+			sums = append(sums, line)
+		case strings.Contains(line, "level=INFO") && strings.Contains(line, "up again"):
+			ups = append(ups, line)
+		case strings.Contains(line, "level=WARN") || strings.Contains(line, "level=ERROR"):
+			t.Errorf("another line about the target: %s", line)
+		}
+	}
+	if len(warns) != 1 || !strings.Contains(warns[0], "connection refused") {
+		t.Errorf("want one WARN with the reason, got %q", warns)
+	}
+	if maxSums := int(ran / (5 * time.Minute)); len(sums) > maxSums {
+		t.Errorf("%d summaries in %v, want at most one every 5 minutes", len(sums), ran.Round(time.Second))
+	}
+	if len(ups) != 1 || !strings.Contains(ups[0], fmt.Sprintf("failed_scrapes=%d ", failed)) && !strings.HasSuffix(ups[0], fmt.Sprintf("failed_scrapes=%d", failed)) {
+		t.Errorf("want one INFO counting %d failed scrapes, got %q", failed, ups)
+	}
+	if !all(up[steady.Addr()], 1, failed) {
+		t.Errorf("the steady target's up: %v", up[steady.Addr()])
+	}
+	n.checkNoToken(t, p)
+	recovery := ""
+	if len(ups) > 0 {
+		recovery = ups[0][strings.Index(ups[0], "down_for="):]
+	}
+	report(t, fmt.Sprintf("a target down for %d scrapes (connection refused), then up: up = 0 at each in the JSONL; log: %d WARN, %d summaries, %d INFO (%s); %s",
+		failed, len(warns), len(sums), len(ups), recovery, figure), 0)
 }

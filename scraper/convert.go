@@ -1821,6 +1821,7 @@ func (c *Converter) downLeased(ts time.Time, dur time.Duration, n scrapeCounts) 
 	rms := c.collect(gen, now, 0, dur, n, &sl)
 	c.ms = metricSlab{}
 	c.index.reset()
+	c.keys.forget()
 	c.budget.give(c.held)
 	c.held = 0
 	clear(c.starts)

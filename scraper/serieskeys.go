@@ -69,6 +69,22 @@ func (t *seriesKeys) judge(looked *bool) {
 	}
 }
 
+// forget empties the table (a table turned off stays off): a failed
+// scrape's new series are forgotten by its converter, and their keys must
+// not stay here for good, or a target failing with new series at every
+// scrape would grow the table without bound. The converters keep the keys
+// they hold; only sharing with series made later is lost.
+func (t *seriesKeys) forget() {
+	if t == nil {
+		return
+	}
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if t.keys != nil {
+		t.keys = map[string]string{}
+	}
+}
+
 // on reports whether the table still shares keys.
 func (t *seriesKeys) on() bool {
 	t.mu.Lock()

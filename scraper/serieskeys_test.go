@@ -3,6 +3,7 @@ package scraper
 import (
 	"bytes"
 	"context"
+	"fmt"
 	"net/http"
 	"net/http/httptest"
 	"strings"
@@ -154,5 +155,27 @@ func TestSeriesKeysConcurrentFirstScrapes(t *testing.T) {
 	}
 	if keys.hits != keys.misses {
 		t.Errorf("%d keys found, %d made; want each series made once and found once", keys.hits, keys.misses)
+	}
+}
+
+// A failed scrape forgets its target's series, and the job's table
+// forgets their keys: a target failing with new series at every scrape
+// does not grow it.
+func TestSeriesKeysForgottenOnFailure(t *testing.T) {
+	keys := newSeriesKeys()
+	tg := Target{JobName: "j", Address: "127.0.0.1:1", Interval: time.Second}
+	c := newConverter(tg, newAttrSets(nil), newSlabPools(), newMetaLines())
+	c.keys = keys
+	for i := range 5 {
+		page := []byte(fmt.Sprintf("# TYPE g gauge\ng{s=\"%d\",i=\"1\"} 1\ng{s=\"%d\",i=\"2\"} 2\n}}broken\n", i, i))
+		if _, _, err := c.ConvertLeased(page, ctText, time.Now(), 0); err == nil {
+			t.Fatal("the broken page converted")
+		}
+		c.DownLeased(time.Now(), 0)
+	}
+	keys.mu.Lock()
+	defer keys.mu.Unlock()
+	if keys.keys == nil || len(keys.keys) != 0 {
+		t.Errorf("the table holds %d keys after failed scrapes only (on: %v)", len(keys.keys), keys.keys != nil)
 	}
 }

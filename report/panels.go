@@ -99,22 +99,19 @@ func LoadPanels(path string, base []Panel) ([]Panel, error) {
 	}
 	// A list of panels, or a mapping with a panels: list; unknown keys are
 	// refused, not ignored.
-	var list []Panel
 	var doc struct {
 		Panels []Panel `yaml:"panels"`
 	}
-	var target any = &doc
+	target := any(&doc)
 	if len(node.Content) > 0 && node.Content[0].Kind == yaml.SequenceNode {
-		target = &list
+		target = &doc.Panels
 	}
 	dec := yaml.NewDecoder(bytes.NewReader(data))
 	dec.KnownFields(true)
 	if err := dec.Decode(target); err != nil && !errors.Is(err, io.EOF) {
 		return nil, fmt.Errorf("report: panels %s: %w", path, err)
 	}
-	if target == &doc {
-		list = doc.Panels
-	}
+	list := doc.Panels
 	out := slices.Clone(base)
 	seen := map[string]bool{}
 	for i, p := range list {

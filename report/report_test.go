@@ -390,3 +390,44 @@ func TestLongLinesSkipped(t *testing.T) {
 		t.Errorf("INFO records after the long line: %d, want 40", got)
 	}
 }
+
+// TestNoRecordedValueIsStale: a point flagged no-recorded-value (what the
+// collector's receiver writes for a series that disappeared) ends the
+// series there, as Prometheus's staleness marker does: the lookback does
+// not carry its last value on.
+func TestNoRecordedValueIsStale(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "otel")
+	var lines []byte
+	for i := 0; i < 20; i++ {
+		at := nanos(testT0.Add(time.Duration(i) * testInterval))
+		var rm *metricspb.ResourceMetrics
+		switch {
+		case i < 10:
+			rm = scrapeResource(resource("t", "i", false), "s", gauge("g", at, 7), gauge("other", at, 1))
+		case i == 10:
+			m := gauge("g", at, 0)
+			m.GetGauge().DataPoints[0].Flags = uint32(metricspb.DataPointFlags_DATA_POINT_FLAGS_NO_RECORDED_VALUE_MASK)
+			rm = scrapeResource(resource("t", "i", false), "s", m, gauge("other", at, 1))
+		default:
+			rm = scrapeResource(resource("t", "i", false), "s", gauge("other", at, 1))
+		}
+		lines = append(otlpwire.AppendMetrics(lines, []*metricspb.ResourceMetrics{rm}), '\n')
+	}
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	writeFile(t, filepath.Join(dir, "metrics.jsonl"), lines)
+	r, err := Build(context.Background(), Config{Dirs: []string{dir}, Panels: []Panel{{ID: "g", Query: "g"}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := r.Jobs[0].Panels["g"].Series
+	if len(s) != 1 || len(s[0].Values) != 20 {
+		t.Fatalf("g: %+v", s)
+	}
+	for k, v := range s[0].Values {
+		if k < 10 && v != 7 || k >= 10 && !math.IsNaN(v) {
+			t.Errorf("g at step %d: %v, want 7 before the marker and nothing from it on", k, v)
+		}
+	}
+}

@@ -67,6 +67,11 @@ type OTLPResult struct {
 	Sent         int64 `json:"sent_items"`
 	BackendItems int64 `json:"backend_items"`
 	JSONLBytes   int64 `json:"jsonl_bytes"`
+	// BackendBytes is the request bodies the backend received for the
+	// signal over the whole run, as sent (compressed);
+	// BackendBytesPerItem divides it by BackendItems.
+	BackendBytes        int64   `json:"backend_bytes"`
+	BackendBytesPerItem float64 `json:"backend_bytes_per_item"`
 }
 
 // OTLPReport is the whole run.
@@ -84,6 +89,9 @@ type OTLPRatio struct {
 	Peer              string  `json:"peer"`
 	ItemsPerCPUSecond float64 `json:"items_per_cpu_second"`
 	PeakRSS           float64 `json:"peak_rss"`
+	// BackendBytesPerItem is otelstep's compressed bytes per item at the
+	// backend over the peer's: the bandwidth a backend pays for.
+	BackendBytesPerItem float64 `json:"backend_bytes_per_item"`
 }
 
 // RunOTLP measures each Impl in turn under the same load.
@@ -118,8 +126,9 @@ func RunOTLP(ctx context.Context, o OTLPOptions) (*OTLPReport, error) {
 	}
 	for _, r := range rep.Results[1:] {
 		rep.Ratios = append(rep.Ratios, OTLPRatio{Peer: r.Name,
-			ItemsPerCPUSecond: safeDiv(rep.Results[0].ItemsPerCPUSecond, r.ItemsPerCPUSecond),
-			PeakRSS:           safeDiv(float64(rep.Results[0].PeakRSSBytes), float64(r.PeakRSSBytes))})
+			ItemsPerCPUSecond:   safeDiv(rep.Results[0].ItemsPerCPUSecond, r.ItemsPerCPUSecond),
+			PeakRSS:             safeDiv(float64(rep.Results[0].PeakRSSBytes), float64(r.PeakRSSBytes)),
+			BackendBytesPerItem: safeDiv(rep.Results[0].BackendBytesPerItem, r.BackendBytesPerItem)})
 	}
 	return rep, nil
 }
@@ -268,12 +277,13 @@ func otlpOne(ctx context.Context, o OTLPOptions, im Impl, reqs []request) (*OTLP
 	r.ItemsPerCPUSecond = safeDiv(float64(r.Items), r.CPUSeconds)
 	switch o.Signal {
 	case "traces":
-		r.BackendItems = be.Spans.Load()
+		r.BackendItems, r.BackendBytes = be.Spans.Load(), be.TraceBytes.Load()
 	case "logs":
-		r.BackendItems = be.Logs.Load()
+		r.BackendItems, r.BackendBytes = be.Logs.Load(), be.LogBytes.Load()
 	default:
-		r.BackendItems = be.Points.Load()
+		r.BackendItems, r.BackendBytes = be.Points.Load(), be.MetricsBytes.Load()
 	}
+	r.BackendBytesPerItem = safeDiv(float64(r.BackendBytes), float64(r.BackendItems))
 	return r, nil
 }
 

@@ -41,7 +41,7 @@ func WriteScrape(w io.Writer, r *ScrapeReport) {
 			fmt.Fprintf(w, "otelstep vs %s: no ratio: %s scraped nothing in the window (a longer --warmup or --duration?)\n", q.Peer, q.Peer)
 			continue
 		}
-		fmt.Fprintf(w, "otelstep vs %s: %.2fx the samples per CPU-second, %.2fx the peak RSS\n", q.Peer, q.SamplesPerCPUSecond, q.PeakRSS)
+		fmt.Fprintf(w, "otelstep vs %s: %.2fx the samples per CPU-second, %.2fx the peak RSS, %.2fx the backend bytes per sample\n", q.Peer, q.SamplesPerCPUSecond, q.PeakRSS, q.BackendBytesPerSample)
 	}
 }
 
@@ -60,10 +60,12 @@ func WriteOTLP(w io.Writer, r *OTLPReport) {
 	row("refused (retry later)", func(x OTLPResult) string { return fmt.Sprintf("%d", x.Refused) })
 	row("errors", func(x OTLPResult) string { return fmt.Sprintf("%d", x.Errors) })
 	row("sent / at backend", func(x OTLPResult) string { return fmt.Sprintf("%d / %d", x.Sent, x.BackendItems) })
+	one := map[string]string{"traces": "span", "logs": "log record", "metrics": "point"}[r.Signal]
+	row("backend bytes per "+one, func(x OTLPResult) string { return fmt.Sprintf("%.2f", x.BackendBytesPerItem) })
 	row("start to healthy ms", func(x OTLPResult) string { return fmt.Sprintf("%.1f", x.StartToHealthyMS) })
 	tw.Flush()
 	for _, q := range r.Ratios {
-		fmt.Fprintf(w, "otelstep vs %s: %.2fx the %s per CPU-second, %.2fx the peak RSS\n", q.Peer, q.ItemsPerCPUSecond, item, q.PeakRSS)
+		fmt.Fprintf(w, "otelstep vs %s: %.2fx the %s per CPU-second, %.2fx the peak RSS, %.2fx the backend bytes per item\n", q.Peer, q.ItemsPerCPUSecond, item, q.PeakRSS, q.BackendBytesPerItem)
 	}
 }
 

@@ -96,6 +96,9 @@ type Ratio struct {
 	Peer                string  `json:"peer"`
 	SamplesPerCPUSecond float64 `json:"samples_per_cpu_second"`
 	PeakRSS             float64 `json:"peak_rss"`
+	// BackendBytesPerSample is otelstep's compressed bytes per sample at
+	// the backend over the peer's.
+	BackendBytesPerSample float64 `json:"backend_bytes_per_sample"`
 }
 
 // RunScrape measures each Impl in turn on the same targets.
@@ -138,8 +141,9 @@ func RunScrape(ctx context.Context, o ScrapeOptions) (*ScrapeReport, error) {
 	}
 	for _, r := range rep.Results[1:] {
 		rep.Ratios = append(rep.Ratios, Ratio{Peer: r.Name,
-			SamplesPerCPUSecond: safeDiv(rep.Results[0].SamplesPerCPUSecond, r.SamplesPerCPUSecond),
-			PeakRSS:             safeDiv(float64(rep.Results[0].PeakRSSBytes), float64(r.PeakRSSBytes))})
+			SamplesPerCPUSecond:   safeDiv(rep.Results[0].SamplesPerCPUSecond, r.SamplesPerCPUSecond),
+			PeakRSS:               safeDiv(float64(rep.Results[0].PeakRSSBytes), float64(r.PeakRSSBytes)),
+			BackendBytesPerSample: safeDiv(rep.Results[0].BackendBytesPerSample, r.BackendBytesPerSample)})
 	}
 	return rep, nil
 }

@@ -219,16 +219,15 @@ func fixtureTraces(t testing.TB) []*tracepb.ResourceSpans {
 	return out
 }
 
-// referenceRequests are the requests whose size through the collector's
-// default gzip testdata/collector_gzip_sizes.txt records.
-func referenceRequests(t testing.TB) []struct {
+type namedBatch struct {
 	name string
 	b    *pipeline.Batch
-} {
-	return []struct {
-		name string
-		b    *pipeline.Batch
-	}{
+}
+
+// referenceRequests are the requests whose size through the collector's
+// default gzip testdata/collector_gzip_sizes.txt records.
+func referenceRequests(t testing.TB) []namedBatch {
+	return []namedBatch{
 		{"traces.peer.jsonl", &pipeline.Batch{Signal: pipeline.Traces, Traces: pipeline.TracesFromProto(fixtureTraces(t))}},
 		{"telemetrygen-1800-spans", telemetrygenSpans(t, 1800)},
 		{"logs.peer.jsonl", &pipeline.Batch{Signal: pipeline.Logs, Logs: pipeline.LogsFromProto(logsFixture(t))}},

@@ -62,6 +62,9 @@ func TestBenchOTLPRuns(t *testing.T) {
 		if r.Sent < r.Items || r.BackendItems != r.Sent {
 			t.Errorf("%s: %d spans accepted in all, %d in the window, %d reached the backend", proto, r.Sent, r.Items, r.BackendItems)
 		}
+		if r.BackendBytes <= 0 || r.BackendBytesPerItem != float64(r.BackendBytes)/float64(r.BackendItems) {
+			t.Errorf("%s: the backend received %d bytes for %d spans, reported as %g a span", proto, r.BackendBytes, r.BackendItems, r.BackendBytesPerItem)
+		}
 	}
 }
 

@@ -2,11 +2,11 @@ package sink
 
 import (
 	"bytes"
+	stdgzip "compress/gzip"
 	"fmt"
 	"math/rand/v2"
 	"testing"
 
-	"github.com/klauspost/compress/gzip"
 	"github.com/otelstep/otelstep/otlpwire"
 	"github.com/otelstep/otelstep/pipeline"
 	commonpb "go.opentelemetry.io/proto/otlp/common/v1"
@@ -53,46 +53,59 @@ func randomSpans(n int) *pipeline.Batch {
 	return &pipeline.Batch{Signal: pipeline.Traces, Traces: pipeline.TracesFromProto([]*tracepb.ResourceSpans{{Resource: res, ScopeSpans: []*tracepb.ScopeSpans{{Spans: spans}}}})}
 }
 
-// BenchmarkGzipLevel compares the gzip encoders for each signal's export
-// body, reporting the compression ratio with the time: the HTTP sink picks
-// per signal the fastest that compresses as well as level 1 (gzipLevel).
+// BenchmarkGzipLevel compares the compressors on each signal's export
+// body, reporting with the time the compressed size over the size the
+// collector's default gives it (the standard library's gzip at -1, level
+// 6, "collector" here): the exporter's default is level 6 of the
+// compression library used here (Compression).
 func BenchmarkGzipLevel(b *testing.B) {
 	logs := &pipeline.Batch{Signal: pipeline.Logs, Logs: pipeline.LogsFromProto(logsFixture(b))}
 	batches := []struct {
 		name string
 		b    *pipeline.Batch
-	}{{"traces", randomSpans(100)}, {"logs", logs}, {"metrics", bench1000()}, {"metrics-targets", fixtureTargets(b, 28)}}
+	}{{"traces", randomSpans(100)}, {"traces-telemetrygen", telemetrygenSpans(b, 1800)}, {"logs", logs}, {"metrics", bench1000()}, {"metrics-targets", fixtureTargets(b, 28)}}
 	levels := []struct {
-		name  string
-		level int
-	}{{"L1", gzip.BestSpeed}, {"stateless", gzip.StatelessCompression}, {"L2", 2}, {"huffman", gzip.HuffmanOnly}}
+		name string
+		c    Compression
+	}{{"collector", Compression{}}, {"L1", Compression{Type: "gzip", Level: 1}}, {"L6", DefaultCompression}, {"L9", Compression{Type: "gzip", Level: 9}}, {"zstd", Compression{Type: "zstd"}}, {"snappy", Compression{Type: "snappy"}}}
 	for _, bt := range batches {
-		var re requestEncoder
-		var raw []byte
-		switch bt.b.Signal {
-		case pipeline.Traces:
-			raw = re.enc.AppendTracesRequest(nil, bt.b.Traces)
-		case pipeline.Logs:
-			raw = re.enc.AppendLogsRequest(nil, bt.b.Logs)
-		case pipeline.Metrics:
-			raw = re.enc.AppendMetricsRequest(nil, bt.b.Metrics)
+		var raw bytes.Buffer
+		if err := EncodeRequest(bt.b, Compression{}, &raw); err != nil {
+			b.Fatal(err)
 		}
+		ref := collectorGzip(raw.Bytes())
 		for _, lv := range levels {
 			b.Run(bt.name+"/"+lv.name, func(b *testing.B) {
 				var out bytes.Buffer
-				zw, err := gzip.NewWriterLevel(&out, lv.level)
-				if err != nil {
-					b.Fatal(err)
-				}
-				b.SetBytes(int64(len(raw)))
+				var cs compressors
+				std, _ := stdgzip.NewWriterLevel(nil, stdgzip.DefaultCompression) // pooled, as the collector's
+				b.SetBytes(int64(raw.Len()))
 				b.ReportAllocs()
 				for b.Loop() {
-					out.Reset()
-					zw.Reset(&out)
-					zw.Write(raw)
-					zw.Close()
+					switch lv.c.Type {
+					case "":
+						out.Reset()
+						std.Reset(&out)
+						std.Write(raw.Bytes())
+						std.Close()
+					case "snappy":
+						out.Reset()
+						if err := appendSnappy(&out, raw.Bytes()); err != nil {
+							b.Fatal(err)
+						}
+					default:
+						out.Reset()
+						zw, err := cs.writer(lv.c, &out)
+						if err != nil {
+							b.Fatal(err)
+						}
+						zw.Write(raw.Bytes())
+						zw.Close()
+					}
 				}
-				b.ReportMetric(float64(out.Len())/float64(len(raw)), "ratio")
+				if lv.c.Type != "" {
+					b.ReportMetric(float64(out.Len())/float64(ref), "size/collector's")
+				}
 			})
 		}
 	}

@@ -51,7 +51,8 @@ func listeners(t testing.TB, health string) map[string]listenerStatus {
 // the senders' own address, half from another; the idle timeouts are the
 // defaults (minutes). While every one of them is still open on the
 // flooder's side, the SDK's exporters over OTLP/HTTP and OTLP/gRPC get
-// every request through, and health answers.
+// every request through, and health answers; the stop does not wait for
+// the flood's connections.
 func TestIdleConnectionFlood(t *testing.T) {
 	if runtime.GOOS != "linux" {
 		t.Skip("dials from 127.0.0.2, which only Linux routes to the loopback interface as it is")
@@ -109,6 +110,11 @@ func TestIdleConnectionFlood(t *testing.T) {
 	firsts := strings.Count(log, "OTLP listener: idle connections closed to make room for new ones")
 	if firsts < 1 || firsts > 2 { // one per reason: the listener full, a peer's share
 		t.Errorf("%d first lines of the closings, want 1 or 2:\n%s", firsts, log)
+	}
+	// The flood's connections, which never sent a byte, were closed when
+	// the stop began: the drain did not wait for them to time out.
+	if strings.Contains(log, "cut short") {
+		t.Errorf("the stop waited out the receivers' drain for the flood's connections:\n%s", log)
 	}
 	n.checkNoToken(t, p)
 	report(t, fmt.Sprintf("%d idle connections (%d a listener, from the senders' address and another), bound %d a listener, %d a peer; %d + %d closed to make room; %d HTTP and %d gRPC SDK requests answered 200 during it (%d spans); health 200; %d log lines of it; %s",

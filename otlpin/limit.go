@@ -201,18 +201,20 @@ func (l *Limited) conn(remote net.Addr) *limitedConn {
 	return l.byAddr[remote.String()]
 }
 
-// closeAll closes every connection a shedding listener holds: a forced
-// shutdown's, for the connections their server does not know yet (a gRPC
-// connection still in its handshake holds gRPC's Stop up to its
-// handshake timeout).
-func (l *Limited) closeAll() {
+// closeAll closes every connection a shedding listener holds, or, when
+// unusedOnly, those that have not read a byte: a shutdown's, for the
+// connections their server does not know yet (a gRPC connection still in
+// its handshake holds gRPC's Stop up to its handshake timeout).
+func (l *Limited) closeAll(unusedOnly bool) {
 	if !l.shedding {
 		return
 	}
 	l.mu.Lock()
 	conns := make([]*limitedConn, 0, len(l.conns))
 	for c := range l.conns {
-		conns = append(conns, c)
+		if !unusedOnly || !c.used.Load() {
+			conns = append(conns, c)
+		}
 	}
 	l.mu.Unlock()
 	for _, c := range conns {
@@ -254,12 +256,17 @@ type limitedConn struct {
 	// read is when it last read a byte (unix ns).
 	busy atomic.Int32
 	read atomic.Int64
+	// used: it has read a byte.
+	used atomic.Bool
 }
 
 func (c *limitedConn) Read(p []byte) (int, error) {
 	n, err := c.Conn.Read(p)
 	if n > 0 && c.l.shedding {
 		c.read.Store(time.Now().UnixNano())
+		if !c.used.Load() {
+			c.used.Store(true)
+		}
 	}
 	return n, err
 }

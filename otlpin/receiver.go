@@ -367,6 +367,11 @@ func (r *Receiver) Shutdown(ctx context.Context) error {
 	r.mu.Unlock()
 
 	r.shutOnce.Do(func() {
+		// Connections that never sent a byte carry no request: closed now,
+		// not at the end of the drain (an idle flood's would hold it up:
+		// gRPC waits for a handshake to time out, net/http for a new
+		// connection to be 5 s old).
+		r.closeConns(true)
 		done := make(chan struct{})
 		go func() {
 			defer close(done)
@@ -387,7 +392,7 @@ func (r *Receiver) Shutdown(ctx context.Context) error {
 		force := func() {
 			open := r.openConns()
 			r.forceCancel()
-			r.closeConns()
+			r.closeConns(false)
 			if grpcSrv != nil {
 				grpcSrv.Stop()
 			}
@@ -416,14 +421,15 @@ func (r *Receiver) Shutdown(ctx context.Context) error {
 	return r.shutErr
 }
 
-// closeConns closes every connection the listeners hold (Limited.closeAll).
-func (r *Receiver) closeConns() {
+// closeConns closes every connection the listeners hold, or only those
+// that never read a byte (Limited.closeAll).
+func (r *Receiver) closeConns(unusedOnly bool) {
 	r.mu.Lock()
 	lns := []net.Listener{r.grpcLn, r.httpLn}
 	r.mu.Unlock()
 	for _, ln := range lns {
 		if l, ok := ln.(*Limited); ok {
-			l.closeAll()
+			l.closeAll(unusedOnly)
 		}
 	}
 }

@@ -47,11 +47,19 @@ func buildTestJobs(t *testing.T) (*Report, []string) {
 	return r, []string{a, b}
 }
 
-// TestSummaryMatchesTruth: both jobs, one written by otelstep with v1's
-// vLLM names, one in the collector's format with v0's, summarise to the
-// figures the test's functions of time give.
-func TestSummaryMatchesTruth(t *testing.T) {
+// TestTestJobs reads the test's two jobs once, one written by otelstep
+// with v1's vLLM names, one in the collector's format with v0's, and checks
+// what is made of them.
+func TestTestJobs(t *testing.T) {
 	r, _ := buildTestJobs(t)
+	t.Run("summary matches the truth", func(t *testing.T) { summaryMatchesTruth(t, r) })
+	t.Run("damaged lines counted and skipped", func(t *testing.T) { damagedLinesCountedAndSkipped(t, r) })
+	t.Run("outputs hold no token", func(t *testing.T) { outputsHoldNoToken(t, r) })
+}
+
+// summaryMatchesTruth: both jobs summarise to the figures the test's
+// functions of time give.
+func summaryMatchesTruth(t *testing.T, r *Report) {
 	for ji, js := range r.Jobs {
 		name := []string{"otelstep's files", "the collector's files"}[ji]
 		t.Run(name, func(t *testing.T) {
@@ -201,10 +209,9 @@ func checkJob(t *testing.T, js *JobSummary) {
 	}
 }
 
-// TestDamagedLinesCountedAndSkipped: the collector job's metrics file has
-// a damaged line and a cut last one.
-func TestDamagedLinesCountedAndSkipped(t *testing.T) {
-	r, _ := buildTestJobs(t)
+// damagedLinesCountedAndSkipped: the collector job's metrics file has a
+// damaged line and a cut last one.
+func damagedLinesCountedAndSkipped(t *testing.T, r *Report) {
 	var m FileStats
 	for _, f := range r.Jobs[1].Files {
 		if filepath.Base(f.Path) == "metrics.jsonl" {
@@ -221,10 +228,9 @@ func TestDamagedLinesCountedAndSkipped(t *testing.T) {
 	}
 }
 
-// TestOutputsHoldNoToken: the collector's files carry the token on every
+// outputsHoldNoToken: the collector's files carry the token on every
 // resource; no output does.
-func TestOutputsHoldNoToken(t *testing.T) {
-	r, _ := buildTestJobs(t)
+func outputsHoldNoToken(t *testing.T, r *Report) {
 	var j, md, page bytes.Buffer
 	if err := r.WriteJSON(&j); err != nil {
 		t.Fatal(err)

@@ -278,6 +278,10 @@ func (d *dec) expandTree(n *yaml.Node, path string, env Lookup, used map[string]
 				d.failed = map[*yaml.Node]bool{}
 			}
 			d.failed[n] = true
+			if d.failedLines == nil {
+				d.failedLines = map[int]bool{}
+			}
+			d.failedLines[n.Line] = true
 			return d.errf(n, path, "%v", err)
 		}
 		for _, nm := range names {
@@ -328,8 +332,15 @@ func (d *dec) components(n *yaml.Node, section string, types []string, fn func(i
 		err := fn(id, typ, path, k, v)
 		if err != nil && d.tainted(v) {
 			// A variable that did not expand was reported; what its
-			// value made fail would only repeat it.
-			return errReported
+			// value made fail (an error on its line) would only repeat
+			// it. The component's other errors are its own.
+			kept := errList{errReported}
+			for _, e := range errList(nil).add(err) {
+				if !d.failedLines[lineOf(e)] {
+					kept = append(kept, e)
+				}
+			}
+			return kept
 		}
 		return err
 	})

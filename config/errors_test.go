@@ -68,3 +68,55 @@ service:
 		t.Errorf("errors.As finds %+v, want the first", ce)
 	}
 }
+
+// A component whose variable did not expand still has its other errors
+// reported in the same run; only what the missing value made fail (an
+// error on its line) is not repeated.
+func TestUnsetVariableKeepsComponentsOtherErrors(t *testing.T) {
+	yaml := `receivers:
+  otlp:
+    protocols:
+      http:
+        endpoint: localhost:4318
+processors:
+  resource:
+    attributes:
+    - key: model
+      value: ${env:MISSING_MODEL}
+      action: upsert
+    - key: slurm_job_id
+      action: frobnicate
+exporters:
+  otlp_http:
+    endpoint: ${env:MISSING_URL}
+    timeot: 5s
+service:
+  pipelines:
+    traces:
+      receivers: [otlp]
+      processors: [resource]
+      exporters: [otlp_http]
+`
+	_, err := Parse("c.yaml", []byte(yaml), func(string) (string, bool) { return "", false })
+	if err == nil {
+		t.Fatal("accepted")
+	}
+	var got []string
+	for _, e := range Errors(err) {
+		got = append(got, e.Error())
+	}
+	want := []string{
+		"c.yaml:10: processors.resource.attributes[0].value: environment variable MISSING_MODEL is not set",
+		`c.yaml:13: processors.resource.attributes[1].action: unknown action "frobnicate"`,
+		"c.yaml:16: exporters.otlp_http.endpoint: environment variable MISSING_URL is not set",
+		`c.yaml:17: exporters.otlp_http.timeot: unknown key "timeot"`,
+	}
+	if len(got) != len(want) {
+		t.Fatalf("%d errors, want %d:\n%s", len(got), len(want), strings.Join(got, "\n"))
+	}
+	for i := range want {
+		if !strings.HasPrefix(got[i], want[i]) {
+			t.Errorf("error %d: %q, want %q...", i, got[i], want[i])
+		}
+	}
+}

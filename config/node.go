@@ -105,6 +105,8 @@ type dec struct {
 	file string
 	// failed holds the scalars whose variables did not expand.
 	failed map[*yaml.Node]bool
+	// failedLines are their lines: an error there is the failed value's.
+	failedLines map[int]bool
 	// ids are the component ids defined, valid or not: a reference to one
 	// that failed is not reported again.
 	ids map[string]bool

@@ -113,6 +113,9 @@ type HTTPStatus struct {
 // at its start (WARN), once when what fails changes (down, then refused),
 // in a summary every period while it lasts, and at its end (INFO).
 type outage struct {
+	// began has a value when a run of failures begins, so that the
+	// reporter's periods start at its WARN, not at the exporter's start.
+	began     chan struct{}
 	mu        sync.Mutex
 	state     string
 	since     time.Time
@@ -163,6 +166,12 @@ func (h *HTTP) observe(sig pipeline.Signal, res Result) {
 	o.state, o.lastErr, o.lastCode, o.lastAt = st, msg, res.Status, now
 	o.failures++
 	o.mu.Unlock()
+	if first {
+		select {
+		case o.began <- struct{}{}:
+		default:
+		}
+	}
 	if !changed {
 		return
 	}
@@ -270,15 +279,20 @@ func (h *HTTP) backlog() Backlog {
 	return b
 }
 
-// reporter logs report every ReportEvery until the sink stops.
+// reporter logs report every ReportEvery until the sink stops, the
+// periods counted from the start of each run of failures: the first
+// summary comes a period after its WARN, not up to two.
 func (h *HTTP) reporter() {
 	defer h.wg.Done()
-	t := time.NewTicker(h.o.ReportEvery)
+	t := time.NewTimer(h.o.ReportEvery)
 	defer t.Stop()
 	for {
 		select {
+		case <-h.out.began:
+			t.Reset(h.o.ReportEvery)
 		case <-t.C:
 			h.report()
+			t.Reset(h.o.ReportEvery)
 		case <-h.stopCh:
 			return
 		}

@@ -2,11 +2,15 @@ package sink
 
 import (
 	"context"
+	"errors"
 	"net/http"
 	"strings"
 	"sync/atomic"
 	"testing"
+	"testing/synctest"
 	"time"
+
+	"github.com/otelstep/otelstep/pipeline"
 )
 
 // An outage as the operator reads it at the default level: one WARN when
@@ -104,4 +108,43 @@ func TestHTTPOutageLoggedOnceThenSummedThenRecovered(t *testing.T) {
 	if st.Fates != want || st.Accepted() != (FateCount{5, 18}) {
 		t.Fatalf("fates %+v, want %+v", st.Fates, want)
 	}
+}
+
+// The first summary of a run of failures comes a period after its WARN,
+// however long after the exporter's start the run began (a ticker from the
+// start would skip the tick less than a period after the WARN and log the
+// first summary up to two periods after it), and then one every period.
+func TestHTTPFirstSummaryAPeriodAfterTheWarn(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		const period = time.Minute
+		h, logs := newTestHTTP(t, "http://127.0.0.1:1", HTTPOptions{ReportEvery: period})
+		_ = h.Start(context.Background())
+		defer h.Shutdown(context.Background())
+		summaries := func() int { return strings.Count(logs.String(), "delivery still failing") }
+
+		time.Sleep(period / 2)
+		h.observe(pipeline.Metrics, Result{Retryable: true, Err: errors.New("connection refused")})
+		synctest.Wait()
+		if n := strings.Count(logs.String(), "export failed; retrying"); n != 1 {
+			t.Fatalf("%d WARNs at the failure, want 1:\n%s", n, logs.String())
+		}
+		time.Sleep(period - time.Second)
+		synctest.Wait()
+		if n := summaries(); n != 0 {
+			t.Fatalf("%d summaries less than a period after the WARN, want 0:\n%s", n, logs.String())
+		}
+		time.Sleep(2 * time.Second)
+		synctest.Wait()
+		if n := summaries(); n != 1 {
+			t.Fatalf("%d summaries a period after the WARN, want 1:\n%s", n, logs.String())
+		}
+		time.Sleep(period)
+		synctest.Wait()
+		if n := summaries(); n != 2 {
+			t.Fatalf("%d summaries two periods after the WARN, want 2:\n%s", n, logs.String())
+		}
+		if !strings.Contains(logs.String(), "for=2m0s") {
+			t.Errorf("the second summary does not say for=2m0s:\n%s", logs.String())
+		}
+	})
 }

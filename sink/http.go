@@ -257,6 +257,7 @@ func NewHTTP(o HTTPOptions) (*HTTP, error) {
 	h.bodies.keep = keptBodies
 	h.avail = make(chan struct{}, 1)
 	h.stopCh = make(chan struct{})
+	h.out.began = make(chan struct{}, 1)
 	h.runCtx, h.runCancel = context.WithCancel(context.Background())
 	h.tel = o.Telemetry
 	stopQ := h.tel.ObserveQueue(h.queued, len(h.ring))

@@ -119,6 +119,10 @@ type Service struct {
 	stopTook                   time.Duration
 	unsentBatches, unsentItems uint64
 	delivery                   []any // the stop line's delivery counts (delivery.go)
+
+	// fileBackends are the OTLP/HTTP exporters beside each JSONL file in
+	// its pipelines (unwritten.go).
+	fileBackends map[*sink.File][]*sink.HTTP
 }
 
 // New builds every component of cfg without starting any.
@@ -202,6 +206,7 @@ func New(cfg *config.Config, log *slog.Logger) (*Service, error) {
 		}
 		fan := sink.NewFanout(exp...)
 		s.track(fan, exp, log)
+		s.noteBackends(exp)
 		var next pipeline.Consumer = fan
 		for i := len(p.Processors) - 1; i >= 0; i-- {
 			id := p.Processors[i]
@@ -616,6 +621,7 @@ func (s *Service) stop(ctx context.Context) error {
 		})
 	}
 	wg.Wait()
+	s.drainFiles()
 	if s.cancelRun != nil {
 		// Each target's scrape in flight finishes, then its final scrape,
 		// side by side with the other targets', all within scrapeCtx: a
@@ -639,9 +645,14 @@ func (s *Service) stop(ctx context.Context) error {
 			fail(fmt.Errorf("flush: %w", err))
 		}
 	}
+	type short struct {
+		f   *sink.File
+		err error
+	}
+	var shorts []short // judged once the backend has had its time
 	for _, f := range s.files {
 		if err := f.Shutdown(flushCtx); err != nil {
-			fail(fmt.Errorf("flush %s: %w", f.Name(), err))
+			shorts = append(shorts, short{f, err})
 		}
 	}
 	// The exporters have been sending all along; now they have
@@ -661,6 +672,11 @@ func (s *Service) stop(ctx context.Context) error {
 		st := h.Stats()
 		s.unsentBatches += st.UnsentBatches
 		s.unsentItems += st.UnsentItems
+	}
+	for _, sh := range shorts {
+		if err := s.judgeUnwritten(sh.f, sh.err); err != nil {
+			fail(err)
+		}
 	}
 	s.closeRecords()
 	s.delivery = s.deliverySummary()

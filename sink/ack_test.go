@@ -197,9 +197,42 @@ func stopFullChild(t *testing.T, dir string) {
 	if err := f.Shutdown(ctx); err == nil {
 		t.Fatal("a stop that could not write everything reported no error")
 	}
-	<-f.done
+	if lines, items, ok := f.Unwritten(patience); !ok || lines != 1 || items != 1+2*20000 {
+		t.Errorf("Unwritten: %d lines of %d items (ok %v), want the long line's 1 of %d", lines, items, ok, 1+2*20000)
+	}
 	data, _ := os.ReadFile(path)
 	if int64(len(data)) != whole || strings.Contains(string(data), `"big"`) {
 		t.Fatalf("the file is %d bytes, want its %d bytes of whole lines: ...%q", len(data), whole, data[max(0, len(data)-60):])
+	}
+}
+
+// While writes fail the sink takes nothing, until the stop drains the
+// pipeline (Drain): then it takes what is left, so that the backend gets
+// it too, and counts what it could not write by its deadline.
+func TestFileDrainTakesWhileFailing(t *testing.T) {
+	w := &gateWriter{gate: make(chan struct{})}
+	close(w.gate)
+	w.fail.Store(1 << 30)
+	lg, _ := testLogger()
+	f := newFile(FileOptions{Path: "/full/x.jsonl", Signal: pipeline.Metrics, Logger: lg}, w)
+	_ = f.Start(context.Background())
+	if err := f.Enqueue(context.Background(), metricsBatch("first", 3)); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, patience, func() bool { return f.Failing() != nil }, "the write to fail")
+	if err := f.Enqueue(ctxT(10*time.Millisecond), metricsBatch("refused", 3)); err == nil {
+		t.Fatal("taken while failing")
+	}
+	f.Drain()
+	if err := f.Enqueue(ctxT(patience), metricsBatch("drained", 4)); err != nil {
+		t.Fatalf("not taken once draining: %v", err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 100*time.Millisecond)
+	defer cancel()
+	if err := f.Shutdown(ctx); err == nil {
+		t.Fatal("a stop that wrote nothing reported no error")
+	}
+	if lines, items, ok := f.Unwritten(patience); !ok || lines != 2 || items != 7 {
+		t.Fatalf("Unwritten: %d lines of %d items (ok %v), want 2 of 7", lines, items, ok)
 	}
 }

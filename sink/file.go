@@ -143,6 +143,15 @@ type File struct {
 	// lineAt is where in the file the line being built starts: a line
 	// cut short at a stop past its deadline is cut off back to it.
 	lineAt int64
+
+	// The items of the whole lines in the buffer and of the line being
+	// built; at a stop past its deadline, the lines and items not written
+	// (Unwritten).
+	bufItems, curItems             int
+	unwrittenLines, unwrittenItems int
+	// drainCh is closed by Drain.
+	drainCh   chan struct{}
+	drainOnce sync.Once
 }
 
 // fileFlushRoom is the room a metrics resource's encoding leaves in the
@@ -234,6 +243,7 @@ func newFile(o FileOptions, w io.Writer) *File {
 	}
 	s.writable = make(chan struct{})
 	close(s.writable)
+	s.drainCh = make(chan struct{})
 	s.metricsEnc.Flush = s.flushMidResource
 	s.metricsEnc.Shared = o.SharedAttrs
 	s.tel = o.Telemetry
@@ -277,9 +287,10 @@ type queued struct {
 	tickets []*ticket
 }
 
-// wantsItems says whether the sink counts what it writes: the Fanout then
-// counts a batch's items for it, once for all its sinks.
-func (s *File) wantsItems() bool { return s.tel.Enabled() }
+// wantsItems says the sink counts what it writes (its telemetry, and what
+// a stop could not write): the Fanout counts a batch's items for it, once
+// for all its sinks.
+func (s *File) wantsItems() bool { return true }
 
 func (s *File) reserve(ctx context.Context) error {
 	select {
@@ -287,14 +298,16 @@ func (s *File) reserve(ctx context.Context) error {
 		return pipeline.ErrStopped
 	default:
 	}
-	// While writes fail the queue takes nothing: wait until they work.
+	// While writes fail the queue takes nothing: wait until they work,
+	// unless the stop drains the pipeline (Drain).
 	for {
 		w, failing := s.writableCh()
-		if failing == nil {
+		if failing == nil || s.draining() {
 			break
 		}
 		select {
 		case <-w:
+		case <-s.drainCh:
 		case <-ctx.Done():
 			return fmt.Errorf("%w: %w", pipeline.ErrFull, failing)
 		case <-s.stopCh:
@@ -313,6 +326,37 @@ func (s *File) reserve(ctx context.Context) error {
 		return pipeline.ErrFull
 	case <-s.stopCh:
 		return pipeline.ErrStopped
+	}
+}
+
+// Drain says the stop has begun: from now on the sink takes what the
+// pipeline still holds even while its writes fail, so that the other sinks
+// of the fan-out (the backend) get it too; what it cannot write by its
+// shutdown deadline is counted (Unwritten). Refusing it would lose it
+// everywhere.
+func (s *File) Drain() { s.drainOnce.Do(func() { close(s.drainCh) }) }
+
+func (s *File) draining() bool {
+	select {
+	case <-s.drainCh:
+		return true
+	default:
+		return false
+	}
+}
+
+// Unwritten is what a Shutdown past its deadline did not write: lines and
+// their items (spans, log records, data points). ok is false when the
+// writer has not finished within wait of asking (stuck in a write call):
+// the counts are then unknown.
+func (s *File) Unwritten(wait time.Duration) (lines, items int, ok bool) {
+	t := time.NewTimer(wait)
+	defer t.Stop()
+	select {
+	case <-s.done:
+		return s.unwrittenLines, s.unwrittenItems, true
+	case <-t.C:
+		return 0, 0, false
 	}
 }
 
@@ -441,9 +485,19 @@ func (s *File) drain() {
 	s.flush(ctx)
 	lost := s.pending() > 0 || s.lostLines > 0 || len(s.q) > 0
 	s.failAcks(errLostAtStop) // what is left is not written, and never will be
+	if s.pending() > 0 {
+		s.unwrittenLines += bytes.Count(s.buf, []byte{'\n'})
+		s.unwrittenItems += s.bufItems
+	}
 	for len(s.q) > 0 {
 		q := <-s.q
 		<-s.sem
+		items := q.items
+		if items < 0 {
+			items = q.b.Items()
+		}
+		s.unwrittenLines++
+		s.unwrittenItems += items
 		q.b.Release()
 		q.b.ResolveAcks(errLostAtStop)
 	}
@@ -527,6 +581,10 @@ func (s *File) writeCounted(ctx context.Context, b *pipeline.Batch, items int) {
 	}
 	lineStart := s.offset()
 	s.lineAt = lineStart
+	if items < 0 {
+		items = b.Items() // what a stop that cannot write it counts
+	}
+	s.curItems = items
 	if s.buf == nil {
 		// At the first batch: a job's pipelines often have a signal that
 		// never comes (traces and logs beside a scrape), whose file then
@@ -564,6 +622,8 @@ func (s *File) writeCounted(ctx context.Context, b *pipeline.Batch, items int) {
 	s.lineBuilt(lineStart)
 	s.acks = append(s.acks, s.curAcks...)
 	s.curAcks = nil
+	s.bufItems += s.curItems
+	s.curItems = 0
 	if s.tel.Enabled() { // a whole line
 		if items < 0 {
 			items = b.Items()
@@ -592,6 +652,9 @@ func (s *File) writeOutMidLine(ctx context.Context) bool {
 func (s *File) loseLine() {
 	whole := bytes.Count(s.buf, []byte{'\n'})
 	s.lostLines += 1 + whole
+	s.unwrittenLines += 1 + whole
+	s.unwrittenItems += s.bufItems + s.curItems
+	s.bufItems, s.curItems = 0, 0
 	s.linesLost(whole)
 	s.buf = s.buf[:0]
 	s.failAcks(errLostAtStop)
@@ -676,6 +739,7 @@ func (s *File) writeOut(ctx context.Context) bool {
 	s.buf = s.buf[:0]
 	s.wroteOut()
 	s.acksWritten()
+	s.bufItems = 0
 	return true
 }
 

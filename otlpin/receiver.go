@@ -18,11 +18,10 @@
 //     has no room for (Options.AdmissionBytes): retryable, gRPC
 //     UNAVAILABLE with a RetryInfo detail, HTTP 503 with "Retry-After: 1".
 //
-// When no other request is on its way into the pipelines, the receiver
-// tells them to send on what they hold (pipeline.Flusher): every sender
-// then waits for its answer, and nothing more comes for the batch
-// processor to wait for. Requests that arrive together still share a
-// batch.
+// The batch processor sends a batch whose senders wait a few milliseconds
+// after the first came (sink.BatchOptions.AckLinger), not at its timeout:
+// requests that arrive together share a batch, and no answer waits for
+// the timeout.
 //   - any other Consume error: non-retryable, gRPC INTERNAL, HTTP 500.
 //   - undecodable request, a trace or span id of the wrong length among
 //     them (otlpwire.ValidID): gRPC INVALID_ARGUMENT, HTTP 400 with a
@@ -56,7 +55,6 @@ import (
 	"net"
 	"net/http"
 	"sync"
-	"sync/atomic"
 	"time"
 
 	"google.golang.org/grpc"
@@ -181,8 +179,6 @@ type Receiver struct {
 	// last is logged.
 	stopReports context.CancelFunc
 	reported    chan struct{}
-	// entering counts the requests in a Consume call (deliver, entered).
-	entering atomic.Int64
 
 	// forceCtx is cancelled when Shutdown gives up waiting, so in-flight
 	// Consume calls are abandoned.
@@ -528,9 +524,7 @@ func (r *Receiver) deliver(ctx context.Context, c pipeline.Consumer, b *pipeline
 	items := b.Items()
 	ack := pipeline.NewAck()
 	b.Acks = append(b.Acks, ack)
-	r.entering.Add(1)
 	err := telemetry.Consume(cctx, c, b, items)
-	r.entered(cctx)
 	if err == nil {
 		// Taken: accepted once written.
 		if err = awaitAck(cctx, ack); err == nil {
@@ -563,22 +557,5 @@ func awaitAck(ctx context.Context, ack *pipeline.Ack) error {
 		return nil
 	case <-ctx.Done():
 		return fmt.Errorf("%w: not written to the JSONL in time: %w", pipeline.ErrFull, context.Cause(ctx))
-	}
-}
-
-// entered is called once a request's Consume has returned. When no other
-// request is on its way into the pipelines, nothing more is coming for now
-// while every sender waits for its answer: the batch processors are told
-// to send what they hold (pipeline.Flusher) rather than at their timeout,
-// so that a request's answer waits for the requests beside it, not for the
-// clock (the batches then merge the requests that came together).
-func (r *Receiver) entered(ctx context.Context) {
-	if r.entering.Add(-1) != 0 {
-		return
-	}
-	for _, c := range []pipeline.Consumer{r.opts.Metrics, r.opts.Traces, r.opts.Logs} {
-		if c != nil {
-			pipeline.Flush(ctx, c)
-		}
 	}
 }

@@ -9,6 +9,7 @@ import (
 	"strings"
 	"syscall"
 	"testing"
+	"testing/synctest"
 	"time"
 
 	"github.com/otelstep/otelstep/pipeline"
@@ -235,4 +236,37 @@ func TestFileDrainTakesWhileFailing(t *testing.T) {
 	if lines, items, ok := f.Unwritten(patience); !ok || lines != 2 || items != 7 {
 		t.Fatalf("Unwritten: %d lines of %d items (ok %v), want 2 of 7", lines, items, ok)
 	}
+}
+
+// A batch holding acks is sent AckLinger after the first of them came,
+// with what arrived meanwhile, not at Timeout; one without is sent at
+// Timeout.
+func TestBatcherAckLinger(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		rec := &recorder{}
+		b := NewBatcher(BatchOptions{SendBatchSize: 1000, Timeout: time.Second, AckLinger: 10 * time.Millisecond}, rec)
+		_ = b.Start(context.Background())
+		defer b.Shutdown(context.Background())
+		first, _ := acked("first", 1)
+		_ = b.Consume(context.Background(), first)
+		time.Sleep(5 * time.Millisecond)
+		second, _ := acked("second", 1)
+		_ = b.Consume(context.Background(), second)
+		time.Sleep(5 * time.Millisecond)
+		synctest.Wait()
+		if got := rec.got(); len(got) != 1 || len(got[0].Acks) != 2 {
+			t.Fatalf("after the linger: %d batches sent, want 1 of both requests", len(got))
+		}
+		_ = b.Consume(context.Background(), metricsBatch("scraped", 1))
+		time.Sleep(500 * time.Millisecond)
+		synctest.Wait()
+		if n := len(rec.got()); n != 1 {
+			t.Fatalf("a batch nobody waits on sent before its timeout (%d batches)", n)
+		}
+		time.Sleep(500 * time.Millisecond)
+		synctest.Wait()
+		if n := len(rec.got()); n != 2 {
+			t.Fatalf("%d batches at the timeout, want 2", n)
+		}
+	})
 }

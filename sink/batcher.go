@@ -22,7 +22,19 @@ type BatchOptions struct {
 	// Timeout: a batch is sent this long after its first item arrived,
 	// whatever its size; default 200ms.
 	Timeout time.Duration
+	// AckLinger: a batch holding items whose senders wait for them to be
+	// written (pipeline.Ack) is sent this long after the first such item
+	// arrived, if Timeout or its size has not sent it before; default
+	// DefaultAckLinger.
+	AckLinger time.Duration
 }
+
+// DefaultAckLinger is BatchOptions.AckLinger unset. A sender waits this
+// much at most for the requests beside it to share its batch: long
+// enough that requests a few milliseconds apart (a job's few hundred a
+// second) share a line and a backend request, short beside the 200 ms of
+// Timeout, which every answer would otherwise wait for.
+const DefaultAckLinger = 5 * time.Millisecond
 
 // Batcher accumulates batches per signal and sends them to next once they
 // reach SendBatchSize items or Timeout after their first item.
@@ -45,9 +57,9 @@ type BatchOptions struct {
 // next Consume), so at most one batch beyond SendBatchSize (per signal) is
 // ever held. A batch's acks (pipeline.Ack) go with its items: a merged
 // batch holds every request's, and both halves of a split hold them all
-// (a request is written once both are). OTLP receivers send a Flush hint
-// when no other request is on its way in, so a request's answer does not
-// wait for Timeout. The timer flush calls next with a context that only ends at
+// (a request is written once both are). A batch holding acks is sent
+// AckLinger after the first of them came, not at Timeout: its senders
+// wait for their answers. The timer flush calls next with a context that only ends at
 // Shutdown and keeps retrying, so it never drops. All sends to next are
 // serialised, which keeps the order of each signal.
 type Batcher struct {
@@ -74,6 +86,9 @@ type pendingBatch struct {
 	b     *pipeline.Batch
 	items int
 	since time.Time
+	// acked is when the first item whose sender waits arrived (zero:
+	// none waits).
+	acked time.Time
 }
 
 // NewBatcher returns a Batcher sending to next.
@@ -89,6 +104,9 @@ func NewBatcher(o BatchOptions, next pipeline.Consumer) *Batcher {
 	}
 	if o.Timeout <= 0 {
 		o.Timeout = 200 * time.Millisecond
+	}
+	if o.AckLinger <= 0 {
+		o.AckLinger = DefaultAckLinger
 	}
 	b := &Batcher{
 		o:      o,
@@ -149,6 +167,13 @@ func (b *Batcher) Consume(ctx context.Context, in *pipeline.Batch) error {
 		p.since = time.Now()
 		select {
 		case b.kick <- struct{}{}:
+		default:
+		}
+	}
+	if len(in.Acks) > 0 && p.acked.IsZero() {
+		p.acked = time.Now()
+		select {
+		case b.kick <- struct{}{}: // the timer is set for AckLinger
 		default:
 		}
 	}
@@ -219,6 +244,13 @@ func (b *Batcher) flushLocked(ctx context.Context, sig pipeline.Signal, all bool
 	return nil
 }
 
+func minTime(a, b time.Time) time.Time {
+	if b.Before(a) {
+		return b
+	}
+	return a
+}
+
 // Start starts the timer goroutine.
 func (b *Batcher) Start(context.Context) error {
 	b.startOnce.Do(func() {
@@ -257,6 +289,9 @@ func (b *Batcher) run() {
 				continue
 			}
 			due := p.since.Add(b.o.Timeout)
+			if !p.acked.IsZero() {
+				due = minTime(due, p.acked.Add(b.o.AckLinger))
+			}
 			if !now.Before(due) {
 				if err := b.flushLocked(b.runCtx, pipeline.Signal(sig), true); err != nil {
 					if b.runCtx.Err() != nil {

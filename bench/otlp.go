@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"net/http"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -72,6 +73,11 @@ type OTLPResult struct {
 	// BackendBytesPerItem divides it by BackendItems.
 	BackendBytes        int64   `json:"backend_bytes"`
 	BackendBytesPerItem float64 `json:"backend_bytes_per_item"`
+	// AnswerP50MS and AnswerP99MS are the percentiles of the time from a
+	// request's sending to its OK answer, over the window: with otelstep,
+	// until its items are in the JSONL.
+	AnswerP50MS float64 `json:"answer_p50_ms"`
+	AnswerP99MS float64 `json:"answer_p99_ms"`
 }
 
 // OTLPReport is the whole run.
@@ -226,6 +232,10 @@ func otlpOne(ctx context.Context, o OTLPOptions, im Impl, reqs []request) (*OTLP
 	if o.Rate > 0 {
 		lim.SetLimit(rate.Limit(o.Rate))
 	}
+	// Each worker's answer times in the window (measuring), read once the
+	// workers are done.
+	var measuring atomic.Bool
+	took := make([][]time.Duration, o.Workers)
 	for w := range o.Workers {
 		wg.Add(1)
 		go func() {
@@ -234,8 +244,12 @@ func otlpOne(ctx context.Context, o OTLPOptions, im Impl, reqs []request) (*OTLP
 				if lim.Wait(loadCtx) != nil {
 					return
 				}
+				sent := time.Now()
 				switch send(ctx, reqs[i%len(reqs)]) {
 				case sendOK:
+					if measuring.Load() {
+						took[w] = append(took[w], time.Since(sent))
+					}
 					accepted.Add(int64(o.Batch))
 				case sendRefused:
 					refused.Add(1)
@@ -252,6 +266,7 @@ func otlpOne(ctx context.Context, o OTLPOptions, im Impl, reqs []request) (*OTLP
 	if err := sleep(ctx, o.Warmup); err != nil {
 		return nil, err
 	}
+	measuring.Store(true)
 	t0, cpu0, n0 := time.Now(), mustCPU(p), accepted.Load()
 	if o.Count > 0 {
 		err = waitCount(ctx, p, func() int64 { return accepted.Load() - n0 }, o.Count)
@@ -262,17 +277,24 @@ func otlpOne(ctx context.Context, o OTLPOptions, im Impl, reqs []request) (*OTLP
 		return nil, err
 	}
 	t1, cpu1, n1 := time.Now(), mustCPU(p), accepted.Load()
+	measuring.Store(false)
 	rss, err := p.PeakRSS()
 	if err != nil {
 		return nil, err
 	}
 	stop()
+	var all []time.Duration
+	for _, d := range took {
+		all = append(all, d...)
+	}
+	slices.Sort(all)
 	if err := p.Stop(30 * time.Second); err != nil {
 		return nil, err
 	}
 	r := &OTLPResult{Name: im.Name, StartToHealthyMS: float64(p.Healthy.Microseconds()) / 1000, PeakRSSBytes: rss, PeakAnonRSSBytes: p.PeakAnonRSS(),
 		WindowSeconds: t1.Sub(t0).Seconds(), Items: n1 - n0, CPUSeconds: cpu1 - cpu0,
 		Refused: refused.Load(), Errors: failed.Load(), Sent: accepted.Load(), JSONLBytes: filesSize(dir)}
+	r.AnswerP50MS, r.AnswerP99MS = percentileMS(all, 0.50), percentileMS(all, 0.99)
 	r.ItemsPerSecond = float64(r.Items) / r.WindowSeconds
 	r.ItemsPerCPUSecond = safeDiv(float64(r.Items), r.CPUSeconds)
 	switch o.Signal {
@@ -285,6 +307,16 @@ func otlpOne(ctx context.Context, o OTLPOptions, im Impl, reqs []request) (*OTLP
 	}
 	r.BackendBytesPerItem = safeDiv(float64(r.BackendBytes), float64(r.BackendItems))
 	return r, nil
+}
+
+// percentileMS is the q-quantile of sorted durations, in milliseconds; 0
+// for none.
+func percentileMS(sorted []time.Duration, q float64) float64 {
+	if len(sorted) == 0 {
+		return 0
+	}
+	i := min(len(sorted)-1, int(q*float64(len(sorted))))
+	return float64(sorted[i].Microseconds()) / 1000
 }
 
 func mustCPU(p *Proc) float64 {

@@ -58,6 +58,7 @@ func WriteOTLP(w io.Writer, r *OTLPReport) {
 	row("peak RSS MiB", func(x OTLPResult) string { return fmt.Sprintf("%.1f", float64(x.PeakRSSBytes)/(1<<20)) })
 	row("peak anon RSS MiB", func(x OTLPResult) string { return fmt.Sprintf("%.1f", float64(x.PeakAnonRSSBytes)/(1<<20)) })
 	row("refused (retry later)", func(x OTLPResult) string { return fmt.Sprintf("%d", x.Refused) })
+	row("answer p50 / p99 ms", func(x OTLPResult) string { return fmt.Sprintf("%.2f / %.2f", x.AnswerP50MS, x.AnswerP99MS) })
 	row("errors", func(x OTLPResult) string { return fmt.Sprintf("%d", x.Errors) })
 	row("sent / at backend", func(x OTLPResult) string { return fmt.Sprintf("%d / %d", x.Sent, x.BackendItems) })
 	one := map[string]string{"traces": "span", "logs": "log record", "metrics": "point"}[r.Signal]

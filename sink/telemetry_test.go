@@ -67,15 +67,22 @@ func TestHTTPTelemetry(t *testing.T) {
 	)
 }
 
-// A full queue's drops are counted.
+// A full queue's drops are counted, as the collector counts a failed
+// enqueue, and the backfill's backlog is observed.
 func TestHTTPTelemetryDrops(t *testing.T) {
 	tm := newTestTelemetry(t)
 	// not started: nothing is sent, the queue of one fills
 	h, _ := newTestHTTP(t, "http://127.0.0.1:1", HTTPOptions{Name: "x", QueueSize: 1, Telemetry: tm.Sink("x")})
+	h.AddBacklog(func() Backlog { return Backlog{Batches: 2, Bytes: 300, Items: 7} })
 	for i := range 3 {
 		_ = h.Enqueue(context.Background(), metricsBatch(strconv.Itoa(i), 1))
 	}
-	wantLines(t, telemetryPage(t, tm), `otelstep_exporter_dropped_batches_total{exporter="x"} 2`, `otelcol_exporter_queue_size{exporter="x"} 1`)
+	wantLines(t, telemetryPage(t, tm), `otelstep_exporter_dropped_batches_total{exporter="x"} 2`, `otelcol_exporter_queue_size{exporter="x"} 1`,
+		`otelcol_exporter_enqueue_failed_metric_points_total{exporter="x"} 2`,
+		`otelstep_exporter_backfill_backlog_batches{exporter="x"} 2`, `otelstep_exporter_backfill_backlog_bytes{exporter="x"} 300`)
+	if st := h.Stats(); st.Fates[LeftQueueFull] != (FateCount{2, 2}) {
+		t.Errorf("queue full: %+v, want 2 batches of 1 item", st.Fates[LeftQueueFull])
+	}
 	h.runCancel() // the one left is not sent: shut down at once
 	_ = h.Shutdown(ctxT(patience))
 	wantLines(t, telemetryPage(t, tm), `otelstep_exporter_dropped_batches_total{exporter="x"} 3`,

@@ -111,20 +111,23 @@ type HTTPStatus struct {
 
 // outage follows the exporter's requests: a run of failures is logged once
 // at its start (WARN), once when what fails changes (down, then refused),
-// in a summary every period while it lasts, and at its end (INFO).
+// in a summary every period while it lasts, and at its end (INFO). A run
+// that starts less than a period after the last WARN (a backend that
+// flaps) is not logged at its start nor its end: the summary tells of it
+// if it lasts, so a flapping backend costs at most a few lines a period.
 type outage struct {
 	// began has a value when a run of failures begins, so that the
 	// reporter's periods start at its WARN, not at the exporter's start.
-	began     chan struct{}
-	mu        sync.Mutex
-	state     string
-	since     time.Time
-	lastErr   string
-	lastCode  int
-	lastAt    time.Time
-	failures  uint64 // requests failed in this run of failures
-	reported  bool   // a summary of this run has been logged
-	lastEvery time.Time
+	began    chan struct{}
+	mu       sync.Mutex
+	state    string
+	since    time.Time
+	lastErr  string
+	lastCode int
+	lastAt   time.Time
+	failures uint64    // requests failed in this run of failures
+	warned   bool      // this run's start (or change) was logged
+	lastWarn time.Time // of the last run's start or change logged
 }
 
 // failureState is the state a failed result puts the exporter in.
@@ -147,9 +150,12 @@ func (h *HTTP) observe(sig pipeline.Signal, res Result) {
 			o.mu.Unlock()
 			return
 		}
-		was, since, failures := o.state, o.since, o.failures
-		o.state, o.since, o.failures, o.reported = StateOK, now, 0, false
+		was, since, failures, warned := o.state, o.since, o.failures, o.warned
+		o.state, o.since, o.failures, o.warned = StateOK, now, 0, false
 		o.mu.Unlock()
+		if !warned {
+			return
+		}
 		bl := h.backlog()
 		h.log.Info("otlp/http exporter: delivery works again", "endpoint", h.safeURL[sig], "was", was,
 			"down_for", now.Sub(since).Round(time.Millisecond).String(), "failed_requests", failures,
@@ -161,10 +167,16 @@ func (h *HTTP) observe(sig pipeline.Signal, res Result) {
 	changed := st != o.state || (st == StateRefused && res.Status != o.lastCode)
 	first := o.state == StateOK || o.state == ""
 	if first {
-		o.since, o.failures, o.reported = now, 0, false
+		o.since, o.failures, o.warned = now, 0, false
 	}
 	o.state, o.lastErr, o.lastCode, o.lastAt = st, msg, res.Status, now
 	o.failures++
+	if changed && first && !o.lastWarn.IsZero() && now.Sub(o.lastWarn) < h.o.ReportEvery {
+		changed = false // flapping: the summary tells of it
+	}
+	if changed {
+		o.warned, o.lastWarn = true, now
+	}
 	o.mu.Unlock()
 	if first {
 		select {

@@ -148,3 +148,30 @@ func TestHTTPFirstSummaryAPeriodAfterTheWarn(t *testing.T) {
 		}
 	})
 }
+
+// A backend that flaps (every other request failing) is logged once at
+// WARN and once at INFO per period, not at every flip.
+func TestHTTPFlappingBackendLoggedOncePerPeriod(t *testing.T) {
+	be := newBackend(t, func(n int32, w http.ResponseWriter) bool {
+		if n%2 == 1 {
+			w.WriteHeader(http.StatusServiceUnavailable)
+			return true
+		}
+		return false
+	})
+	h, logs := newTestHTTP(t, be.srv.URL, HTTPOptions{ReportEvery: time.Hour})
+	_ = h.Start(context.Background())
+	const n = 10
+	for i := range n {
+		_ = h.Enqueue(context.Background(), metricsBatch(string(rune('a'+i)), 1))
+		waitFor(t, patience, func() bool { return h.Stats().SentBatches == uint64(i+1) }, "delivered after one retry")
+	}
+	_ = h.Shutdown(ctxT(patience))
+	if be.hits.Load() != 2*n {
+		t.Fatalf("%d requests, want %d: every batch failed once", be.hits.Load(), 2*n)
+	}
+	l := logs.String()
+	if w, i := strings.Count(l, "level=WARN"), strings.Count(l, "delivery works again"); w != 1 || i != 1 {
+		t.Fatalf("%d failures and recoveries: %d WARN and %d recovery lines, want 1 and 1:\n%s", n, w, i, l)
+	}
+}

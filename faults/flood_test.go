@@ -8,6 +8,7 @@ import (
 	"net/http"
 	"runtime"
 	"strings"
+	"syscall"
 	"testing"
 )
 
@@ -57,9 +58,13 @@ func TestIdleConnectionFlood(t *testing.T) {
 	if runtime.GOOS != "linux" {
 		t.Skip("dials from 127.0.0.2, which only Linux routes to the loopback interface as it is")
 	}
+	perListener := size(2000, 6300)
+	var lim syscall.Rlimit
+	if err := syscall.Getrlimit(syscall.RLIMIT_NOFILE, &lim); err != nil || lim.Cur < uint64(2*perListener+512) {
+		t.Skipf("needs %d file descriptors for the flood's connections (ulimit -n is %d)", 2*perListener+512, lim.Cur)
+	}
 	n := configure(t, Setup{})
 	p := n.start(t)
-	perListener := size(2000, 6300)
 	peers := []string{"127.0.0.1", "127.0.0.2"}
 	for _, addr := range []string{n.HTTP, n.GRPC} {
 		for i := range perListener {

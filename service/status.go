@@ -199,6 +199,22 @@ func (s *Service) status(now time.Time) *statusDoc {
 	doc.Healthy = state(s.state.Load()) == running && failing == nil && doc.Status != statusPermanent
 	if failing != nil {
 		doc.Error = red.Replace(failing.Error())
+	} else if doc.Status == statusPermanent || doc.Status == statusRecoverable {
+		// The errors of the components in the service's status, each once
+		// (an exporter is in several pipelines), so that the document says
+		// why at its top as healthcheckv2's does.
+		var errs []string
+		seen := map[string]bool{}
+		for _, id := range slices.Sorted(maps.Keys(doc.Components)) {
+			ps := doc.Components[id]
+			for _, key := range slices.Sorted(maps.Keys(ps.Components)) {
+				if c := ps.Components[key]; c.Status == doc.Status && c.Error != "" && !seen[key] {
+					seen[key] = true
+					errs = append(errs, key+": "+c.Error)
+				}
+			}
+		}
+		doc.Error = strings.Join(errs, "; ")
 	}
 	return doc
 }

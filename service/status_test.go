@@ -228,6 +228,9 @@ func TestStatusDocument(t *testing.T) {
 		traces.Status != statusPermanent || e.Healthy || e.Error == "" || !strings.Contains(exp.LastError, "401") {
 		t.Errorf("backend refusing: %d healthy %v status %s; pipeline %s; exporter %+v %+v\n%s", code, doc.Healthy, doc.Status, traces.Status, e, exp, raw)
 	}
+	if !strings.HasPrefix(doc.Error, "exporter:otlphttp: ") || !strings.Contains(doc.Error, "401") {
+		t.Errorf("the service's error does not say why it is unhealthy: %q", doc.Error)
+	}
 	if strings.Contains(raw, testToken) {
 		t.Fatalf("the token in the status document:\n%s", raw)
 	}

@@ -1,13 +1,13 @@
 package replay
 
 import (
-	"bufio"
 	"bytes"
 	"errors"
 	"fmt"
 	"io"
 	"os"
 
+	"github.com/otelstep/otelstep/internal/lines"
 	"github.com/otelstep/otelstep/pipeline"
 )
 
@@ -64,59 +64,6 @@ const (
 	reasonFiltered = "signal not selected"
 )
 
-// lineReader reads lines of at most max bytes, reporting longer ones as
-// such without holding them in memory.
-type lineReader struct {
-	r   *bufio.Reader
-	max int
-	off int64 // offset of the next line
-	buf []byte
-}
-
-// next returns the next line's bytes (valid until the next call, or take),
-// its start offset, whether it ended with a newline, and whether it was
-// longer than max (then data is nil). io.EOF when nothing is left.
-func (lr *lineReader) next() (data []byte, start int64, newline, tooLong bool, err error) {
-	start = lr.off
-	lr.buf = lr.buf[:0]
-	for {
-		frag, err := lr.r.ReadSlice('\n')
-		lr.off += int64(len(frag))
-		if !tooLong {
-			if len(lr.buf)+len(frag) > lr.max+1 {
-				tooLong, lr.buf = true, lr.buf[:0]
-			} else {
-				lr.buf = append(lr.buf, frag...)
-			}
-		}
-		switch {
-		case err == nil:
-			if tooLong {
-				return nil, start, true, true, nil
-			}
-			return lr.buf[:len(lr.buf)-1], start, true, false, nil
-		case errors.Is(err, bufio.ErrBufferFull):
-			continue
-		case errors.Is(err, io.EOF):
-			if lr.off == start {
-				return nil, start, false, false, io.EOF
-			}
-			if tooLong {
-				return nil, start, false, true, nil
-			}
-			return lr.buf, start, false, false, nil
-		default:
-			return nil, start, false, false, err
-		}
-	}
-}
-
-// take hands over the buffer the last line was read into: a long line is
-// kept as read rather than copied.
-func (lr *lineReader) take() {
-	lr.buf = nil
-}
-
 // sniff tells the signal of an export request from its first key, without
 // decoding it: enough to group lines into per-signal requests and to skip
 // unselected signals cheaply. ok is false for anything else.
@@ -165,7 +112,7 @@ func (r *run) readFile(fr *fileRun, emit func(*chunk) bool) error {
 	if _, err := f.Seek(fr.start.Offset, io.SeekStart); err != nil {
 		return fmt.Errorf("%s: %w", fr.in.path, err)
 	}
-	lr := &lineReader{r: bufio.NewReaderSize(f, 256<<10), max: r.o.MaxLineBytes, off: fr.start.Offset}
+	lr := lines.NewReader(f, 256<<10, r.o.MaxLineBytes, fr.start.Offset)
 	lineNo := fr.start.Line
 	skip := fr.start.Done // ranges done by an earlier run, sorted
 	var cur *chunk
@@ -178,10 +125,10 @@ func (r *run) readFile(fr *fileRun, emit func(*chunk) bool) error {
 		return emit(c)
 	}
 	for {
-		for len(skip) > 0 && skip[0].Start < lr.off {
+		for len(skip) > 0 && skip[0].Start < lr.Offset() {
 			skip = skip[1:] // cannot happen with a checkpoint we wrote; be safe
 		}
-		if len(skip) > 0 && lr.off == skip[0].Start {
+		if len(skip) > 0 && lr.Offset() == skip[0].Start {
 			// Done by an earlier run: jump over it. The tracker already
 			// holds the range.
 			if !flush() {
@@ -192,15 +139,14 @@ func (r *run) readFile(fr *fileRun, emit func(*chunk) bool) error {
 			if _, err := f.Seek(s.End, io.SeekStart); err != nil {
 				return fmt.Errorf("%s: %w", fr.in.path, err)
 			}
-			lr.r.Reset(f)
-			lr.off = s.End
+			lr.Reset(f, s.End)
 			lineNo = s.FirstLine + s.Lines - 1
 			continue
 		}
-		if fr.end > 0 && lr.off >= fr.end {
+		if fr.end > 0 && lr.Offset() >= fr.end {
 			break // a backfill's range ends here
 		}
-		data, start, newline, tooLong, err := lr.next()
+		data, start, newline, tooLong, err := lr.Next()
 		if errors.Is(err, io.EOF) {
 			break
 		}
@@ -214,11 +160,11 @@ func (r *run) readFile(fr *fileRun, emit func(*chunk) bool) error {
 			// ends it with one). Neither sent nor skipped: the checkpoint
 			// stays before it, and the next run reads it whole.
 			r.pending++
-			r.out.line(fmt.Sprintf("%s:%d: the last line has no newline yet (%d bytes: still being written, or cut short by a killed job): not sent, kept for a later run", fr.in.path, lineNo+1, lr.off-start))
+			r.out.line(fmt.Sprintf("%s:%d: the last line has no newline yet (%d bytes: still being written, or cut short by a killed job): not sent, kept for a later run", fr.in.path, lineNo+1, lr.Offset()-start))
 			break
 		}
 		lineNo++
-		size := lr.off - start
+		size := lr.Offset() - start
 		r.stats.bytes.Add(size)
 		r.stats.lines.Add(1)
 		var (
@@ -256,7 +202,7 @@ func (r *run) readFile(fr *fileRun, emit func(*chunk) bool) error {
 			}
 			cur.notes = append(cur.notes, *note)
 			cur.noteSigs = append(cur.noteSigs, sig)
-			cur.span.End, cur.span.Lines = lr.off, lineNo-cur.span.FirstLine+1
+			cur.span.End, cur.span.Lines = lr.Offset(), lineNo-cur.span.FirstLine+1
 			continue
 		}
 		if cur != nil && (len(cur.lines) > 0 && (cur.sig != sig || cur.bytes+int64(len(data)) > int64(r.o.BatchBytes))) {
@@ -279,14 +225,14 @@ func (r *run) readFile(fr *fileRun, emit func(*chunk) bool) error {
 			case <-r.ctx.Done():
 				return nil
 			}
-			lr.take()
+			lr.Take()
 		} else {
 			data = bytes.Clone(data)
 		}
 		cur.sig = sig
 		cur.lines = append(cur.lines, line{no: lineNo, data: data})
 		cur.bytes += int64(len(data))
-		cur.span.End, cur.span.Lines = lr.off, lineNo-cur.span.FirstLine+1
+		cur.span.End, cur.span.Lines = lr.Offset(), lineNo-cur.span.FirstLine+1
 	}
 	flush()
 	return nil

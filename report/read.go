@@ -1,7 +1,6 @@
 package report
 
 import (
-	"bufio"
 	"bytes"
 	"context"
 	"errors"
@@ -10,6 +9,7 @@ import (
 	"os"
 	"path/filepath"
 
+	"github.com/otelstep/otelstep/internal/lines"
 	"github.com/otelstep/otelstep/otlpwire"
 )
 
@@ -54,12 +54,12 @@ func (j *jobReader) readFile(ctx context.Context, path string) (FileStats, error
 		return st, fmt.Errorf("report: open %w", err)
 	}
 	defer f.Close()
-	lr := lineReader{r: bufio.NewReaderSize(f, 1<<20), max: j.maxLine}
+	lr := lines.NewReader(f, 1<<20, j.maxLine, 0)
 	for no := 1; ; no++ {
 		if err := ctx.Err(); err != nil {
 			return st, fmt.Errorf("report: %s:%d: %w", path, no, err)
 		}
-		data, newline, tooLong, err := lr.next()
+		data, _, newline, tooLong, err := lr.Next()
 		if errors.Is(err, io.EOF) {
 			break
 		}
@@ -89,7 +89,7 @@ func (j *jobReader) readFile(ctx context.Context, path string) (FileStats, error
 			}
 		}
 	}
-	st.Bytes = lr.off
+	st.Bytes = lr.Offset()
 	return st, nil
 }
 
@@ -144,47 +144,3 @@ func sniff(data []byte) string {
 }
 
 func isSpace(c byte) bool { return c == ' ' || c == '\t' || c == '\r' || c == '\n' }
-
-// lineReader reads lines of at most max bytes, reporting longer ones as
-// such without holding them in memory.
-type lineReader struct {
-	r   *bufio.Reader
-	max int
-	off int64
-	buf []byte
-}
-
-// next returns the next line (valid until the next call) without its
-// newline, whether it ended with one, and whether it was longer than max
-// (then data is nil). io.EOF when nothing is left.
-func (lr *lineReader) next() (data []byte, newline, tooLong bool, err error) {
-	start := lr.off
-	lr.buf = lr.buf[:0]
-	for {
-		frag, err := lr.r.ReadSlice('\n')
-		lr.off += int64(len(frag))
-		if !tooLong {
-			if len(lr.buf)+len(frag) > lr.max+1 {
-				tooLong, lr.buf = true, lr.buf[:0]
-			} else {
-				lr.buf = append(lr.buf, frag...)
-			}
-		}
-		switch {
-		case err == nil:
-			if tooLong {
-				return nil, true, true, nil
-			}
-			return lr.buf[:len(lr.buf)-1], true, false, nil
-		case errors.Is(err, bufio.ErrBufferFull):
-			continue
-		case errors.Is(err, io.EOF):
-			if lr.off == start {
-				return nil, false, false, io.EOF
-			}
-			return lr.buf, false, tooLong, nil
-		default:
-			return nil, false, false, err
-		}
-	}
-}

@@ -10,6 +10,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/otelstep/otelstep/internal/anyvalue"
 	commonpb "go.opentelemetry.io/proto/otlp/common/v1"
 	logspb "go.opentelemetry.io/proto/otlp/logs/v1"
 	metricspb "go.opentelemetry.io/proto/otlp/metrics/v1"
@@ -234,15 +235,10 @@ func (j *jobReader) onLogs(rls []*logspb.ResourceLogs) {
 // anyString is an attribute value as a label value: strings as they are,
 // other scalars as Prometheus's OTLP ingestion writes them.
 func anyString(v *commonpb.AnyValue) string {
+	if s, ok := anyvalue.Scalar(v); ok {
+		return s
+	}
 	switch x := v.GetValue().(type) {
-	case *commonpb.AnyValue_StringValue:
-		return x.StringValue
-	case *commonpb.AnyValue_BoolValue:
-		return strconv.FormatBool(x.BoolValue)
-	case *commonpb.AnyValue_IntValue:
-		return strconv.FormatInt(x.IntValue, 10)
-	case *commonpb.AnyValue_DoubleValue:
-		return strconv.FormatFloat(x.DoubleValue, 'g', -1, 64)
 	case *commonpb.AnyValue_BytesValue:
 		return hex.EncodeToString(x.BytesValue)
 	case *commonpb.AnyValue_ArrayValue:

@@ -2,8 +2,8 @@ package spanmetrics
 
 import (
 	"math"
-	"strconv"
 
+	"github.com/otelstep/otelstep/internal/anyvalue"
 	"github.com/otelstep/otelstep/otlpwire"
 	commonpb "go.opentelemetry.io/proto/otlp/common/v1"
 	tracepb "go.opentelemetry.io/proto/otlp/trace/v1"
@@ -201,15 +201,6 @@ func wireValue(b []byte) *commonpb.AnyValue {
 
 // valueString is the string form of a scalar value, for service.name.
 func valueString(v *commonpb.AnyValue) string {
-	switch x := v.GetValue().(type) {
-	case *commonpb.AnyValue_StringValue:
-		return x.StringValue
-	case *commonpb.AnyValue_BoolValue:
-		return strconv.FormatBool(x.BoolValue)
-	case *commonpb.AnyValue_IntValue:
-		return strconv.FormatInt(x.IntValue, 10)
-	case *commonpb.AnyValue_DoubleValue:
-		return strconv.FormatFloat(x.DoubleValue, 'g', -1, 64)
-	}
-	return "" // as the collector: no service has such a name
+	s, _ := anyvalue.Scalar(v) // as the collector: "" for others, no service has such a name
+	return s
 }

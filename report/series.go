@@ -9,6 +9,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/otelstep/otelstep/pipeline"
 	"github.com/prometheus/otlptranslator"
 	"github.com/prometheus/prometheus/model/labels"
 	"github.com/prometheus/prometheus/model/value"
@@ -276,8 +277,13 @@ func (s *store) family(name, typ, help string) {
 
 func (s *store) addMetric(p *pointLabels, m *metricspb.Metric) {
 	if strings.TrimSpace(m.Name) == "" {
-		// Prometheus's ingestion refuses a metric without a name.
-		s.Unsupported += pointsOf(m)
+		// Prometheus's ingestion refuses a metric without a name; one
+		// without data counts as one.
+		n := pipeline.MetricPoints(m)
+		if m.Data == nil {
+			n = 1
+		}
+		s.Unsupported += n
 		return
 	}
 	switch d := m.Data.(type) {
@@ -346,22 +352,6 @@ func (s *store) addMetric(p *pointLabels, m *metricspb.Metric) {
 	default:
 		s.Unsupported++
 	}
-}
-
-func pointsOf(m *metricspb.Metric) int {
-	switch d := m.Data.(type) {
-	case *metricspb.Metric_Gauge:
-		return len(d.Gauge.DataPoints)
-	case *metricspb.Metric_Sum:
-		return len(d.Sum.DataPoints)
-	case *metricspb.Metric_Histogram:
-		return len(d.Histogram.DataPoints)
-	case *metricspb.Metric_Summary:
-		return len(d.Summary.DataPoints)
-	case *metricspb.Metric_ExponentialHistogram:
-		return len(d.ExponentialHistogram.DataPoints)
-	}
-	return 1
 }
 
 // formatFloat writes a bucket bound or quantile as Prometheus's OTLP

@@ -1153,7 +1153,7 @@ func (c *Converter) collect(gen, ts uint64, up float64, dur time.Duration, n scr
 	var otherIdx map[string]int
 	var own [synthN]*metricspb.Metric // the page's own up and scrape_*
 	for _, f := range c.order {
-		f.lastN = pointCount(f.out)
+		f.lastN = pipeline.MetricPoints(f.out)
 		if f.lastN > 0 {
 			if f.res == "" {
 				if i, ok := synthIndex[f.name]; ok {
@@ -1182,20 +1182,6 @@ func (c *Converter) collect(gen, ts uint64, up float64, dur time.Duration, n scr
 	// The synthetic series are the target's: one scrape, one up.
 	rms := []*metricspb.ResourceMetrics{c.wrap(c.synthetic(metrics, &own, ts, up, dur, n, sl))}
 	return append(rms, others...)
-}
-
-func pointCount(m *metricspb.Metric) int {
-	switch d := m.Data.(type) {
-	case *metricspb.Metric_Gauge:
-		return len(d.Gauge.DataPoints)
-	case *metricspb.Metric_Sum:
-		return len(d.Sum.DataPoints)
-	case *metricspb.Metric_Histogram:
-		return len(d.Histogram.DataPoints)
-	case *metricspb.Metric_Summary:
-		return len(d.Summary.DataPoints)
-	}
-	return 0
 }
 
 // famFor resolves the family, role and le/quantile label of a series name

@@ -29,15 +29,8 @@ func writeLargeJob(tb testing.TB, dir string, mb int) int64 {
 	if err := os.MkdirAll(otel, 0o755); err != nil {
 		tb.Fatal(err)
 	}
-	f, err := os.Create(filepath.Join(otel, "metrics.jsonl"))
-	if err != nil {
-		tb.Fatal(err)
-	}
-	w := bufio.NewWriterSize(f, 1<<20)
 	const nodeSeries = 1000
-	var written int64
-	var line []byte
-	for i := 0; written < int64(mb)<<20; i++ {
+	written := writeLines(tb, filepath.Join(otel, "metrics.jsonl"), int64(mb)<<20, func(dst []byte, i int) []byte {
 		rms := testScrape(vllmV1, false, i)
 		t := nanos(testT0.Add(time.Duration(i) * testInterval))
 		var node, gpus []*metricspb.Metric
@@ -52,18 +45,8 @@ func writeLargeJob(tb testing.TB, dir string, mb int) int64 {
 		}
 		rms = append(rms, scrapeResource(resource("node-extra", "node1:9100", false), "prometheusreceiver", node...),
 			scrapeResource(resource("dcgm-extra", "node1:9400", false), "prometheusreceiver", gpus...))
-		line = append(otlpwire.AppendMetrics(line[:0], rms), '\n')
-		if _, err := w.Write(line); err != nil {
-			tb.Fatal(err)
-		}
-		written += int64(len(line))
-	}
-	if err := w.Flush(); err != nil {
-		tb.Fatal(err)
-	}
-	if err := f.Close(); err != nil {
-		tb.Fatal(err)
-	}
+		return otlpwire.AppendMetrics(dst, rms)
+	})
 	written += writeLines(tb, filepath.Join(otel, "traces.jsonl"), int64(mb)<<20/5, func(dst []byte, i int) []byte {
 		_, ts, _ := testRequestsAt(i)
 		return otlpwire.AppendTraces(dst, pipeline.TracesFromProto(ts))

@@ -231,17 +231,8 @@ func damagedLinesCountedAndSkipped(t *testing.T, r *Report) {
 // outputsHoldNoToken: the collector's files carry the token on every
 // resource; no output does.
 func outputsHoldNoToken(t *testing.T, r *Report) {
-	var j, md, page bytes.Buffer
-	if err := r.WriteJSON(&j); err != nil {
-		t.Fatal(err)
-	}
-	if err := r.WriteMarkdown(&md); err != nil {
-		t.Fatal(err)
-	}
-	if err := r.WritePage(&page); err != nil {
-		t.Fatal(err)
-	}
-	for what, s := range map[string]string{"json": j.String(), "markdown": md.String(), "page": page.String()} {
+	j, md, page := writeOutputs(t, r)
+	for what, s := range map[string]string{"json": j, "markdown": md, "page": page} {
 		mustNotContain(t, what, s, testToken)
 		if strings.Contains(strings.ToLower(s), "authorization") {
 			t.Errorf("%s names the Authorization attribute", what)
@@ -281,18 +272,35 @@ func outputsHoldNoToken(t *testing.T, r *Report) {
 			} `json:"targets"`
 		} `json:"jobs"`
 	}
-	dec := json.NewDecoder(&j)
+	dec := json.NewDecoder(strings.NewReader(j))
 	if err := dec.Decode(&doc); err != nil {
 		t.Fatal(err)
 	}
 	if len(doc.Jobs) != 2 || doc.Jobs[1].Panels["e2e_latency_p99"].Series[0].Mean == nil ||
 		math.Abs(*doc.Jobs[1].Panels["e2e_latency_p99"].Series[0].Mean-1.95) > 1e-9 ||
 		doc.Jobs[0].Spans[0].Count != testTraces || doc.Jobs[0].Logs.BySeverity["ERROR"] != 8 || doc.Jobs[0].Targets[1].Scrapes != testScrapes {
-		t.Errorf("summary JSON does not carry the figures:\n%s", j.String())
+		t.Errorf("summary JSON does not carry the figures:\n%s", j)
 	}
-	if !strings.Contains(md.String(), "| e2e_latency_p99 | s | job=gym-vllm/policy model_name=m1 | 1.95 |") {
-		t.Errorf("markdown lacks the e2e p99 row:\n%s", md.String())
+	if !strings.Contains(md, "| e2e_latency_p99 | s | job=gym-vllm/policy model_name=m1 | 1.95 |") {
+		t.Errorf("markdown lacks the e2e p99 row:\n%s", md)
 	}
+}
+
+// writeOutputs writes r's three outputs: the JSON summary, the Markdown
+// and the page.
+func writeOutputs(t *testing.T, r *Report) (j, md, page string) {
+	t.Helper()
+	var jb, mb, pb bytes.Buffer
+	if err := r.WriteJSON(&jb); err != nil {
+		t.Fatal(err)
+	}
+	if err := r.WriteMarkdown(&mb); err != nil {
+		t.Fatal(err)
+	}
+	if err := r.WritePage(&pb); err != nil {
+		t.Fatal(err)
+	}
+	return jb.String(), mb.String(), pb.String()
 }
 
 func TestSecretKey(t *testing.T) {

@@ -12,6 +12,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/otelstep/otelstep/internal/shellquote"
 	"github.com/otelstep/otelstep/pipeline"
 	"github.com/otelstep/otelstep/redact"
 	"github.com/otelstep/otelstep/replay"
@@ -158,19 +159,9 @@ func resumeCommand(args []string) string {
 		if strings.HasPrefix(a, "-") && name == "from-start" {
 			continue
 		}
-		out = append(out, shellQuote(a))
+		out = append(out, shellquote.Quote(a))
 	}
 	return strings.Join(out, " ")
-}
-
-// shellQuote quotes s for a POSIX shell when it needs it.
-func shellQuote(s string) string {
-	if s != "" && strings.IndexFunc(s, func(r rune) bool {
-		return !(r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' || strings.ContainsRune("_-./:=,@%+", r))
-	}) < 0 {
-		return s
-	}
-	return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'"
 }
 
 // skippedOnly passes on the lines that name a skipped line or a failure,

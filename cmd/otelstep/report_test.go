@@ -57,14 +57,6 @@ func listing(t *testing.T, dir string) string {
 // and the token in no output.
 func TestReportCommand(t *testing.T) {
 	job := copyJob(t)
-	before := listing(t, job)
-	out := filepath.Join(t.TempDir(), "page.html")
-	cmd := exec.Command(buildBinary(t), "report", "--summary", "json", "--out", out, job)
-	var stdout, stderr strings.Builder
-	cmd.Stdout, cmd.Stderr = &stdout, &stderr
-	if err := cmd.Run(); err != nil {
-		t.Fatalf("%v: %s", err, stderr.String())
-	}
 	var doc struct {
 		Jobs []struct {
 			Dir     string
@@ -72,26 +64,12 @@ func TestReportCommand(t *testing.T) {
 			Spans   []struct{ Service string }
 		}
 	}
-	if err := json.Unmarshal([]byte(stdout.String()), &doc); err != nil {
-		t.Fatalf("summary: %v\n%s", err, stdout.String())
-	}
+	page := reportJSON(t, job, peerToken, &doc)
 	if len(doc.Jobs) != 1 || doc.Jobs[0].Dir != job || len(doc.Jobs[0].Targets) != 1 || doc.Jobs[0].Targets[0].Job != "vllm" || len(doc.Jobs[0].Spans) != 3 {
 		t.Errorf("summary: %+v", doc)
 	}
-	page, err := os.ReadFile(out)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if !strings.HasPrefix(string(page), "<!DOCTYPE html>") || !strings.Contains(string(page), `data-panel="kv_cache_usage"`) {
+	if !strings.HasPrefix(page, "<!DOCTYPE html>") || !strings.Contains(page, `data-panel="kv_cache_usage"`) {
 		t.Errorf("page: %.200s", page)
-	}
-	for what, s := range map[string]string{"stdout": stdout.String(), "stderr": stderr.String(), "page": string(page)} {
-		if strings.Contains(s, peerToken) {
-			t.Errorf("%s holds the token", what)
-		}
-	}
-	if after := listing(t, job); after != before {
-		t.Errorf("the job's folder changed:\nbefore\n%s\nafter\n%s", before, after)
 	}
 
 	// Markdown is the default without --out; two DIRs are compared.
@@ -135,14 +113,6 @@ func TestReportCommandErrors(t *testing.T) {
 // and the token is nowhere.
 func checkReport(t *testing.T, job, token string, nSpans, nLogs int) {
 	t.Helper()
-	before := listing(t, job)
-	out := filepath.Join(t.TempDir(), "page.html")
-	cmd := exec.Command(buildBinary(t), "report", "--summary", "json", "--out", out, job)
-	var stdout, stderr strings.Builder
-	cmd.Stdout, cmd.Stderr = &stdout, &stderr
-	if err := cmd.Run(); err != nil {
-		t.Fatalf("report: %v: %s", err, stderr.String())
-	}
 	var doc struct {
 		Jobs []struct {
 			Resource map[string]string
@@ -164,8 +134,9 @@ func checkReport(t *testing.T, job, token string, nSpans, nLogs int) {
 			Files []struct{ Skipped int }
 		}
 	}
-	if err := json.Unmarshal([]byte(stdout.String()), &doc); err != nil || len(doc.Jobs) != 1 {
-		t.Fatalf("report summary: %v\n%s", err, stdout.String())
+	reportJSON(t, job, token, &doc)
+	if len(doc.Jobs) != 1 {
+		t.Fatalf("report summary: %d jobs, want 1", len(doc.Jobs))
 	}
 	j := doc.Jobs[0]
 	// The job's resource processor sets every resource's service.name, so
@@ -212,6 +183,25 @@ func checkReport(t *testing.T, job, token string, nSpans, nLogs int) {
 			t.Errorf("report: skipped lines in otelstep's own files: %+v", j.Files)
 		}
 	}
+}
+
+// reportJSON runs `otelstep report --summary json --out page.html job`,
+// decodes the summary into doc and returns the page. The command must
+// succeed, leave the job's folder as it was and hold the token in no
+// output.
+func reportJSON(t *testing.T, job, token string, doc any) string {
+	t.Helper()
+	before := listing(t, job)
+	out := filepath.Join(t.TempDir(), "page.html")
+	cmd := exec.Command(buildBinary(t), "report", "--summary", "json", "--out", out, job)
+	var stdout, stderr strings.Builder
+	cmd.Stdout, cmd.Stderr = &stdout, &stderr
+	if err := cmd.Run(); err != nil {
+		t.Fatalf("report: %v: %s", err, stderr.String())
+	}
+	if err := json.Unmarshal([]byte(stdout.String()), doc); err != nil {
+		t.Fatalf("report summary: %v\n%s", err, stdout.String())
+	}
 	page, err := os.ReadFile(out)
 	if err != nil {
 		t.Fatal(err)
@@ -224,4 +214,5 @@ func checkReport(t *testing.T, job, token string, nSpans, nLogs int) {
 	if after := listing(t, job); after != before {
 		t.Errorf("report changed the job's folder:\nbefore\n%s\nafter\n%s", before, after)
 	}
+	return string(page)
 }

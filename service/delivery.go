@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/otelstep/otelstep/config"
+	"github.com/otelstep/otelstep/internal/shellquote"
 	"github.com/otelstep/otelstep/sink"
 )
 
@@ -113,7 +114,7 @@ func (s *Service) replayCommand(id string) string {
 		return ""
 	}
 	sort.Strings(files)
-	args := []string{"otelstep", "replay", "--endpoint", shellQuote(endpoint)}
+	args := []string{"otelstep", "replay", "--endpoint", shellquote.Quote(endpoint)}
 	if v := tokenEnv(ec); v != "" {
 		args = append(args, "--token-env", v)
 	}
@@ -135,19 +136,9 @@ func (s *Service) replayCommand(id string) string {
 		if abs, err := filepath.Abs(f); err == nil {
 			f = abs
 		}
-		args = append(args, shellQuote(f))
+		args = append(args, shellquote.Quote(f))
 	}
 	return strings.Join(args, " ")
-}
-
-// shellQuote quotes s for a POSIX shell when it needs it.
-func shellQuote(s string) string {
-	if s != "" && strings.IndexFunc(s, func(r rune) bool {
-		return !(r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' || strings.ContainsRune("-_./:=@%+,", r))
-	}) < 0 {
-		return s
-	}
-	return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'"
 }
 
 // Delivery is the stop line's account of the OTLP/HTTP exporters'

@@ -10,6 +10,7 @@ import (
 	"io"
 	"math/rand/v2"
 	"os"
+	"slices"
 	"strings"
 	"testing"
 
@@ -64,12 +65,19 @@ var compressions = []Compression{
 func TestEncodeRequestEachCompression(t *testing.T) {
 	// hugeResource: one metrics resource of several pieces goes through
 	// the compressor in pieces too (ProtoEncoder.flush).
-	batches := []*pipeline.Batch{randomSpans(300), bench1000(), {Signal: pipeline.Logs, Logs: pipeline.LogsFromProto(logsFixture(t))}, hugeResource(40_000)}
+	small := []*pipeline.Batch{randomSpans(300), bench1000(), {Signal: pipeline.Logs, Logs: pipeline.LogsFromProto(logsFixture(t))}}
+	big := []*pipeline.Batch{hugeResource(40_000)}
 	for _, b := range bigBatches(t) {
-		batches = append(batches, b)
+		big = append(big, b)
 	}
 	for _, c := range compressions {
 		var re requestEncoder
+		batches := small
+		if c == DefaultCompression || c.Type == "zstd" && c.Level == 0 {
+			// The big batches, in pieces, for one streamed compressor
+			// of each library (the rest compress the same way).
+			batches = append(slices.Clip(small), big...)
+		}
 		for _, b := range batches {
 			var plain, body bytes.Buffer
 			if err := EncodeRequest(b, Compression{}, &plain); err != nil {

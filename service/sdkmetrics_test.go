@@ -107,16 +107,7 @@ service:
       processors: [resource, batch]
       exporters: [file/metrics, otlphttp]
 `
-	cfg, err := config.Parse("test.yaml", []byte(yaml), func(k string) (string, bool) {
-		if k == "TOKEN" {
-			return testToken, true
-		}
-		return "", false
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	return cfg
+	return parseConfig(t, "test.yaml", yaml)
 }
 
 // recordSDKMetrics records a known set of instruments, every kind the SDK

@@ -40,6 +40,22 @@ func (l *lockedBuffer) String() string {
 
 const testToken = "svc-test-token-91c2"
 
+// parseConfig parses yaml as the config file name, ${env:TOKEN} being
+// testToken.
+func parseConfig(t *testing.T, name, yaml string) *config.Config {
+	t.Helper()
+	cfg, err := config.Parse(name, []byte(yaml), func(k string) (string, bool) {
+		if k == "TOKEN" {
+			return testToken, true
+		}
+		return "", false
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return cfg
+}
+
 func testConfig(t *testing.T, dir string) *config.Config { return testConfigTo(t, dir, "") }
 
 // testConfigTo is testConfig with an otlphttp exporter to backendURL as
@@ -82,16 +98,7 @@ service:
       processors: [resource, batch]
       exporters: ` + exporters + `
 `
-	cfg, err := config.Parse("test.yaml", []byte(yaml), func(k string) (string, bool) {
-		if k == "TOKEN" {
-			return testToken, true
-		}
-		return "", false
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	return cfg
+	return parseConfig(t, "test.yaml", yaml)
 }
 
 // runReady runs s until ctx is done, returning once it is healthy; done

@@ -84,16 +84,7 @@ service:
       receivers: [prometheus]
       exporters: [file/metrics]
 `
-	cfg, err := config.Parse("status.yaml", []byte(yaml), func(k string) (string, bool) {
-		if k == "TOKEN" {
-			return testToken, true
-		}
-		return "", false
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	return cfg
+	return parseConfig(t, "status.yaml", yaml)
 }
 
 // The status document: per pipeline and component, healthy and status,

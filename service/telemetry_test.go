@@ -42,16 +42,7 @@ service:
       receivers: [otlp]
       exporters: [file/traces]
 `
-	cfg, err := config.Parse("telemetry.yaml", []byte(yaml), func(k string) (string, bool) {
-		if k == "TOKEN" {
-			return testToken, true
-		}
-		return "", false
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	return cfg
+	return parseConfig(t, "telemetry.yaml", yaml)
 }
 
 // postSpans sends n spans to the service's OTLP/HTTP receiver as JSON.

@@ -128,31 +128,38 @@ func TestHostileScrapeTarget(t *testing.T) {
 		}
 		return []byte(b.String())
 	}
+	// The scrape timeout covers converting the page, whose time for a
+	// 16 MiB page grows with the machine's load: a scrape cut by the
+	// default 1 s timeout fails for that reason instead of the one
+	// checked. Those cases get a scrape interval (and so timeout) with
+	// room for a loaded CI runner.
+	const giantInterval = 5 * time.Second
 	cases := []struct {
-		name   string
-		page   []byte
-		reason string
+		name     string
+		page     []byte
+		reason   string
+		interval time.Duration // the scrape interval and timeout; 0: Setup's default
 	}{
 		{"giant label value", []byte("# TYPE hostile gauge\nhostile{v=\"" + strings.Repeat("v", giantLen) + "\"} 1\n"),
-			"a name, label or value of 16777217 bytes"},
+			"a name, label or value of 16777217 bytes", giantInterval},
 		{"giant metric name", []byte("hostile 1\n" + strings.Repeat("n", giantLen) + " 1\n"),
-			"a name, label or value of 16777217 bytes"},
+			"a name, label or value of 16777217 bytes", giantInterval},
 		{"too many labels", many(1, func(int) string {
 			var l []string
 			for i := range 20 {
 				l = append(l, fmt.Sprintf("l%d=\"%d\"", i, i))
 			}
 			return "hostile{" + strings.Join(l, ",") + "} 1\n"
-		}), "label_limit exceeded (metric: hostile, number of labels: 23, limit: 10)"},
+		}), "label_limit exceeded (metric: hostile, number of labels: 23, limit: 10)", 0},
 		{"sample_limit exceeded", many(size(500, 50000), func(i int) string { return fmt.Sprintf("hostile{i=\"%d\"} %d\n", i, i) }),
-			"sample limit exceeded (limit: 100)"},
+			"sample limit exceeded (limit: 100)", 0},
 	}
 	for _, tc := range cases {
 		t.Run(strings.ReplaceAll(tc.name, " ", "_"), func(t *testing.T) {
 			hostile := newPageTarget(t, tc.page)
 			steady := NewTarget(t, 10)
 			n := configure(t, Setup{Targets: []string{hostile.Addr(), steady.Addr()},
-				ScrapeConfig: "        sample_limit: 100\n        label_limit: 10\n"})
+				ScrapeConfig: "        sample_limit: 100\n        label_limit: 10\n", ScrapeInterval: tc.interval})
 			p := n.start(t)
 			l := newLedger()
 			exp := httpExporter(t, n.HTTP)

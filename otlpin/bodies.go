@@ -3,6 +3,7 @@ package otlpin
 import (
 	"math/bits"
 	"sync"
+	"sync/atomic"
 
 	"github.com/otelstep/otelstep/pipeline"
 )
@@ -56,6 +57,10 @@ func classSize(c int) int {
 // bodyPool holds the bodies of decoded requests, by size class.
 type bodyPool struct {
 	classes [bodyClasses]sync.Pool // *body
+	// returned counts the bodies let go of (put back, or poisoned): what
+	// a test can count on, since a sync.Pool need not hand a body back
+	// (the race detector drops a share of its Puts, a collection empties it).
+	returned atomic.Uint64
 }
 
 // body is a pooled request body and the lease a batch holds on it.
@@ -88,6 +93,7 @@ func (p *bodyPool) get(n int) *body {
 // poison build it poisons b's bytes and drops b instead (pipeline.Lease):
 // the strings a batch decoded from it then read as poison.
 func (b *body) put() {
+	b.pool.returned.Add(1)
 	if pipeline.PoisonReleased {
 		pipeline.PoisonBytes(b.b[:cap(b.b)])
 		return

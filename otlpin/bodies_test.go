@@ -74,13 +74,14 @@ func bigTraces(i int) *coltracepb.ExportTraceServiceRequest {
 }
 
 // Bodies of protobuf export requests, over gRPC and over HTTP, come from a
-// pool and go back when the batch is let go: a batch still held reads the
-// same after many later requests (some of which reuse the bodies let go
-// of), and the bodies do get reused.
+// pool and go back when the batch is let go, and only then: each body let
+// go of is put back once, none still held is, and a batch still held reads
+// the same after many later requests (some of which may reuse the bodies
+// let go of). Whether the pool hands a body back again is sync.Pool's
+// choice (the race detector drops a share of Puts, a collection empties
+// it), so the test counts the bodies put back rather than their reuse; in
+// a poison build, where put poisons a body instead, the count is the same.
 func TestBodiesComeBack(t *testing.T) {
-	if pipeline.PoisonReleased {
-		t.Skip("a poison build drops released memory rather than reuse it")
-	}
 	const n = 40
 	logsReq := func(i int) *collogspb.ExportLogsServiceRequest {
 		rec := &logspb.LogRecord{TimeUnixNano: uint64(i), Body: &commonpb.AnyValue{Value: &commonpb.AnyValue_StringValue{StringValue: strings.Repeat(fmt.Sprint(i), 3000)}}}
@@ -99,7 +100,7 @@ func TestBodiesComeBack(t *testing.T) {
 				t.Fatal(err)
 			}
 		}
-		checkBodies(t, n, traces, logs)
+		checkBodies(t, n, &r.bodies, traces, logs)
 	})
 	t.Run("http", func(t *testing.T) {
 		traces, logs := &leaseRec{}, &leaseRec{}
@@ -120,12 +121,18 @@ func TestBodiesComeBack(t *testing.T) {
 			post("/v1/traces", bigTraces(i))
 			post("/v1/logs", logsReq(i))
 		}
-		checkBodies(t, n, traces, logs)
+		checkBodies(t, n, &r.bodies, traces, logs)
 	})
 }
 
-func checkBodies(t *testing.T, n int, recs ...*leaseRec) {
+func checkBodies(t *testing.T, n int, pool *bodyPool, recs ...*leaseRec) {
 	t.Helper()
+	// Each sink let go of every other batch before its request was
+	// answered (leaseRec.Consume), and holds the rest.
+	letGo := uint64(len(recs) * n / 2)
+	if got := pool.returned.Load(); got != letGo {
+		t.Fatalf("%d bodies put back, want the %d of the batches let go of", got, letGo)
+	}
 	for _, c := range recs {
 		c.mu.Lock()
 		if c.n != n {
@@ -139,20 +146,13 @@ func checkBodies(t *testing.T, n int, recs ...*leaseRec) {
 				t.Fatalf("%s batch %d changed while held, after later requests", b.Signal, 2*k+1)
 			}
 		}
-		seen, reused := map[*pipeline.Lease]bool{}, 0
-		for _, l := range c.leases { // a held body is never reused: a repeat is a body let go of
-			if seen[l] {
-				reused++
-			}
-			seen[l] = true
-		}
-		if reused == 0 {
-			t.Fatalf("%s: none of the %d bodies let go of was used again", c.held[0].Signal, c.n/2)
-		}
 		for _, b := range c.held {
 			b.Release()
 		}
 		c.mu.Unlock()
+	}
+	if got, want := pool.returned.Load(), uint64(len(recs)*n); got != want {
+		t.Fatalf("%d bodies put back once the held batches were let go of, want all %d", got, want)
 	}
 }
 

@@ -28,6 +28,12 @@ import (
 // Shutdown, the count not yet reported. A client that sends one bad request
 // a second thus costs a line a minute, and the first line says what is
 // wrong.
+//
+// A request is counted before it is answered, except a gRPC message gRPC
+// itself refuses as it reads it (over its size, not decompressed): gRPC
+// writes that answer in RecvMsg and only then hands the error to the
+// export handler, which counts it. The count then follows the answer by a
+// moment.
 
 // Reason is why a request was refused: the reason attribute of
 // otelstep_receiver_refused_requests, and the key of the log lines and of

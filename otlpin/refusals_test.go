@@ -106,6 +106,17 @@ func TestRefusalsCountedAndLoggedOncePerReason(t *testing.T) {
 	if err := exportGRPC(cc, big); status.Code(err) != codes.ResourceExhausted {
 		t.Fatalf("gRPC too large: %v", err)
 	}
+	// gRPC answers a message over its size itself, in RecvMsg, before the
+	// handler that counts the refusal has its error: the client can see
+	// the answer before the count. Wait for the count, then check all.
+	waitUntil(t, "the gRPC too-large refusal counted", func() bool {
+		for _, f := range r.Status().Refused {
+			if f.Reason == ReasonTooLarge {
+				return f.Count == each+1
+			}
+		}
+		return false
+	})
 	if resp, _ := post(t, r, "/v1/traces", "application/x-protobuf", "", goodTrace()); resp.StatusCode != 200 {
 		t.Fatalf("a good request after: %d", resp.StatusCode)
 	}

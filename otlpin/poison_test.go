@@ -27,6 +27,9 @@ func TestReleasedBodyIsPoisoned(t *testing.T) {
 	if want := bytes.Repeat([]byte{pipeline.PoisonByte}, len(view)); !bytes.Equal(view, want) {
 		t.Fatalf("a released body reads %q..., want all %#x", view[:8], pipeline.PoisonByte)
 	}
+	if n := p.returned.Load(); n != 1 {
+		t.Fatalf("%d bodies let go of, want the one", n)
+	}
 	if again := p.get(3 << 10); again == bd {
 		t.Fatal("a released body was pooled again")
 	}

@@ -119,6 +119,26 @@ func freePort(t *testing.T) string {
 
 var ports bench.Ports
 
+// tokenResource is the resource processor that stamps the token as the
+// Authorization attribute, the part every written test config shares.
+const tokenResource = `processors:
+  resource:
+    attributes:
+    - key: Authorization
+      value: ${env:OTEL_TOKEN}
+      action: upsert
+`
+
+// writeConfig writes cfg as dir/collector.yaml and returns its path.
+func writeConfig(t *testing.T, dir, cfg string) string {
+	t.Helper()
+	path := filepath.Join(dir, "collector.yaml")
+	if err := os.WriteFile(path, []byte(cfg), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return path
+}
+
 // backend is a fake OTLP/HTTP backend behind a routing proxy: it answers 200
 // to everything but counts a resource without the Authorization attribute as
 // dropped, as the real proxy silently does.

@@ -38,13 +38,7 @@ receivers:
         endpoint: ` + grpcAddr + `
       http:
         endpoint: ` + httpAddr + `
-processors:
-  resource:
-    attributes:
-    - key: Authorization
-      value: ${env:OTEL_TOKEN}
-      action: upsert
-exporters:
+` + tokenResource + `exporters:
   file/traces:
     path: ` + jsonl + `
 service:
@@ -63,11 +57,7 @@ service:
       processors: [resource]
       exporters: [file/traces]
 `
-	p := filepath.Join(t.TempDir(), "collector.yaml")
-	if err := os.WriteFile(p, []byte(cfg), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	return p
+	return writeConfig(t, t.TempDir(), cfg)
 }
 
 // A port in use (either OTLP listener, the health endpoint, the pull

@@ -46,13 +46,7 @@ receivers:
         endpoint: ` + httpAddr + `
         read_header_timeout: 200ms
         idle_timeout: 200ms
-processors:
-  resource:
-    attributes:
-    - key: Authorization
-      value: ${env:OTEL_TOKEN}
-      action: upsert
-exporters:
+` + tokenResource + `exporters:
   file/traces:
     path: ` + filepath.Join(dir, "traces.jsonl") + `
 service:
@@ -63,10 +57,7 @@ service:
       processors: [resource]
       exporters: [file/traces]
 `
-	cfgPath := filepath.Join(dir, "collector.yaml")
-	if err := os.WriteFile(cfgPath, []byte(cfg), 0o644); err != nil {
-		t.Fatal(err)
-	}
+	cfgPath := writeConfig(t, dir, cfg)
 	// otelstep with 256 descriptors, soft and hard.
 	wrapper := filepath.Join(dir, "otelstep-256")
 	if err := os.WriteFile(wrapper, []byte("#!/bin/sh\nulimit -n 256 || exit 99\nexec "+buildBinary(t)+` "$@"`+"\n"), 0o755); err != nil {

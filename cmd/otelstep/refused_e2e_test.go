@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"io"
 	"net/http"
-	"os"
 	"path/filepath"
 	"regexp"
 	"strings"
@@ -46,13 +45,7 @@ receivers:
       http:
         endpoint: ` + httpAddr + `
         max_request_body_size: 4096
-processors:
-  resource:
-    attributes:
-    - key: Authorization
-      value: ${env:OTEL_TOKEN}
-      action: upsert
-exporters:
+` + tokenResource + `exporters:
   file/traces:
     path: ` + filepath.Join(dir, "traces.jsonl") + `
 service:
@@ -63,10 +56,7 @@ service:
       processors: [resource]
       exporters: [file/traces]
 `
-	cfgPath := filepath.Join(dir, "collector.yaml")
-	if err := os.WriteFile(cfgPath, []byte(cfg), 0o644); err != nil {
-		t.Fatal(err)
-	}
+	cfgPath := writeConfig(t, dir, cfg)
 	p := startOtelstep(t, buildBinary(t), cfgPath, health, "OTEL_TOKEN="+testToken)
 
 	good, _ := proto.Marshal(&coltracepb.ExportTraceServiceRequest{ResourceSpans: []*tracepb.ResourceSpans{{ScopeSpans: []*tracepb.ScopeSpans{{

@@ -6,7 +6,6 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
-	"os"
 	"path/filepath"
 	"strings"
 	"sync"
@@ -136,13 +135,7 @@ receivers:
     protocols:
       http:
         endpoint: ` + httpAddr + `
-processors:
-  resource:
-    attributes:
-    - key: Authorization
-      value: ${env:OTEL_TOKEN}
-      action: upsert
-exporters:
+` + tokenResource + `exporters:
   file/traces:
     path: ` + filepath.Join(dir, "traces.jsonl") + `
   otlp_http/managed:
@@ -158,11 +151,7 @@ exporters:
       processors: [resource]
       exporters: [file/traces, otlp_http/managed]
 `
-	path := filepath.Join(dir, "collector.yaml")
-	if err := os.WriteFile(path, []byte(cfg), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	return path
+	return writeConfig(t, dir, cfg)
 }
 
 // sendSpans posts n spans as OTLP/HTTP JSON.

@@ -5,12 +5,8 @@ import (
 	"errors"
 	"testing"
 
-	coltracepb "go.opentelemetry.io/proto/otlp/collector/trace/v1"
-	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
-	"google.golang.org/grpc/credentials/insecure"
 	"google.golang.org/grpc/status"
-	"google.golang.org/protobuf/proto"
 
 	"github.com/otelstep/otelstep/pipeline"
 )
@@ -68,15 +64,7 @@ func TestAckFailedIsRetryLater(t *testing.T) {
 	if resp.StatusCode != 503 || resp.Header.Get("Retry-After") != "1" {
 		t.Fatalf("HTTP: got %d %q %s", resp.StatusCode, resp.Header.Get("Retry-After"), body)
 	}
-	cc, err := grpc.NewClient(r.GRPCAddr().String(), grpc.WithTransportCredentials(insecure.NewCredentials()))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer cc.Close()
-	req := &coltracepb.ExportTraceServiceRequest{}
-	_ = proto.Unmarshal(goodTrace(), req)
-	_, err = coltracepb.NewTraceServiceClient(cc).Export(context.Background(), req)
-	if status.Code(err) != codes.Unavailable {
+	if err := exportGRPCTrace(t, r); status.Code(err) != codes.Unavailable {
 		t.Fatalf("gRPC: %v, want UNAVAILABLE", err)
 	}
 }

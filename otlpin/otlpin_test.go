@@ -17,9 +17,7 @@ import (
 	coltracepb "go.opentelemetry.io/proto/otlp/collector/trace/v1"
 	tracepb "go.opentelemetry.io/proto/otlp/trace/v1"
 	spb "google.golang.org/genproto/googleapis/rpc/status"
-	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
-	"google.golang.org/grpc/credentials/insecure"
 	"google.golang.org/grpc/status"
 	"google.golang.org/protobuf/proto"
 
@@ -85,6 +83,14 @@ func goodTrace() []byte {
 	return b
 }
 
+// exportGRPCTrace exports goodTrace to r over OTLP/gRPC and returns the
+// call's error (its status).
+func exportGRPCTrace(t *testing.T, r *Receiver) error {
+	t.Helper()
+	_, err := coltracepb.NewTraceServiceClient(dial(t, r)).Export(context.Background(), mustTrace(t))
+	return err
+}
+
 func TestSDKTracesHTTP(t *testing.T) {
 	c := &rec{}
 	r := start(t, Options{Traces: c})
@@ -146,15 +152,7 @@ func TestFull(t *testing.T) {
 	if resp.StatusCode != 503 || resp.Header.Get("Retry-After") != "1" {
 		t.Fatalf("got %d %q", resp.StatusCode, resp.Header.Get("Retry-After"))
 	}
-	cc, err := grpc.NewClient(r.GRPCAddr().String(), grpc.WithTransportCredentials(insecure.NewCredentials()))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer cc.Close()
-	req := &coltracepb.ExportTraceServiceRequest{}
-	_ = proto.Unmarshal(goodTrace(), req)
-	_, err = coltracepb.NewTraceServiceClient(cc).Export(context.Background(), req)
-	if status.Code(err) != codes.Unavailable {
+	if err := exportGRPCTrace(t, r); status.Code(err) != codes.Unavailable {
 		t.Fatalf("grpc: %v", err)
 	}
 }

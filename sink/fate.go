@@ -112,12 +112,15 @@ type HTTPStatus struct {
 // outage follows the exporter's requests: a run of failures is logged once
 // at its start (WARN), once when what fails changes (down, then refused),
 // in a summary every period while it lasts, and at its end (INFO). A run
-// that starts less than a period after the last WARN (a backend that
-// flaps) is not logged at its start nor its end: the summary tells of it
-// if it lasts, so a flapping backend costs at most a few lines a period.
+// that starts less than a period after the last failure (a backend that
+// flaps) is not logged at its start nor its end: the period's summary
+// tells of it (the failed requests and runs of failures since the last
+// summary), one line a period while the backend flaps, and once a whole
+// period passes without a failure, an INFO says delivery works again.
 type outage struct {
-	// began has a value when a run of failures begins, so that the
-	// reporter's periods start at its WARN, not at the exporter's start.
+	// began has a value when a run of failures begins with a WARN, so
+	// that the reporter's periods start at it, not at the exporter's
+	// start.
 	began    chan struct{}
 	mu       sync.Mutex
 	state    string
@@ -125,9 +128,16 @@ type outage struct {
 	lastErr  string
 	lastCode int
 	lastAt   time.Time
-	failures uint64    // requests failed in this run of failures
-	warned   bool      // this run's start (or change) was logged
-	lastWarn time.Time // of the last run's start or change logged
+	failures uint64 // requests failed in this run of failures
+	warned   bool   // this run's start (or change) was logged
+	// Since the last summary: requests failed and runs of failures
+	// begun, over every run; periodFrom is the first of those failures.
+	periodFailures, periodRuns uint64
+	periodFrom                 time.Time
+	// untold: a run of failures ended without its INFO (it was not
+	// WARNed: the backend flaps); the INFO comes once a period passes
+	// without a failure.
+	untold bool
 }
 
 // failureState is the state a failed result puts the exporter in.
@@ -152,10 +162,17 @@ func (h *HTTP) observe(sig pipeline.Signal, res Result) {
 		}
 		was, since, failures, warned := o.state, o.since, o.failures, o.warned
 		o.state, o.since, o.failures, o.warned = StateOK, now, 0, false
-		o.mu.Unlock()
 		if !warned {
+			o.untold = true
+			o.mu.Unlock()
 			return
 		}
+		if o.periodRuns == 1 {
+			// This run alone failed since the last summary, and this
+			// INFO tells all of it.
+			o.periodFailures, o.periodRuns, o.periodFrom = 0, 0, time.Time{}
+		}
+		o.mu.Unlock()
 		bl := h.backlog()
 		h.log.Info("otlp/http exporter: delivery works again", "endpoint", h.safeURL[sig], "was", was,
 			"down_for", now.Sub(since).Round(time.Millisecond).String(), "failed_requests", failures,
@@ -166,19 +183,32 @@ func (h *HTTP) observe(sig pipeline.Signal, res Result) {
 	msg := res.Err.Error()
 	changed := st != o.state || (st == StateRefused && res.Status != o.lastCode)
 	first := o.state == StateOK || o.state == ""
+	// A run that begins less than a period after the last failure (a
+	// backend that flaps) is told by the summaries, not by its own WARN.
+	flap := first && !o.lastAt.IsZero() && now.Sub(o.lastAt) < h.o.ReportEvery
 	if first {
 		o.since, o.failures, o.warned = now, 0, false
 	}
 	o.state, o.lastErr, o.lastCode, o.lastAt = st, msg, res.Status, now
 	o.failures++
-	if changed && first && !o.lastWarn.IsZero() && now.Sub(o.lastWarn) < h.o.ReportEvery {
-		changed = false // flapping: the summary tells of it
+	if o.periodFailures == 0 {
+		o.periodFrom = now
+	}
+	o.periodFailures++
+	if first {
+		o.periodRuns++
+	}
+	if changed && flap {
+		changed = false
 	}
 	if changed {
-		o.warned, o.lastWarn = true, now
+		o.warned = true
+		if first {
+			o.untold = false // this run's INFO tells the end of the earlier ones
+		}
 	}
 	o.mu.Unlock()
-	if first {
+	if first && changed {
 		select {
 		case o.began <- struct{}{}:
 		default:
@@ -220,18 +250,31 @@ func (h *HTTP) hint(status int) string {
 	return ""
 }
 
-// report logs the summary of a run of failures still going on: called
-// every ReportEvery.
+// report logs, every ReportEvery, the summary of what failed since the
+// last one: while a run of failures goes on, or when runs of failures came
+// and went (a backend that flaps). Once a whole period passes without a
+// failure after runs that were not WARNed, it logs their recovery at INFO.
 func (h *HTTP) report() {
 	o := &h.out
+	now := time.Now()
 	o.mu.Lock()
-	if o.state == StateOK || o.state == "" {
+	failing := o.state != StateOK && o.state != ""
+	st, since, lastErr, code := o.state, o.since, o.lastErr, o.lastCode
+	failures, runs, from := o.periodFailures, o.periodRuns, o.periodFrom
+	if !failing && failures == 0 {
+		untold := o.untold
+		o.untold = false
 		o.mu.Unlock()
+		if untold {
+			bl := h.backlog()
+			h.log.Info("otlp/http exporter: delivery works again", "was", "flapping",
+				"ok_for", h.o.ReportEvery.String(), "backfill_batches", bl.Batches, "backfill_bytes", bl.Bytes)
+		}
 		return
 	}
-	st, since, lastErr, code, failures := o.state, o.since, o.lastErr, o.lastCode, o.failures
+	o.periodFailures, o.periodRuns, o.periodFrom = 0, 0, time.Time{}
 	o.mu.Unlock()
-	if time.Since(since) < h.o.ReportEvery {
+	if failing && failures == 0 && now.Sub(since) < h.o.ReportEvery {
 		return // its WARN was less than a period ago
 	}
 	s := h.Status()
@@ -239,17 +282,25 @@ func (h *HTTP) report() {
 	for _, f := range Fates() {
 		left[f] = h.fateTotal(f).Items
 	}
-	args := []any{"state", st, "failing_since", since.UTC().Format(time.RFC3339),
-		"for", time.Since(since).Round(time.Second).String(), "failed_requests", failures,
+	msg := "otlp/http exporter: delivery still failing"
+	args := []any{"state", st}
+	if failing {
+		args = append(args, "failing_since", since.UTC().Format(time.RFC3339),
+			"for", now.Sub(since).Round(time.Second).String())
+	} else {
+		msg = "otlp/http exporter: delivery failing on and off"
+		args = append(args, "first_failure_at", from.UTC().Format(time.RFC3339))
+	}
+	args = append(args, "failed_requests", failures, "failure_runs", runs,
 		"queue_items", s.QueueItems, "queue_bytes", s.QueueBytes,
 		"backfill_batches", s.Backfill.Batches, "backfill_bytes", s.Backfill.Bytes,
 		"left_queue_full_items", left[LeftQueueFull], "left_backend_down_items", left[LeftBackendDown],
 		"left_refused_items", left[LeftRefused],
-		"last_status", code, "last_error", lastErr}
+		"last_status", code, "last_error", lastErr)
 	if hint := h.hint(code); hint != "" {
 		args = append(args, "check", hint)
 	}
-	h.log.Warn("otlp/http exporter: delivery still failing", args...)
+	h.log.Warn(msg, args...)
 }
 
 // Status returns the exporter's state: whether its latest request was

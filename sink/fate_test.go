@@ -150,7 +150,7 @@ func TestHTTPFirstSummaryAPeriodAfterTheWarn(t *testing.T) {
 }
 
 // A backend that flaps (every other request failing) is logged once at
-// WARN and once at INFO per period, not at every flip.
+// WARN and once at INFO, not at every flip.
 func TestHTTPFlappingBackendLoggedOncePerPeriod(t *testing.T) {
 	be := newBackend(t, func(n int32, w http.ResponseWriter) bool {
 		if n%2 == 1 {
@@ -174,4 +174,57 @@ func TestHTTPFlappingBackendLoggedOncePerPeriod(t *testing.T) {
 	if w, i := strings.Count(l, "level=WARN"), strings.Count(l, "delivery works again"); w != 1 || i != 1 {
 		t.Fatalf("%d failures and recoveries: %d WARN and %d recovery lines, want 1 and 1:\n%s", n, w, i, l)
 	}
+}
+
+// A backend that flaps faster than the period: one WARN and one INFO for
+// the first run of failures, then one summary a period while it flaps,
+// counting the failed requests and runs of failures since the last one,
+// then, once a whole period passes without a failure, one INFO.
+func TestHTTPFlappingBackendSummedEveryPeriod(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		const period = time.Minute
+		h, logs := newTestHTTP(t, "http://127.0.0.1:1", HTTPOptions{ReportEvery: period})
+		_ = h.Start(context.Background())
+		defer h.Shutdown(context.Background())
+		flip := func() {
+			h.observe(pipeline.Metrics, Result{Retryable: true, Status: 503, Err: errors.New("503 Service Unavailable")})
+			time.Sleep(time.Second)
+			h.observe(pipeline.Metrics, Result{Status: 200})
+		}
+		// A run at 0s, then one every 10s from 13s to 173s: 5 in the
+		// first period (its first run told by its WARN and INFO), 6 in
+		// each of the next two.
+		flip()
+		time.Sleep(12 * time.Second)
+		for range 17 {
+			flip()
+			time.Sleep(9 * time.Second)
+		}
+		time.Sleep(3 * period)
+		synctest.Wait()
+		l := logs.String()
+		var summaries []string
+		for _, line := range strings.Split(l, "\n") {
+			if strings.Contains(line, "delivery failing on and off") {
+				summaries = append(summaries, line)
+			}
+		}
+		if len(summaries) != 3 {
+			t.Fatalf("%d summaries over three periods of flapping, want 3:\n%s", len(summaries), l)
+		}
+		for i, want := range []string{"failed_requests=5 failure_runs=5", "failed_requests=6 failure_runs=6", "failed_requests=6 failure_runs=6"} {
+			if !strings.Contains(summaries[i], want) {
+				t.Errorf("summary %d does not say %s:\n%s", i+1, want, summaries[i])
+			}
+		}
+		if n := strings.Count(l, "export failed; retrying"); n != 1 {
+			t.Errorf("%d WARNs at a run's start, want 1:\n%s", n, l)
+		}
+		if n := strings.Count(l, "delivery works again"); n != 2 {
+			t.Errorf("%d recovery INFOs, want 2 (the first run's, the flapping's once it stays ok):\n%s", n, l)
+		}
+		if n := strings.Count(l, "level=WARN"); n != 4 {
+			t.Errorf("%d WARN lines, want 4 (the run's start, three summaries):\n%s", n, l)
+		}
+	})
 }

@@ -19,7 +19,6 @@ import (
 	"google.golang.org/grpc/credentials/insecure"
 	"google.golang.org/protobuf/proto"
 
-	"github.com/otelstep/otelstep/otlpwire"
 	"github.com/otelstep/otelstep/redact/redacttest"
 )
 
@@ -40,25 +39,7 @@ func readJSONLAfterKill(dir string) (it Items, bad int, err error) {
 			if len(line) == 0 {
 				continue
 			}
-			var e error
-			switch name {
-			case "metrics.jsonl":
-				req, de := otlpwire.DecodeMetrics(line)
-				if e = de; e == nil {
-					it.addMetrics(req.ResourceMetrics)
-				}
-			case "traces.jsonl":
-				req, de := otlpwire.DecodeTraces(line)
-				if e = de; e == nil {
-					it.addTraces(req.ResourceSpans)
-				}
-			case "logs.jsonl":
-				req, de := otlpwire.DecodeLogs(line)
-				if e = de; e == nil {
-					it.addLogs(req.ResourceLogs)
-				}
-			}
-			if e != nil {
+			if it.addLine(name, line) != nil {
 				bad++
 			}
 		}
@@ -233,17 +214,8 @@ func TestDiskFullAtStop(t *testing.T) {
 	n := configure(t, Setup{Backend: be.URL(), Exporter: fastRetry})
 	p := n.start(t)
 	l := newLedger()
-	exp := httpExporter(t, n.HTTP)
-	for i := range 5 {
-		if err := l.export(exp, fmt.Sprintf("before%d", i), 20); err != nil {
-			t.Fatal(err)
-		}
-	}
-	fi, err := os.Stat(filepath.Join(n.Otel, "traces.jsonl"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	limitFileSize(t, p, uint64(fi.Size()+4096))
+	exportBefore(t, n, l)
+	capJSONL(t, n, p)
 	refused := 0
 	for i := 0; refused < size(20, 500); i++ {
 		if code, _ := l.post(n.HTTP, fmt.Sprintf("full%d", i), 20); code != 200 {

@@ -31,6 +31,32 @@ func limitFileSize(t testing.TB, p *proctest.Process, limit uint64) {
 	}
 }
 
+// exportBefore exports five requests of 20 spans (before0 to before4) to
+// n with the SDK's OTLP/HTTP exporter, kept in l, and returns the exporter.
+func exportBefore(t testing.TB, n *Node, l *Ledger) SpanExporter {
+	t.Helper()
+	exp := httpExporter(t, n.HTTP)
+	for i := range 5 {
+		if err := l.export(exp, fmt.Sprintf("before%d", i), 20); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return exp
+}
+
+// capJSONL limits p's file size to traces.jsonl's size now plus 4 KiB, so
+// the JSONL files can grow little more, and returns the limit.
+func capJSONL(t testing.TB, n *Node, p *proctest.Process) uint64 {
+	t.Helper()
+	fi, err := os.Stat(filepath.Join(n.Otel, "traces.jsonl"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	limit := uint64(fi.Size() + 4096)
+	limitFileSize(t, p, limit)
+	return limit
+}
+
 // healthBody is the health endpoint's status and body.
 func healthBody(addr string) (int, string) {
 	resp, err := http.Get("http://" + addr + "/")
@@ -55,24 +81,14 @@ func TestDiskFull(t *testing.T) {
 	n := configure(t, Setup{Backend: be.URL(), Exporter: fastRetry, Targets: []string{tg.Addr()}})
 	p := n.start(t)
 	l := newLedger()
-	exp := httpExporter(t, n.HTTP)
-	for i := range 5 {
-		if err := l.export(exp, fmt.Sprintf("before%d", i), 20); err != nil {
-			t.Fatal(err)
-		}
-	}
+	exp := exportBefore(t, n, l)
 	before := l.Answered()
 	waitFor(t, "the first spans in the JSONL", func() bool { it, err := readJSONL(n.Otel); return err == nil && it.Missing(before) == 0 })
 
 	// traces.jsonl may grow a little more, then no more (the limit is on
 	// every file: metrics.jsonl, larger, cannot grow at all, so the
 	// scrapes wait from now).
-	fi, err := os.Stat(filepath.Join(n.Otel, "traces.jsonl"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	limit := uint64(fi.Size() + 4096)
-	limitFileSize(t, p, limit)
+	limit := capJSONL(t, n, p)
 	cc, err := grpc.NewClient(n.GRPC, grpc.WithTransportCredentials(insecure.NewCredentials()))
 	if err != nil {
 		t.Fatal(err)

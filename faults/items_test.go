@@ -123,25 +123,7 @@ func readJSONL(dir string) (Items, error) {
 			return it, err
 		}
 		err = readLines(f, func(n int, line []byte) error {
-			var err error
-			switch name {
-			case "metrics.jsonl":
-				req, e := otlpwire.DecodeMetrics(line)
-				if err = e; err == nil {
-					it.addMetrics(req.ResourceMetrics)
-				}
-			case "traces.jsonl":
-				req, e := otlpwire.DecodeTraces(line)
-				if err = e; err == nil {
-					it.addTraces(req.ResourceSpans)
-				}
-			case "logs.jsonl":
-				req, e := otlpwire.DecodeLogs(line)
-				if err = e; err == nil {
-					it.addLogs(req.ResourceLogs)
-				}
-			}
-			if err != nil {
+			if err := it.addLine(name, line); err != nil {
 				return fmt.Errorf("%s line %d: %w", path, n, err)
 			}
 			return nil
@@ -152,6 +134,32 @@ func readJSONL(dir string) (Items, error) {
 		}
 	}
 	return it, nil
+}
+
+// addLine decodes a line of the JSONL file name (metrics.jsonl,
+// traces.jsonl or logs.jsonl) and counts its items.
+func (it Items) addLine(name string, line []byte) error {
+	switch name {
+	case "metrics.jsonl":
+		req, err := otlpwire.DecodeMetrics(line)
+		if err != nil {
+			return err
+		}
+		it.addMetrics(req.ResourceMetrics)
+	case "traces.jsonl":
+		req, err := otlpwire.DecodeTraces(line)
+		if err != nil {
+			return err
+		}
+		it.addTraces(req.ResourceSpans)
+	case "logs.jsonl":
+		req, err := otlpwire.DecodeLogs(line)
+		if err != nil {
+			return err
+		}
+		it.addLogs(req.ResourceLogs)
+	}
+	return nil
 }
 
 // readLines calls fn with each line of r (numbered from 1), which must end

@@ -83,11 +83,7 @@ func TestAckResolvedOnceWrittenToEveryFile(t *testing.T) {
 // are told to retry later), and the line is still written once writing
 // works again.
 func TestAckFailsWithTheWrite(t *testing.T) {
-	w := &gateWriter{gate: make(chan struct{})}
-	close(w.gate)
-	w.fail.Store(1)
-	lg, _ := testLogger()
-	f := newFile(FileOptions{Path: "/full/x.jsonl", Signal: pipeline.Metrics, Logger: lg}, w)
+	f, w, _ := failingFile("/full/x.jsonl", 1)
 	_ = f.Start(context.Background())
 	b, a := acked("failed", 2)
 	if err := f.Enqueue(context.Background(), b); err != nil {
@@ -211,11 +207,7 @@ func stopFullChild(t *testing.T, dir string) {
 // pipeline (Drain): then it takes what is left, so that the backend gets
 // it too, and counts what it could not write by its deadline.
 func TestFileDrainTakesWhileFailing(t *testing.T) {
-	w := &gateWriter{gate: make(chan struct{})}
-	close(w.gate)
-	w.fail.Store(1 << 30)
-	lg, _ := testLogger()
-	f := newFile(FileOptions{Path: "/full/x.jsonl", Signal: pipeline.Metrics, Logger: lg}, w)
+	f, _, _ := failingFile("/full/x.jsonl", 1<<30)
 	_ = f.Start(context.Background())
 	if err := f.Enqueue(context.Background(), metricsBatch("first", 3)); err != nil {
 		t.Fatal(err)

@@ -187,7 +187,7 @@ func TestFileEndsCutLine(t *testing.T) {
 // the shutdown deadline is reported lost, with the whole lines buffered
 // before it, and Shutdown returns.
 func TestFileLongLineCutAtShutdown(t *testing.T) {
-	f, w, logs := failingFile()
+	f, w, logs := failingFile("/full.jsonl", 1<<30)
 	// Not started: Shutdown writes the queue within its deadline.
 	for _, b := range []*pipeline.Batch{metricsBatch("small", 2), bigBatches(t)[0]} {
 		if err := f.Enqueue(context.Background(), b); err != nil {
@@ -211,7 +211,7 @@ func TestFileLongLineCutAtShutdown(t *testing.T) {
 // TestFileRetryEndsAtShutdownDeadline: a running sink retrying a failed
 // write gives up at the shutdown deadline instead of retrying for ever.
 func TestFileRetryEndsAtShutdownDeadline(t *testing.T) {
-	f, w, logs := failingFile()
+	f, w, logs := failingFile("/full.jsonl", 1<<30)
 	_ = f.Start(context.Background())
 	if err := f.Enqueue(context.Background(), bigBatches(t)[0]); err != nil {
 		t.Fatal(err)
@@ -228,14 +228,14 @@ func TestFileRetryEndsAtShutdownDeadline(t *testing.T) {
 	}
 }
 
-// failingFile returns a metrics file sink (not started) whose every write
-// fails, its writer and its log.
-func failingFile() (*File, *gateWriter, *syncBuf) {
+// failingFile returns a metrics file sink (not started) for path whose
+// first fails writes fail ("disk on fire"), its writer and its log.
+func failingFile(path string, fails int32) (*File, *gateWriter, *syncBuf) {
 	w := &gateWriter{gate: make(chan struct{})}
 	close(w.gate)
-	w.fail.Store(1 << 30)
+	w.fail.Store(fails)
 	lg, logs := testLogger()
-	return newFile(FileOptions{Path: "/full.jsonl", Signal: pipeline.Metrics, Logger: lg}, w), w, logs
+	return newFile(FileOptions{Path: path, Signal: pipeline.Metrics, Logger: lg}, w), w, logs
 }
 
 // A file sink holds its write buffer only once a batch comes: the
@@ -317,7 +317,7 @@ func TestFileHugeResourceInPieces(t *testing.T) {
 // wherever in the queue the deadline finds it.
 func TestFileHugeResourceCutAtShutdown(t *testing.T) {
 	for _, started := range []bool{false, true} {
-		f, w, logs := failingFile()
+		f, w, logs := failingFile("/full.jsonl", 1<<30)
 		// Queued before the writer starts: once a write has failed the
 		// queue takes nothing more (Enqueue waits).
 		for _, b := range []*pipeline.Batch{metricsBatch("small", 2), hugeResource(40_000), metricsBatch("after", 2)} {

@@ -248,11 +248,7 @@ func TestFileBlocksWhenQueueFullAndFanoutNoPartial(t *testing.T) {
 }
 
 func TestFileWriteErrorLoggedAndRetried(t *testing.T) {
-	w := &gateWriter{gate: make(chan struct{})}
-	close(w.gate)
-	w.fail.Store(2)
-	lg, logs := testLogger()
-	f := newFile(FileOptions{Path: "/var/log/x.jsonl", Signal: pipeline.Metrics, Logger: lg}, w)
+	f, w, logs := failingFile("/var/log/x.jsonl", 2)
 	_ = f.Start(context.Background())
 	_ = f.Enqueue(context.Background(), metricsBatch("retried", 1))
 	if err := f.Shutdown(ctxT(patience)); err != nil {

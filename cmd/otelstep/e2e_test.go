@@ -129,6 +129,31 @@ const tokenResource = `processors:
       action: upsert
 `
 
+// jsonlConfig is a config of one traces pipeline: the OTLP receiver with
+// protocols (the YAML under its protocols key, indented six spaces), the
+// token stamped, into the JSONL file jsonl; the health endpoint at health;
+// service (indented two spaces, such as a telemetry section) added to the
+// service section.
+func jsonlConfig(health, protocols, jsonl, service string) string {
+	return `extensions:
+  health_check:
+    endpoint: ` + health + `
+receivers:
+  otlp:
+    protocols:
+` + protocols + tokenResource + `exporters:
+  file/traces:
+    path: ` + jsonl + `
+service:
+  extensions: [health_check]
+` + service + `  pipelines:
+    traces:
+      receivers: [otlp]
+      processors: [resource]
+      exporters: [file/traces]
+`
+}
+
 // writeConfig writes cfg as dir/collector.yaml and returns its path.
 func writeConfig(t *testing.T, dir, cfg string) string {
 	t.Helper()

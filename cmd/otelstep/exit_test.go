@@ -28,36 +28,19 @@ func shown(out string) string { return redact.New(testToken).Replace(out) }
 // places.
 func setupConfig(t *testing.T, health, grpcAddr, httpAddr, pullPort, jsonl string) string {
 	t.Helper()
-	cfg := `extensions:
-  health_check:
-    endpoint: ` + health + `
-receivers:
-  otlp:
-    protocols:
-      grpc:
-        endpoint: ` + grpcAddr + `
+	return writeConfig(t, t.TempDir(), jsonlConfig(health, `      grpc:
+        endpoint: `+grpcAddr+`
       http:
-        endpoint: ` + httpAddr + `
-` + tokenResource + `exporters:
-  file/traces:
-    path: ` + jsonl + `
-service:
-  extensions: [health_check]
-  telemetry:
+        endpoint: `+httpAddr+`
+`, jsonl, `  telemetry:
     metrics:
       readers:
       - pull:
           exporter:
             prometheus:
               host: 127.0.0.1
-              port: ` + pullPort + `
-  pipelines:
-    traces:
-      receivers: [otlp]
-      processors: [resource]
-      exporters: [file/traces]
-`
-	return writeConfig(t, t.TempDir(), cfg)
+              port: `+pullPort+`
+`))
 }
 
 // A port in use (either OTLP listener, the health endpoint, the pull

@@ -31,33 +31,16 @@ func TestConnectionFloodLeavesHealth(t *testing.T) {
 	}
 	dir := t.TempDir()
 	health, grpcAddr, httpAddr := freePort(t), freePort(t), freePort(t)
-	cfg := `extensions:
-  health_check:
-    endpoint: ` + health + `
-receivers:
-  otlp:
-    protocols:
-      grpc:
-        endpoint: ` + grpcAddr + `
+	cfgPath := writeConfig(t, dir, jsonlConfig(health, `      grpc:
+        endpoint: `+grpcAddr+`
         keepalive:
           server_parameters:
             max_connection_idle: 200ms
       http:
-        endpoint: ` + httpAddr + `
+        endpoint: `+httpAddr+`
         read_header_timeout: 200ms
         idle_timeout: 200ms
-` + tokenResource + `exporters:
-  file/traces:
-    path: ` + filepath.Join(dir, "traces.jsonl") + `
-service:
-  extensions: [health_check]
-  pipelines:
-    traces:
-      receivers: [otlp]
-      processors: [resource]
-      exporters: [file/traces]
-`
-	cfgPath := writeConfig(t, dir, cfg)
+`, filepath.Join(dir, "traces.jsonl"), ""))
 	// otelstep with 256 descriptors, soft and hard.
 	wrapper := filepath.Join(dir, "otelstep-256")
 	if err := os.WriteFile(wrapper, []byte("#!/bin/sh\nulimit -n 256 || exit 99\nexec "+buildBinary(t)+` "$@"`+"\n"), 0o755); err != nil {

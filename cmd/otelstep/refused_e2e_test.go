@@ -34,29 +34,12 @@ import (
 func TestRefusedRequestsCountedAndLogged(t *testing.T) {
 	dir := t.TempDir()
 	health, grpcAddr, httpAddr := freePort(t), freePort(t), freePort(t)
-	cfg := `extensions:
-  health_check:
-    endpoint: ` + health + `
-receivers:
-  otlp:
-    protocols:
-      grpc:
-        endpoint: ` + grpcAddr + `
+	cfgPath := writeConfig(t, dir, jsonlConfig(health, `      grpc:
+        endpoint: `+grpcAddr+`
       http:
-        endpoint: ` + httpAddr + `
+        endpoint: `+httpAddr+`
         max_request_body_size: 4096
-` + tokenResource + `exporters:
-  file/traces:
-    path: ` + filepath.Join(dir, "traces.jsonl") + `
-service:
-  extensions: [health_check]
-  pipelines:
-    traces:
-      receivers: [otlp]
-      processors: [resource]
-      exporters: [file/traces]
-`
-	cfgPath := writeConfig(t, dir, cfg)
+`, filepath.Join(dir, "traces.jsonl"), ""))
 	p := startOtelstep(t, buildBinary(t), cfgPath, health, "OTEL_TOKEN="+testToken)
 
 	good, _ := proto.Marshal(&coltracepb.ExportTraceServiceRequest{ResourceSpans: []*tracepb.ResourceSpans{{ScopeSpans: []*tracepb.ScopeSpans{{

@@ -56,6 +56,19 @@ func parseConfig(t *testing.T, name, yaml string) *config.Config {
 	return cfg
 }
 
+// healthAndOTLP begins the test configs: the health endpoint and an
+// OTLP/HTTP receiver, on ports the system picks.
+const healthAndOTLP = `
+extensions:
+  health_check:
+    endpoint: 127.0.0.1:0
+receivers:
+  otlp:
+    protocols:
+      http:
+        endpoint: 127.0.0.1:0
+`
+
 func testConfig(t *testing.T, dir string) *config.Config { return testConfigTo(t, dir, "") }
 
 // testConfigTo is testConfig with an otlphttp exporter to backendURL as
@@ -71,16 +84,7 @@ func testConfigTo(t *testing.T, dir, backendURL string) *config.Config {
     headers:
       Authorization: Bearer ${env:TOKEN}`
 	}
-	yaml := `
-extensions:
-  health_check:
-    endpoint: 127.0.0.1:0
-receivers:
-  otlp:
-    protocols:
-      http:
-        endpoint: 127.0.0.1:0
-processors:
+	yaml := healthAndOTLP + `processors:
   batch: {}
   resource:
     attributes:

@@ -46,16 +46,7 @@ func statusOf(t *testing.T, s *Service) (int, statusDoc, string) {
 // query), metrics from a scrape target to a JSONL file.
 func statusConfig(t *testing.T, dir, tracesPath, backend, target string) *config.Config {
 	t.Helper()
-	yaml := `
-extensions:
-  health_check:
-    endpoint: 127.0.0.1:0
-receivers:
-  otlp:
-    protocols:
-      http:
-        endpoint: 127.0.0.1:0
-  prometheus:
+	yaml := healthAndOTLP + `  prometheus:
     config:
       scrape_configs:
       - job_name: node

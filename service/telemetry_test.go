@@ -22,16 +22,7 @@ import (
 // (indented under service:).
 func telemetryConfig(t *testing.T, dir, telemetry string) *config.Config {
 	t.Helper()
-	yaml := `
-extensions:
-  health_check:
-    endpoint: 127.0.0.1:0
-receivers:
-  otlp:
-    protocols:
-      http:
-        endpoint: 127.0.0.1:0
-exporters:
+	yaml := healthAndOTLP + `exporters:
   file/traces:
     path: ` + filepath.Join(dir, "traces.jsonl") + `
 service:

@@ -17,19 +17,36 @@ import (
 )
 
 // Backend is an OTLP/HTTP backend on loopback that decodes everything it
-// is sent (so a broken request is seen) and keeps only counts: points,
-// spans, log records, wire bytes, and the scrape_duration_seconds values
-// the scrapers reported.
+// is sent (so a broken request is seen) and keeps only counts: per signal
+// the requests, items, wire and decompressed bytes, and the
+// scrape_duration_seconds values the scrapers reported.
 type Backend struct {
 	srv  *http.Server
 	addr string
 
-	Requests, Bad                      atomic.Int64
-	Points, Spans, Logs                atomic.Int64
-	MetricsBytes, TraceBytes, LogBytes atomic.Int64 // on the wire (gzipped)
+	Bad     atomic.Int64
+	signals [3]signalCounters // indexed by pipeline.Signal
 
 	mu        sync.Mutex
 	durations []timedValue
+}
+
+type signalCounters struct {
+	requests, items, wire, raw atomic.Int64
+}
+
+// SignalTotals is what the backend decoded for one signal: Wire is the
+// request bodies as sent (compressed), Raw the protobuf after
+// decompression. Items/Requests is the sender's batch size, Raw/Items its
+// encoding, Wire/Raw its compression.
+type SignalTotals struct {
+	Requests, Items, Wire, Raw int64
+}
+
+// Totals returns the counts so far for sig.
+func (b *Backend) Totals(sig pipeline.Signal) SignalTotals {
+	c := &b.signals[sig]
+	return SignalTotals{Requests: c.requests.Load(), Items: c.items.Load(), Wire: c.wire.Load(), Raw: c.raw.Load()}
 }
 
 type timedValue struct {
@@ -92,11 +109,12 @@ func (b *Backend) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		http.Error(w, err.Error(), 400)
 		return
 	}
-	b.Requests.Add(1)
-	switch sig {
-	case pipeline.Metrics:
-		b.MetricsBytes.Add(wire)
-		b.Points.Add(int64(batch.Items()))
+	c := &b.signals[sig]
+	c.requests.Add(1)
+	c.items.Add(int64(batch.Items()))
+	c.wire.Add(wire)
+	c.raw.Add(int64(len(data)))
+	if sig == pipeline.Metrics {
 		now := time.Now()
 		var durs []timedValue
 		for _, rm := range batch.Metrics {
@@ -115,12 +133,6 @@ func (b *Backend) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 			b.durations = append(b.durations, durs...)
 			b.mu.Unlock()
 		}
-	case pipeline.Traces:
-		b.TraceBytes.Add(wire)
-		b.Spans.Add(int64(batch.Items()))
-	case pipeline.Logs:
-		b.LogBytes.Add(wire)
-		b.Logs.Add(int64(batch.Items()))
 	}
 	w.Header().Set("Content-Type", "application/x-protobuf")
 }

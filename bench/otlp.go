@@ -12,6 +12,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/otelstep/otelstep/pipeline"
 	"golang.org/x/time/rate"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
@@ -73,6 +74,13 @@ type OTLPResult struct {
 	// BackendBytesPerItem divides it by BackendItems.
 	BackendBytes        int64   `json:"backend_bytes"`
 	BackendBytesPerItem float64 `json:"backend_bytes_per_item"`
+	// BackendRequests and BackendRawBytes (the bodies decompressed) explain
+	// BackendBytesPerItem: items per request is the batch size the
+	// collector sends, raw bytes per item its protobuf encoding.
+	BackendRequests        int64   `json:"backend_requests"`
+	BackendItemsPerRequest float64 `json:"backend_items_per_request"`
+	BackendRawBytes        int64   `json:"backend_raw_bytes"`
+	BackendRawBytesPerItem float64 `json:"backend_raw_bytes_per_item"`
 	// AnswerP50MS and AnswerP99MS are the percentiles of the time from a
 	// request's sending to its OK answer, over the window: with otelstep,
 	// until its items are in the JSONL.
@@ -297,14 +305,11 @@ func otlpOne(ctx context.Context, o OTLPOptions, im Impl, reqs []request) (*OTLP
 	r.AnswerP50MS, r.AnswerP99MS = percentileMS(all, 0.50), percentileMS(all, 0.99)
 	r.ItemsPerSecond = float64(r.Items) / r.WindowSeconds
 	r.ItemsPerCPUSecond = safeDiv(float64(r.Items), r.CPUSeconds)
-	switch o.Signal {
-	case "traces":
-		r.BackendItems, r.BackendBytes = be.Spans.Load(), be.TraceBytes.Load()
-	case "logs":
-		r.BackendItems, r.BackendBytes = be.Logs.Load(), be.LogBytes.Load()
-	default:
-		r.BackendItems, r.BackendBytes = be.Points.Load(), be.MetricsBytes.Load()
-	}
+	sig, _ := pipeline.ParseSignal(o.Signal)
+	t := be.Totals(sig)
+	r.BackendItems, r.BackendBytes, r.BackendRequests, r.BackendRawBytes = t.Items, t.Wire, t.Requests, t.Raw
+	r.BackendItemsPerRequest = safeDiv(float64(t.Items), float64(t.Requests))
+	r.BackendRawBytesPerItem = safeDiv(float64(t.Raw), float64(t.Items))
 	r.BackendBytesPerItem = safeDiv(float64(r.BackendBytes), float64(r.BackendItems))
 	return r, nil
 }

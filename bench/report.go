@@ -63,6 +63,10 @@ func WriteOTLP(w io.Writer, r *OTLPReport) {
 	row("sent / at backend", func(x OTLPResult) string { return fmt.Sprintf("%d / %d", x.Sent, x.BackendItems) })
 	one := map[string]string{"traces": "span", "logs": "log record", "metrics": "point"}[r.Signal]
 	row("backend bytes per "+one, func(x OTLPResult) string { return fmt.Sprintf("%.2f", x.BackendBytesPerItem) })
+	row("backend requests, "+item+" each", func(x OTLPResult) string {
+		return fmt.Sprintf("%d, %.1f", x.BackendRequests, x.BackendItemsPerRequest)
+	})
+	row("backend raw bytes per "+one, func(x OTLPResult) string { return fmt.Sprintf("%.2f", x.BackendRawBytesPerItem) })
 	row("start to healthy ms", func(x OTLPResult) string { return fmt.Sprintf("%.1f", x.StartToHealthyMS) })
 	tw.Flush()
 	for _, q := range r.Ratios {

@@ -225,7 +225,7 @@ func scrapeOne(ctx context.Context, o ScrapeOptions, im Impl, tg *Targets) (*Scr
 			m.allocB, ok2 = scrapeCounter(metricsURL, "otelcol_process_runtime_total_alloc_bytes_total")
 			m.allocOK = ok1 && ok2
 		}
-		m.jsonl, m.wire = filesSize(dir), be.MetricsBytes.Load()
+		m.jsonl, m.wire = filesSize(dir), be.Totals(pipeline.Metrics).Wire
 		return m, nil
 	}
 	m0, err := take()
@@ -272,7 +272,7 @@ func scrapeOne(ctx context.Context, o ScrapeOptions, im Impl, tg *Targets) (*Scr
 		r.BackendBytesPerSample = float64(m1.wire-m0.wire) / float64(r.Samples)
 	}
 	r.ScrapeP50Seconds, r.ScrapeP99Seconds, _ = be.ScrapeDurations(m0.at, m1.at)
-	r.BackendPoints = be.Points.Load()
+	r.BackendPoints = be.Totals(pipeline.Metrics).Items
 	r.BadRequests = be.Bad.Load()
 	if r.JSONLPoints, err = jsonlPoints(filepath.Join(dir, "metrics.jsonl")); err != nil {
 		return nil, err

@@ -323,13 +323,20 @@ func (r *Record) refuse(spans []span, status int) {
 }
 
 // Backlog is what the record's file holds that the backend has not got:
-// to backfill, and left to replay (sink.Backlog).
+// to backfill, and (refused) left to replay (sink.Backlog).
 func (r *Record) Backlog() sink.Backlog {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	b := sink.Backlog{Batches: r.failed.lines() + r.refused.lines(), Bytes: r.failed.bytes() + r.refused.bytes()}
-	for _, n := range r.items {
-		b.Items += int64(n)
+	b := sink.Backlog{
+		ToBackfill: sink.Lines{Batches: r.failed.lines(), Bytes: r.failed.bytes()},
+		ForReplay:  sink.Lines{Batches: r.refused.lines(), Bytes: r.refused.bytes()},
+	}
+	for at, n := range r.items {
+		if r.refused.has(at) {
+			b.ForReplay.Items += int64(n)
+		} else {
+			b.ToBackfill.Items += int64(n)
+		}
 	}
 	return b
 }
@@ -524,6 +531,16 @@ func (ss *spanSet) gaps(from int64, fromLine int, to int64, toLine int) spanSet 
 		out.spans = append(out.spans, span{Start: at, End: to, FirstLine: atLine + 1, Lines: toLine - atLine})
 	}
 	return out
+}
+
+// has says whether offset at is in the set.
+func (ss *spanSet) has(at int64) bool {
+	for _, s := range ss.spans {
+		if at >= s.Start && at < s.End {
+			return true
+		}
+	}
+	return false
 }
 
 func (ss *spanSet) bytes() int64 {

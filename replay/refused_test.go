@@ -7,6 +7,8 @@ import (
 	"sync/atomic"
 	"testing"
 	"time"
+
+	"github.com/otelstep/otelstep/sink"
 )
 
 // modal is a backend that answers 503 (mode 0), 401 (1) or takes the
@@ -40,7 +42,7 @@ func TestRefusedLeftToReplay(t *testing.T) {
 	l := startLive(t, path, srv.URL, 100, 10*time.Millisecond, true, log)
 	const n = 10
 	l.send(t, "refused", 0, n)
-	waitUntil(t, func() bool { return l.rec.Backlog().Batches == n }, "every line recorded refused")
+	waitUntil(t, func() bool { return l.rec.Backlog().ForReplay.Batches == n }, "every line recorded refused")
 	b.mode.Store(2)
 	l.send(t, "up", 0, 2)
 	waitSpans(t, &switchable{fakeBackend: b.fakeBackend}, "up", 2)
@@ -48,7 +50,7 @@ func TestRefusedLeftToReplay(t *testing.T) {
 	if got := b.hits[1].Load(); got != n {
 		t.Fatalf("the backend refused %d requests, want %d: a refused batch is posted once", got, n)
 	}
-	if bl := l.rec.Backlog(); bl.Batches != n || bl.Items != n || len(l.rec.pending()) != 0 {
+	if bl := l.rec.Backlog(); bl.ForReplay.Batches != n || bl.ForReplay.Items != n || bl.ToBackfill != (sink.Lines{}) || len(l.rec.pending()) != 0 {
 		t.Fatalf("backlog %+v, pending %d: want the %d refused lines left to replay, none to backfill", bl, len(l.rec.pending()), n)
 	}
 	noToken(t, "the log", logs.String())
@@ -76,7 +78,9 @@ func TestBackfillRefusedLeftToReplay(t *testing.T) {
 	l.send(t, "down", 0, n)
 	waitUntil(t, func() bool { return l.http.Stats().Failed == n }, "every batch given up on")
 	b.mode.Store(1)
-	waitUntil(t, func() bool { return len(l.rec.pending()) == 0 && l.rec.Backlog().Batches == n }, "the backfill's lines refused")
+	waitUntil(t, func() bool {
+		return len(l.rec.pending()) == 0 && l.rec.Backlog().ForReplay.Batches == n && l.rec.Backlog().ToBackfill.Batches == 0
+	}, "the backfill's lines refused")
 	refusedHits := b.hits[1].Load()
 	b.mode.Store(2)
 	l.send(t, "up", 0, 1)

@@ -71,9 +71,9 @@ func (s *Service) deliverySummary() []any {
 		accepted.Batches += a.Batches
 		accepted.Items += a.Items
 		backfilled += st.BackfilledItems
-		bl := h.Status().Backfill
+		bl := h.Status().Backlog
 		left = left.Add(bl)
-		if bl.Batches > 0 {
+		if bl.Total().Batches > 0 {
 			if c := s.replayCommand(h.Name()); c != "" {
 				commands = append(commands, c)
 			}
@@ -87,7 +87,10 @@ func (s *Service) deliverySummary() []any {
 		}
 		out = append(out, name, fates[f].Items)
 	}
-	out = append(out, "backfill_sent_items", backfilled, "left_for_replay_batches", left.Batches, "left_for_replay_bytes", left.Bytes)
+	// What is in the JSONL files at stop is all left for replay: the
+	// backfill ends with the run.
+	all := left.Total()
+	out = append(out, "backfill_sent_items", backfilled, "left_for_replay_batches", all.Batches, "left_for_replay_bytes", all.Bytes)
 	if len(commands) > 0 {
 		out = append(out, "replay", strings.Join(commands, " && "))
 	}
@@ -104,7 +107,7 @@ func (s *Service) replayCommand(id string) string {
 	var files []string
 	endpoint := ""
 	for _, bf := range s.backfills {
-		if bf.exporter != id || bf.rec.Backlog().Batches == 0 {
+		if bf.exporter != id || bf.rec.Backlog().Total().Batches == 0 {
 			continue
 		}
 		files = append(files, bf.rec.File())

@@ -55,7 +55,7 @@ func TestReplayCommand(t *testing.T) {
 			t.Errorf("the command holds %q", secret)
 		}
 	}
-	if bl := rec.Backlog(); bl.Batches != 1 || bl.Items != 3 {
-		t.Errorf("backlog %+v, want 1 batch of 3 items", bl)
+	if bl := rec.Backlog(); bl.ForReplay.Batches != 1 || bl.ForReplay.Items != 3 || bl.ToBackfill != (sink.Lines{}) {
+		t.Errorf("backlog %+v, want 1 refused batch of 3 items left for replay, none to backfill", bl)
 	}
 }

@@ -78,20 +78,25 @@ type httpDetails struct {
 	LastError   string     `json:"last_error,omitempty"`
 	LastStatus  int        `json:"last_status,omitempty"`
 	LastErrorAt *time.Time `json:"last_error_at,omitempty"`
-	// What waits in the live queue, and in the JSONL files to be
-	// backfilled.
-	QueueBatches int   `json:"queue_batches"`
-	QueueItems   int   `json:"queue_items"`
-	QueueBytes   int64 `json:"queue_bytes"`
-	Backfill     struct {
-		Batches int   `json:"batches"`
-		Bytes   int64 `json:"bytes"`
-		Items   int64 `json:"items"`
-	} `json:"backfill"`
+	// What waits in the live queue; in the JSONL files for the backfill
+	// to send (the backend was down, the queue full); and in the JSONL
+	// files, refused by the backend, left for `otelstep replay`.
+	QueueBatches  int         `json:"queue_batches"`
+	QueueItems    int         `json:"queue_items"`
+	QueueBytes    int64       `json:"queue_bytes"`
+	ToBackfill    linesDetail `json:"to_backfill"`
+	LeftForReplay linesDetail `json:"left_for_replay"`
 	// Batches and items by fate (delivered, queue_full, backend_down,
 	// backend_refused, unsent_at_stop), and the requests sent again.
 	Fates   map[string]fateDetails `json:"fates"`
 	Retries uint64                 `json:"retries"`
+}
+
+// linesDetail is lines of the JSONL files (sink.Lines).
+type linesDetail struct {
+	Batches int   `json:"batches"`
+	Bytes   int64 `json:"bytes"`
+	Items   int64 `json:"items"`
 }
 
 // fateDetails is the batches and items of one fate (sink.FateCount).
@@ -274,7 +279,8 @@ func httpStatus(h *sink.HTTP, endpoint string, red *redact.Redactor) httpDetails
 		LastError: red.Replace(st.LastError), LastStatus: st.LastStatus, LastErrorAt: timeOrNil(st.LastErrorAt),
 		QueueBatches: st.QueueBatches, QueueItems: st.QueueItems, QueueBytes: st.QueueBytes,
 		Fates: map[string]fateDetails{}, Retries: stats.Retries}
-	d.Backfill.Batches, d.Backfill.Bytes, d.Backfill.Items = st.Backfill.Batches, st.Backfill.Bytes, st.Backfill.Items
+	d.ToBackfill = linesDetail(st.Backlog.ToBackfill)
+	d.LeftForReplay = linesDetail(st.Backlog.ForReplay)
 	for _, f := range sink.Fates() {
 		d.Fates[f.String()] = fateDetails{stats.Fates[f].Batches, stats.Fates[f].Items}
 	}

@@ -120,7 +120,9 @@ func TestStatusDocument(t *testing.T) {
 	var exp struct {
 		Endpoint, State string
 		Fates           map[string]struct{ Items int }
-		LastError       string `json:"last_error"`
+		LastError       string                       `json:"last_error"`
+		ToBackfill      struct{ Batches, Items int } `json:"to_backfill"`
+		LeftForReplay   struct{ Batches, Items int } `json:"left_for_replay"`
 	}
 	var targets []struct {
 		Job, Instance, URL string
@@ -203,8 +205,12 @@ func TestStatusDocument(t *testing.T) {
 	resp.Body.Close()
 	code, doc, raw = waitStatus(t, s, func(doc statusDoc) bool {
 		remarshal(t, doc.Components["pipeline:traces"].Components["exporter:otlphttp"].Details, &exp)
-		return exp.State == "refused"
+		return exp.State == "refused" && exp.LeftForReplay.Batches == 1
 	})
+	// The refused batch is left for replay, not counted as to backfill.
+	if exp.ToBackfill.Batches != 0 || exp.LeftForReplay.Items != 1 {
+		t.Errorf("backlog once refused: to_backfill %+v left_for_replay %+v, want none and 1 batch of 1 span\n%s", exp.ToBackfill, exp.LeftForReplay, raw)
+	}
 	traces = doc.Components["pipeline:traces"]
 	if e := traces.Components["exporter:otlphttp"]; code != http.StatusServiceUnavailable || doc.Healthy || doc.Status != statusPermanent ||
 		traces.Status != statusPermanent || e.Healthy || e.Error == "" || !strings.Contains(exp.LastError, "401") {

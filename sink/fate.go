@@ -66,20 +66,36 @@ type FateCount struct {
 	Batches, Items uint64
 }
 
-// Backlog is what waits in the JSONL files to be backfilled (or replayed)
-// for an exporter: lines (one a batch), their bytes, and their items where
-// known (the lines an earlier run left are counted in Batches and Bytes
-// only).
+// Backlog is what waits in the JSONL files for an exporter's backend, in
+// two parts: what the backfill will send by itself (the backend was down,
+// the queue full, or the run stopped), and what the backend refused, which
+// the backfill does not send again: it is left for `otelstep replay`, once
+// what was wrong is put right.
 type Backlog struct {
+	ToBackfill, ForReplay Lines
+}
+
+// Lines is lines of a JSONL file (one a batch), their bytes, and their
+// items where known (the lines an earlier run left are counted in Batches
+// and Bytes only).
+type Lines struct {
 	Batches int
 	Bytes   int64
 	Items   int64
 }
 
+// Add is l and m together.
+func (l Lines) Add(m Lines) Lines {
+	return Lines{Batches: l.Batches + m.Batches, Bytes: l.Bytes + m.Bytes, Items: l.Items + m.Items}
+}
+
 // Add is b and c together.
 func (b Backlog) Add(c Backlog) Backlog {
-	return Backlog{Batches: b.Batches + c.Batches, Bytes: b.Bytes + c.Bytes, Items: b.Items + c.Items}
+	return Backlog{ToBackfill: b.ToBackfill.Add(c.ToBackfill), ForReplay: b.ForReplay.Add(c.ForReplay)}
 }
+
+// Total is both parts together: all the backend has not got.
+func (b Backlog) Total() Lines { return b.ToBackfill.Add(b.ForReplay) }
 
 // The exporter's states in HTTPStatus.
 const (
@@ -105,8 +121,9 @@ type HTTPStatus struct {
 	// QueueBatches, QueueItems and QueueBytes wait in the live queue.
 	QueueBatches, QueueItems int
 	QueueBytes               int64
-	// Backfill is what waits in the JSONL files to be sent again.
-	Backfill Backlog
+	// Backlog is what waits in the JSONL files: to be backfilled, and left
+	// for replay.
+	Backlog Backlog
 }
 
 // outage follows the exporter's requests: a run of failures is logged once
@@ -176,7 +193,8 @@ func (h *HTTP) observe(sig pipeline.Signal, res Result) {
 		bl := h.backlog()
 		h.log.Info("otlp/http exporter: delivery works again", "endpoint", h.safeURL[sig], "was", was,
 			"down_for", now.Sub(since).Round(time.Millisecond).String(), "failed_requests", failures,
-			"backfill_batches", bl.Batches, "backfill_bytes", bl.Bytes)
+			"to_backfill_batches", bl.ToBackfill.Batches, "to_backfill_bytes", bl.ToBackfill.Bytes,
+			"left_for_replay_batches", bl.ForReplay.Batches, "left_for_replay_bytes", bl.ForReplay.Bytes)
 		return
 	}
 	st := failureState(res)
@@ -268,7 +286,8 @@ func (h *HTTP) report() {
 		if untold {
 			bl := h.backlog()
 			h.log.Info("otlp/http exporter: delivery works again", "was", "flapping",
-				"ok_for", h.o.ReportEvery.String(), "backfill_batches", bl.Batches, "backfill_bytes", bl.Bytes)
+				"ok_for", h.o.ReportEvery.String(), "to_backfill_batches", bl.ToBackfill.Batches, "to_backfill_bytes", bl.ToBackfill.Bytes,
+				"left_for_replay_batches", bl.ForReplay.Batches, "left_for_replay_bytes", bl.ForReplay.Bytes)
 		}
 		return
 	}
@@ -293,7 +312,8 @@ func (h *HTTP) report() {
 	}
 	args = append(args, "failed_requests", failures, "failure_runs", runs,
 		"queue_items", s.QueueItems, "queue_bytes", s.QueueBytes,
-		"backfill_batches", s.Backfill.Batches, "backfill_bytes", s.Backfill.Bytes,
+		"to_backfill_batches", s.Backlog.ToBackfill.Batches, "to_backfill_bytes", s.Backlog.ToBackfill.Bytes,
+		"left_for_replay_batches", s.Backlog.ForReplay.Batches, "left_for_replay_bytes", s.Backlog.ForReplay.Bytes,
 		"left_queue_full_items", left[LeftQueueFull], "left_backend_down_items", left[LeftBackendDown],
 		"left_refused_items", left[LeftRefused],
 		"last_status", code, "last_error", lastErr)
@@ -317,7 +337,7 @@ func (h *HTTP) Status() HTTPStatus {
 	h.mu.Lock()
 	s.QueueBatches, s.QueueItems, s.QueueBytes = h.n, h.queueItems, h.bytes
 	h.mu.Unlock()
-	s.Backfill = h.backlog()
+	s.Backlog = h.backlog()
 	return s
 }
 

@@ -118,6 +118,9 @@ func TestHTTPFirstSummaryAPeriodAfterTheWarn(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		const period = time.Minute
 		h, logs := newTestHTTP(t, "http://127.0.0.1:1", HTTPOptions{ReportEvery: period})
+		h.AddBacklog(func() Backlog {
+			return Backlog{ToBackfill: Lines{Batches: 2, Bytes: 20}, ForReplay: Lines{Batches: 3, Bytes: 30}}
+		})
 		_ = h.Start(context.Background())
 		defer h.Shutdown(context.Background())
 		summaries := func() int { return strings.Count(logs.String(), "delivery still failing") }
@@ -142,6 +145,11 @@ func TestHTTPFirstSummaryAPeriodAfterTheWarn(t *testing.T) {
 		synctest.Wait()
 		if n := summaries(); n != 2 {
 			t.Fatalf("%d summaries two periods after the WARN, want 2:\n%s", n, logs.String())
+		}
+		// What the backfill will send and what the backend refused (left
+		// for replay) are told apart.
+		if !strings.Contains(logs.String(), "to_backfill_batches=2 to_backfill_bytes=20 left_for_replay_batches=3 left_for_replay_bytes=30") {
+			t.Errorf("the summary does not split the backlog:\n%s", logs.String())
 		}
 		if !strings.Contains(logs.String(), "for=2m0s") {
 			t.Errorf("the second summary does not say for=2m0s:\n%s", logs.String())

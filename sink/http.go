@@ -261,7 +261,7 @@ func NewHTTP(o HTTPOptions) (*HTTP, error) {
 	h.runCtx, h.runCancel = context.WithCancel(context.Background())
 	h.tel = o.Telemetry
 	stopQ := h.tel.ObserveQueue(h.queued, len(h.ring))
-	stopB := h.tel.ObserveBacklog(func() (int, int64) { b := h.backlog(); return b.Batches, b.Bytes })
+	stopB := h.tel.ObserveBacklog(func() (int, int64) { b := h.backlog().Total(); return b.Batches, b.Bytes })
 	h.unobserve = func() { stopQ(); stopB() }
 	return h, nil
 }

@@ -73,7 +73,9 @@ func TestHTTPTelemetryDrops(t *testing.T) {
 	tm := newTestTelemetry(t)
 	// not started: nothing is sent, the queue of one fills
 	h, _ := newTestHTTP(t, "http://127.0.0.1:1", HTTPOptions{Name: "x", QueueSize: 1, Telemetry: tm.Sink("x")})
-	h.AddBacklog(func() Backlog { return Backlog{Batches: 2, Bytes: 300, Items: 7} })
+	h.AddBacklog(func() Backlog {
+		return Backlog{ToBackfill: Lines{Batches: 1, Bytes: 100, Items: 3}, ForReplay: Lines{Batches: 1, Bytes: 200, Items: 4}}
+	})
 	for i := range 3 {
 		_ = h.Enqueue(context.Background(), metricsBatch(strconv.Itoa(i), 1))
 	}

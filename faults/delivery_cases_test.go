@@ -129,6 +129,15 @@ func TestBackendDownRefusingThenUp(t *testing.T) {
 	if accepted != answered.Total() || sum != accepted {
 		t.Errorf("stop line: accepted %d, fates sum to %d; senders had %d answered 200", accepted, sum, answered.Total())
 	}
+	// The line leads with what became of what the backend was given, and
+	// what is left is one figure: no "unsent=0" first while items wait.
+	stop := stopLineRE.FindString(log)
+	lead := regexp.MustCompile(`msg="otelstep stopped" stop=\S+ backend_accepted_items=\d+ backend_delivered_items=(\d+) backend_left_items=(\d+) `)
+	if m := lead.FindStringSubmatch(stop); m == nil || strings.Contains(stop, "backend_unsent") {
+		t.Errorf("the stop line does not lead with accepted, delivered and left items: %s", stop)
+	} else if left, _ := strconv.Atoi(m[2]); left == 0 || left != accepted-stopField(t, log, "backend_delivered_items") {
+		t.Errorf("stop line: backend_left_items=%d, want accepted %d - delivered, and not 0: %s", left, accepted, stop)
+	}
 	if stopField(t, log, "backend_left_backend_refused_items") == 0 {
 		t.Errorf("no item left as refused: %s", stopLineRE.FindString(log))
 	}

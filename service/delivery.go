@@ -79,13 +79,14 @@ func (s *Service) deliverySummary() []any {
 			}
 		}
 	}
-	out := []any{"backend_accepted_items", accepted.Items}
+	// The leading figures say what became of what the backend was given:
+	// accepted = delivered + left, then what was left by reason.
+	out := []any{"backend_accepted_items", accepted.Items, "backend_delivered_items", fates[sink.Delivered].Items,
+		"backend_left_items", accepted.Items - fates[sink.Delivered].Items}
 	for _, f := range sink.Fates() {
-		name := "backend_" + f.String() + "_items"
 		if f != sink.Delivered {
-			name = "backend_left_" + f.String() + "_items"
+			out = append(out, "backend_left_"+f.String()+"_items", fates[f].Items)
 		}
-		out = append(out, name, fates[f].Items)
 	}
 	// What is in the JSONL files at stop is all left for replay: the
 	// backfill ends with the run.

@@ -294,16 +294,15 @@ func serve(cfg *config.Config, slackNote string, stdout, stderr io.Writer) int {
 			log.Error("otelstep could not start", "err", err)
 			return exitUsage
 		}
-		took, batches, items := svc.Stopped()
-		log.Error("otelstep stopped with errors", append([]any{"err", err, "stop", took.Round(time.Millisecond).String(),
-			"backend_unsent_batches", batches, "backend_unsent_items", items}, svc.Delivery()...)...)
+		took, _, _ := svc.Stopped()
+		log.Error("otelstep stopped with errors", append([]any{"err", err, "stop", took.Round(time.Millisecond).String()},
+			svc.Delivery()...)...)
 		return exitFailure
 	}
 	// What the backend did not get by the end of its time is in the JSONL
 	// files: the stop did its work.
-	took, batches, items := svc.Stopped()
-	log.Info("otelstep stopped", append([]any{"stop", took.Round(time.Millisecond).String(),
-		"backend_unsent_batches", batches, "backend_unsent_items", items}, svc.Delivery()...)...)
+	took, _, _ := svc.Stopped()
+	log.Info("otelstep stopped", append([]any{"stop", took.Round(time.Millisecond).String()}, svc.Delivery()...)...)
 	return exitOK
 }
 

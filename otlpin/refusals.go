@@ -23,7 +23,8 @@ import (
 // otelcol_receiver_refused_*, since only a decoded request's items are
 // known), keeps the reason's last refusal for Status, and logs: the first
 // refusal of each reason at WARN, with the peer and the error; after that
-// at most once a report period (Options.RefusalReportPeriod) a WARN per
+// at most once a report period (Options.RefusalReportPeriod), counted from
+// the reason's own last line (its first WARN, then its last report), a WARN per
 // reason with the count since the last line; nothing while none comes; at
 // Shutdown, the count not yet reported. A client that sends one bad request
 // a second thus costs a line a minute, and the first line says what is
@@ -129,15 +130,25 @@ type refusals struct {
 	first, still string // the messages of the first line of a reason, and of the reports
 	mu           sync.Mutex
 	by           map[Reason]*refusalCount
+	// period and wake are set by runReports: wake is told when a reason
+	// has a refusal to report and had none, so the reporter can time its
+	// line a period after the reason's last one.
+	period time.Duration
+	wake   chan struct{}
 }
 
 // refusalCount is one reason's record.
 type refusalCount struct {
 	total      uint64
 	unreported uint64 // since the last line logged
-	first      time.Time
-	last       refusal
-	lastAt     time.Time
+	// due is when unreported may be logged: a period after the reason's
+	// last line, or, when it had been quiet longer than that, a period
+	// after the refusal that ended the quiet.
+	due      time.Time
+	lastLine time.Time // the reason's last line logged
+	first    time.Time
+	last     refusal
+	lastAt   time.Time
 }
 
 // The messages of refused requests' lines.
@@ -155,27 +166,44 @@ func (t *refusals) add(f refusal, now time.Time) {
 	t.mu.Lock()
 	c := t.by[f.reason]
 	first := c == nil
+	wake := false
 	if first {
-		c = &refusalCount{first: now}
+		c = &refusalCount{first: now, lastLine: now}
 		t.by[f.reason] = c
 	} else {
+		if c.unreported == 0 {
+			c.due = c.lastLine.Add(t.period)
+			if c.due.Before(now) {
+				c.due = now.Add(t.period)
+			}
+			wake = t.wake != nil
+		}
 		c.unreported++
 	}
 	c.total++
 	c.last, c.lastAt = f, now
+	w := t.wake
 	t.mu.Unlock()
+	if wake {
+		select {
+		case w <- struct{}{}:
+		default:
+		}
+	}
 	if first {
 		t.log.Warn(t.first,
 			"reason", string(f.reason), "signal", f.signal, "transport", transportName(f.tr), "remote", f.remote, "answer", f.answer, "error", f.err)
 	}
 }
 
-// report logs, for each reason refused since the last line, how many and
-// the last one.
-func (t *refusals) report(since time.Duration) {
+// report logs, for each reason refused since its last line whose report
+// is due at now (every one when all), how many, within how long, and the
+// last one. It returns when the next report is due, zero when none waits.
+func (t *refusals) report(now time.Time, all bool) (next time.Time) {
 	type line struct {
 		reason Reason
 		n      uint64
+		within time.Duration
 		total  uint64
 		last   refusal
 	}
@@ -185,36 +213,61 @@ func (t *refusals) report(since time.Duration) {
 		if c.unreported == 0 {
 			continue
 		}
-		lines = append(lines, line{reason, c.unreported, c.total, c.last})
-		c.unreported = 0
+		if !all && now.Before(c.due) {
+			if next.IsZero() || c.due.Before(next) {
+				next = c.due
+			}
+			continue
+		}
+		lines = append(lines, line{reason, c.unreported, now.Sub(c.lastLine), c.total, c.last})
+		c.unreported, c.lastLine = 0, now
 	}
 	t.mu.Unlock()
 	slices.SortFunc(lines, func(a, b line) int { return strings.Compare(string(a.reason), string(b.reason)) })
 	for _, l := range lines {
-		t.log.Warn(t.still, "reason", string(l.reason), "count", l.n, "within", since.String(), "total", l.total,
+		t.log.Warn(t.still, "reason", string(l.reason), "count", l.n, "within", l.within.Round(time.Millisecond).String(), "total", l.total,
 			"last_signal", l.last.signal, "last_transport", transportName(l.last.tr), "last_remote", l.last.remote, "last_answer", l.last.answer, "last_error", l.last.err)
 	}
+	return next
 }
 
-// runReports reports each of ts every period until ctx ends, then once
-// more for what came after the last report.
+// runReports reports each of ts's reasons a period after its last line
+// (see report) until ctx ends, then once more for what came after the
+// last reports.
 func runReports(ctx context.Context, period time.Duration, ts ...*refusals) {
-	tick := time.NewTicker(period)
-	defer tick.Stop()
-	last := time.Now()
-	report := func(within time.Duration) {
-		for _, t := range ts {
-			t.report(within.Round(time.Millisecond))
+	wake := make(chan struct{}, 1)
+	for _, t := range ts {
+		t.mu.Lock()
+		t.period, t.wake = period, wake
+		for _, c := range t.by {
+			c.due = c.lastLine.Add(period) // refused before the period was known
 		}
+		t.mu.Unlock()
 	}
+	timer := time.NewTimer(period)
+	defer timer.Stop()
 	for {
+		now := time.Now()
+		var next time.Time
+		for _, t := range ts {
+			if d := t.report(now, false); !d.IsZero() && (next.IsZero() || d.Before(next)) {
+				next = d
+			}
+		}
+		timer.Stop()
+		var fire <-chan time.Time
+		if !next.IsZero() {
+			timer.Reset(next.Sub(now))
+			fire = timer.C
+		}
 		select {
 		case <-ctx.Done():
-			report(time.Since(last))
+			for _, t := range ts {
+				t.report(time.Now(), true)
+			}
 			return
-		case now := <-tick.C:
-			report(now.Sub(last))
-			last = now
+		case <-fire:
+		case <-wake:
 		}
 	}
 }

@@ -262,3 +262,50 @@ func TestRefusalReportsPeriodic(t *testing.T) {
 		}
 	})
 }
+
+// A reason's first report comes a period after its first WARN, however
+// long after the receiver's start that was (a ticker from the start would
+// report it up to a period early, seconds after the WARN), and the next a
+// period after that report.
+func TestRefusalReportAPeriodAfterTheWarn(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		logs := &logRec{}
+		rf := newRefusals(slog.New(logs), msgFirstRefusal, msgStillRefused)
+		ctx, cancel := context.WithCancel(context.Background())
+		done := make(chan struct{})
+		go func() { defer close(done); runReports(ctx, time.Minute, rf) }()
+		defer func() { cancel(); <-done }()
+		refuse := func(n int) {
+			for range n {
+				rf.add(refusal{signal: "logs", tr: telemetry.GRPC, reason: ReasonDecode, remote: "127.0.0.1:1", answer: "gRPC InvalidArgument", err: "bad"}, time.Now())
+			}
+		}
+		reports := func() int { return len(logs.lines(slog.LevelWarn, stillRefused)) }
+		time.Sleep(50 * time.Second)
+		refuse(3) // the WARN, then two to report
+		synctest.Wait()
+		time.Sleep(time.Minute - time.Second)
+		synctest.Wait()
+		if n := reports(); n != 0 {
+			t.Fatalf("%d reports less than a period after the WARN, want 0", n)
+		}
+		refuse(1)
+		time.Sleep(2 * time.Second)
+		synctest.Wait()
+		lines := logs.lines(slog.LevelWarn, stillRefused)
+		if len(lines) != 1 || lines[0]["count"] != "3" || lines[0]["within"] != "1m0s" {
+			t.Fatalf("a period after the WARN: %v, want one report of 3 within 1m0s", lines)
+		}
+		refuse(2)
+		time.Sleep(time.Minute - 2*time.Second)
+		synctest.Wait()
+		if n := reports(); n != 1 {
+			t.Fatalf("%d reports less than a period after the last, want 1", n)
+		}
+		time.Sleep(2 * time.Second)
+		synctest.Wait()
+		if lines := logs.lines(slog.LevelWarn, stillRefused); len(lines) != 2 || lines[1]["count"] != "2" {
+			t.Fatalf("a period after the report: %v, want a second report of 2", lines)
+		}
+	})
+}

@@ -73,11 +73,15 @@ type httpDetails struct {
 	Endpoint string `json:"endpoint"`
 	// State is ok, failing (no answer, or one to retry) or refused (an
 	// answer that will not change: 401, 400, ...), since Since.
-	State       string     `json:"state"`
-	Since       *time.Time `json:"since,omitempty"`
-	LastError   string     `json:"last_error,omitempty"`
-	LastStatus  int        `json:"last_status,omitempty"`
-	LastErrorAt *time.Time `json:"last_error_at,omitempty"`
+	State      string     `json:"state"`
+	Since      *time.Time `json:"since,omitempty"`
+	LastError  string     `json:"last_error,omitempty"`
+	LastStatus int        `json:"last_status,omitempty"`
+	// LastErrorSignal is the signal of the request LastError is of: an
+	// exporter is one sink shared by every pipeline that lists it, so
+	// each pipeline shows the same state, its latest request's.
+	LastErrorSignal string     `json:"last_error_signal,omitempty"`
+	LastErrorAt     *time.Time `json:"last_error_at,omitempty"`
 	// What waits in the live queue; in the JSONL files for the backfill
 	// to send (the backend was down, the queue full); and in the JSONL
 	// files, refused by the backend, left for `otelstep replay`.
@@ -279,6 +283,9 @@ func httpStatus(h *sink.HTTP, endpoint string, red *redact.Redactor) httpDetails
 		LastError: red.Replace(st.LastError), LastStatus: st.LastStatus, LastErrorAt: timeOrNil(st.LastErrorAt),
 		QueueBatches: st.QueueBatches, QueueItems: st.QueueItems, QueueBytes: st.QueueBytes,
 		Fates: map[string]fateDetails{}, Retries: stats.Retries}
+	if st.LastError != "" {
+		d.LastErrorSignal = st.LastSignal.String()
+	}
 	d.ToBackfill = linesDetail(st.Backlog.ToBackfill)
 	d.LeftForReplay = linesDetail(st.Backlog.ForReplay)
 	for _, f := range sink.Fates() {

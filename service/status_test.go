@@ -121,6 +121,7 @@ func TestStatusDocument(t *testing.T) {
 		Endpoint, State string
 		Fates           map[string]struct{ Items int }
 		LastError       string                       `json:"last_error"`
+		LastErrorSignal string                       `json:"last_error_signal"`
 		ToBackfill      struct{ Batches, Items int } `json:"to_backfill"`
 		LeftForReplay   struct{ Batches, Items int } `json:"left_for_replay"`
 	}
@@ -207,6 +208,11 @@ func TestStatusDocument(t *testing.T) {
 		remarshal(t, doc.Components["pipeline:traces"].Components["exporter:otlphttp"].Details, &exp)
 		return exp.State == "refused" && exp.LeftForReplay.Batches == 1
 	})
+	// One exporter serves every pipeline listing it: its error says which
+	// signal's request it is of.
+	if exp.LastErrorSignal != "traces" {
+		t.Errorf("last_error_signal %q, want traces\n%s", exp.LastErrorSignal, raw)
+	}
 	// The refused batch is left for replay, not counted as to backfill.
 	if exp.ToBackfill.Batches != 0 || exp.LeftForReplay.Items != 1 {
 		t.Errorf("backlog once refused: to_backfill %+v left_for_replay %+v, want none and 1 batch of 1 span\n%s", exp.ToBackfill, exp.LeftForReplay, raw)

@@ -116,6 +116,10 @@ type HTTPStatus struct {
 	// and cut, "" when none yet.
 	LastError  string
 	LastStatus int
+	// LastSignal is the signal of the request LastError is of: one
+	// exporter serves every pipeline that lists it, and its state is its
+	// latest request's, whatever the signal.
+	LastSignal pipeline.Signal
 	// LastErrorAt is when LastError happened.
 	LastErrorAt time.Time
 	// QueueBatches, QueueItems and QueueBytes wait in the live queue.
@@ -144,6 +148,7 @@ type outage struct {
 	since    time.Time
 	lastErr  string
 	lastCode int
+	lastSig  pipeline.Signal
 	lastAt   time.Time
 	failures uint64 // requests failed in this run of failures
 	warned   bool   // this run's start (or change) was logged
@@ -207,7 +212,7 @@ func (h *HTTP) observe(sig pipeline.Signal, res Result) {
 	if first {
 		o.since, o.failures, o.warned = now, 0, false
 	}
-	o.state, o.lastErr, o.lastCode, o.lastAt = st, msg, res.Status, now
+	o.state, o.lastErr, o.lastCode, o.lastSig, o.lastAt = st, msg, res.Status, sig, now
 	o.failures++
 	if o.periodFailures == 0 {
 		o.periodFrom = now
@@ -329,7 +334,7 @@ func (h *HTTP) report() {
 func (h *HTTP) Status() HTTPStatus {
 	o := &h.out
 	o.mu.Lock()
-	s := HTTPStatus{State: o.state, Since: o.since, LastError: o.lastErr, LastStatus: o.lastCode, LastErrorAt: o.lastAt}
+	s := HTTPStatus{State: o.state, Since: o.since, LastError: o.lastErr, LastStatus: o.lastCode, LastSignal: o.lastSig, LastErrorAt: o.lastAt}
 	o.mu.Unlock()
 	if s.State == "" {
 		s.State = StateOK

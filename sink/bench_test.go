@@ -192,7 +192,7 @@ func encodeProto(re *requestEncoder, msg proto.Message, gz bool, out *bytes.Buff
 		return err
 	}
 	re.raw = raw
-	zw, err := re.zw.writer(DefaultCompression, out)
+	zw, err := re.zw.writer(DefaultCompression, pipeline.Metrics, out) // BenchmarkHTTPEncode's request is metrics
 	if err != nil {
 		return err
 	}

@@ -8,6 +8,8 @@ import (
 	"github.com/klauspost/compress/gzip"
 	"github.com/klauspost/compress/snappy"
 	"github.com/klauspost/compress/zstd"
+
+	"github.com/otelstep/otelstep/pipeline"
 )
 
 // Compression is how the exporter compresses its request bodies: the
@@ -88,6 +90,22 @@ func (c Compression) level() int {
 	return c.Level
 }
 
+// libLevel is the compression library's level for a body of sig. The
+// collector's gzip level 6 (its default) is the standard library's lazy
+// matcher; this library's levels up to 6 use faster matchers of its own,
+// which on spans' and log records' high-entropy fields (ids, attribute
+// values) send noticeably more bytes than the collector does, while its
+// level 7 (the lazy matcher) sends as many at the same cost. On metrics,
+// repetitive series, its level 6 is the nearer and the cheaper, and stays.
+// docs/decisions.md has the figures.
+func (c Compression) libLevel(sig pipeline.Signal) int {
+	lv := c.level()
+	if c.Type == "gzip" && lv == 6 && sig != pipeline.Metrics {
+		return 7
+	}
+	return lv
+}
+
 // compressor is a stateful compressing writer, reset for each body.
 type compressor interface {
 	io.WriteCloser
@@ -106,10 +124,10 @@ type compressors struct {
 	zsLevel int
 }
 
-// writer returns c's writer, reset to write to out; nil for snappy and
-// none, which are not streamed.
-func (cs *compressors) writer(c Compression, out *bytes.Buffer) (compressor, error) {
-	lv := c.level()
+// writer returns c's writer for a body of sig, reset to write to out; nil
+// for snappy and none, which are not streamed.
+func (cs *compressors) writer(c Compression, sig pipeline.Signal, out *bytes.Buffer) (compressor, error) {
+	lv := c.libLevel(sig)
 	switch c.Type {
 	case "gzip":
 		if cs.gz == nil || cs.gzLevel != lv {

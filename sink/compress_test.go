@@ -238,6 +238,7 @@ func referenceRequests(t testing.TB) []namedBatch {
 	return []namedBatch{
 		{"traces.peer.jsonl", &pipeline.Batch{Signal: pipeline.Traces, Traces: pipeline.TracesFromProto(fixtureTraces(t))}},
 		{"telemetrygen-1800-spans", telemetrygenSpans(t, 1800)},
+		{"random-1000-spans", randomSpans(1000)},
 		{"logs.peer.jsonl", &pipeline.Batch{Signal: pipeline.Logs, Logs: pipeline.LogsFromProto(logsFixture(t))}},
 		{"metrics-28-targets", fixtureTargets(t, 28)},
 	}

@@ -103,7 +103,7 @@ func (re *requestEncoder) encode(b *pipeline.Batch, c Compression, out *bytes.Bu
 		re.raw = appendReq(re.raw[:0], 0, n)
 		return appendSnappy(out, re.raw)
 	}
-	zw, err := re.zw.writer(c, out)
+	zw, err := re.zw.writer(c, b.Signal, out)
 	if err != nil {
 		return err
 	}

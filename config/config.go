@@ -532,6 +532,7 @@ func (d *dec) resourceActions(v *yaml.Node, path string) ([]ResourceAction, erro
 					if err := d.headerValue(valueNode, join(ap, "value"), "the Authorization attribute (the token)", s); err != nil {
 						return err
 					}
+					d.warnShortToken(valueNode, join(ap, "value"), s)
 				}
 				a.Value = val
 			}
@@ -625,6 +626,13 @@ func (c *Config) exporter(d *dec) func(id, typ, path string, k, v *yaml.Node) er
 					e.Headers, err = d.strMap(vn, kp)
 					if err == nil {
 						err = d.headerValues(vn, kp, "an HTTP header")
+					}
+					if err == nil && vn.Kind == yaml.MappingNode {
+						for i := 0; i+1 < len(vn.Content); i += 2 {
+							if k, v := vn.Content[i], vn.Content[i+1]; IsSecretKey(k.Value) {
+								d.warnShortToken(v, join(kp, k.Value), v.Value)
+							}
+						}
 					}
 					e.HeaderVars = d.varsOf(vn)
 				case "compression":

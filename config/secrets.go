@@ -3,6 +3,7 @@ package config
 import (
 	"errors"
 	"fmt"
+	"strings"
 
 	"github.com/otelstep/otelstep/redact"
 	"go.yaml.in/yaml/v3"
@@ -154,4 +155,30 @@ func (d *dec) redactErr(err error) error {
 		return &c
 	}
 	return r.Error(err)
+}
+
+// minTokenLen is the length under which a token draws a warning: the
+// token is hidden from every log line, error text and file otelstep
+// writes, wherever it appears, so a token of a few characters (a
+// placeholder such as "x") is masked inside ordinary words too.
+const minTokenLen = 8
+
+// warnShortToken warns when s, the token stamped on resources or sent in a
+// header at n, is shorter than minTokenLen, never showing it.
+func (d *dec) warnShortToken(n *yaml.Node, path, s string) {
+	tok := s
+	if _, t, ok := strings.Cut(s, " "); ok {
+		tok = t // "Bearer x": the token is what follows the scheme
+	}
+	tok = strings.TrimSpace(tok)
+	if tok == "" || len(tok) >= minTokenLen {
+		return
+	}
+	from := "the value"
+	if vs := d.vars[n]; len(vs) > 0 {
+		from = "the environment variable " + strings.Join(vs, ", ")
+	}
+	d.warnings = append(d.warnings, Problem{Warning: true, Err: d.errf(n, path,
+		"the token from %s is %d characters long, shorter than %d: it is hidden from every log line and error text, so so short a value is masked inside ordinary words too, mangling messages (its value is not shown); set the real token",
+		from, len(tok), minTokenLen).(*Error)})
 }

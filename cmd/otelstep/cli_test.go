@@ -174,6 +174,24 @@ func TestValidateChecksTheMachine(t *testing.T) {
 			t.Errorf("no %q in:\n%s", w, errOut)
 		}
 	}
+	// A token of a few characters: a warning at each place it is stamped
+	// or sent (the redaction that hides it masks it inside words too),
+	// never showing it; with the real token, none.
+	if strings.Contains(errOut, "shorter than 8") {
+		t.Errorf("a warning of a short token for %d characters:\n%s", len(testToken), errOut)
+	}
+	code, out, errOut = runSplit(t, []string{"OTEL_TOKEN=x", "SLURM_JOB_ID=1"}, "validate", cfg)
+	if code != 0 || !strings.Contains(out, "OK") {
+		t.Fatalf("a short token: exit %d, stdout %q, stderr:\n%s", code, out, errOut)
+	}
+	for _, w := range []string{
+		"processors.resource.attributes[0].value: warning: the token from the environment variable OTEL_TOKEN is 1 characters long, shorter than 8",
+	} {
+		if !strings.Contains(errOut, w) {
+			t.Errorf("no %q in:\n%s", w, errOut)
+		}
+	}
+
 	// The JSONL folder cannot be made: an error, with the warnings.
 	b, _ = os.ReadFile(cfg)
 	if err := os.WriteFile(cfg, bytes.Replace(b, []byte(filepath.Join(dir, "otel")), []byte(filepath.Join(blocker, "otel")), 1), 0o644); err != nil {

@@ -179,6 +179,6 @@ func (d *dec) warnShortToken(n *yaml.Node, path, s string) {
 		from = "the environment variable " + strings.Join(vs, ", ")
 	}
 	d.warnings = append(d.warnings, Problem{Warning: true, Err: d.errf(n, path,
-		"the token from %s is %d characters long, shorter than %d: it is hidden from every log line and error text, so so short a value is masked inside ordinary words too, mangling messages (its value is not shown); set the real token",
-		from, len(tok), minTokenLen).(*Error)})
+		"the token from %s is shorter than %d characters (%d): it is hidden from every log line and error text, so so short a value is masked inside ordinary words too, mangling messages (its value is not shown); set the real token",
+		from, minTokenLen, len(tok)).(*Error)})
 }

@@ -185,7 +185,7 @@ func TestValidateChecksTheMachine(t *testing.T) {
 		t.Fatalf("a short token: exit %d, stdout %q, stderr:\n%s", code, out, errOut)
 	}
 	for _, w := range []string{
-		"processors.resource.attributes[0].value: warning: the token from the environment variable OTEL_TOKEN is 1 characters long, shorter than 8",
+		"processors.resource.attributes[0].value: warning: the token from the environment variable OTEL_TOKEN is shorter than 8 characters (1)",
 	} {
 		if !strings.Contains(errOut, w) {
 			t.Errorf("no %q in:\n%s", w, errOut)

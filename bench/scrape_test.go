@@ -65,7 +65,7 @@ func benchScrapePath(b *testing.B, file string, shift bool) {
 		Labels: map[string]string{"gym_service": "bench"}, Interval: 15 * time.Second, Timeout: 10 * time.Second, HonorTimestamps: true}, shared)
 	var pb, js []byte
 	var zbuf bytes.Buffer
-	zw, _ := gzip.NewWriterLevel(&zbuf, 6) // the exporter's default level (sink.DefaultCompression)
+	zw, _ := gzip.NewWriterLevel(&zbuf, 6)       // the exporter's default level (sink.DefaultCompression)
 	enc := otlpwire.ProtoEncoder{Shared: shared} // long-lived, as each sink's: its buffers are reused
 	jenc := otlpwire.MetricsEncoder{Shared: shared}
 	ts := time.Now()

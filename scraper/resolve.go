@@ -1,0 +1,293 @@
+// A series new to the Converter: its labels merged with the target's
+// and relabeled as Prometheus does, then its family, role and
+// attribute set decided once for the scrapes to come.
+
+package scraper
+
+import (
+	"fmt"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/otelstep/otelstep/pipeline"
+	"github.com/prometheus/common/model"
+	"github.com/prometheus/prometheus/model/labels"
+	"github.com/prometheus/prometheus/model/relabel"
+	"github.com/prometheus/prometheus/model/textparse"
+	commonpb "go.opentelemetry.io/proto/otlp/common/v1"
+)
+
+// famFor resolves the family, role and le/quantile label of a series name
+// from what the page declared for the name, else for the name without a
+// suffix (metatable.go); the synthetic series' names have the collector's
+// metadata for them, whatever the page declared. famName is the family's name, outName the output
+// metric's, d what was declared for the family.
+func (c *Converter) famFor(name string) (famName, outName string, typ model.MetricType, role uint8, drop string, d metaDecl) {
+	famName, outName, typ, role = name, name, model.MetricTypeUnknown, roleValue
+	if sd, ok := synthDecls[name]; ok {
+		// a page's own up or scrape_*: the synthetic series' metric
+		return name, name, sd.typ, roleValue, "", sd
+	}
+	tn := name
+	d, found := c.meta.get(name)
+	if !found {
+		if tn = normalizeName(name); tn == name {
+			return
+		}
+		if d, found = c.meta.get(tn); !found {
+			return
+		}
+	}
+	suffix := name[len(tn):]
+	var ok bool
+	switch d.typ {
+	case model.MetricTypeCounter:
+		switch suffix {
+		case "", "_total":
+			ok = true
+		case "_created":
+			ok, role = true, roleCreated
+			// the counter's output name: with _total unless the page's
+			// counter samples go without it
+			outName = tn + "_total"
+			if f := c.fams[tn]; f != nil && f.typ == model.MetricTypeCounter {
+				outName = tn
+			}
+		}
+	case model.MetricTypeHistogram, model.MetricTypeSummary:
+		switch {
+		case suffix == "_sum":
+			ok, role = true, roleSum
+		case suffix == "_count":
+			ok, role = true, roleCount
+		case suffix == "_created":
+			ok, role = true, roleCreated
+		case suffix == "_bucket" && d.typ == model.MetricTypeHistogram:
+			ok, role, drop = true, roleBucket, model.BucketLabel
+		case suffix == "" && d.typ == model.MetricTypeSummary:
+			ok, role, drop = true, roleQuantile, model.QuantileLabel
+		}
+	case model.MetricTypeGaugeHistogram:
+		ok = suffix == "_bucket"
+	case model.MetricTypeInfo:
+		ok = suffix == "_info"
+	default:
+		ok = suffix == ""
+	}
+	if !ok {
+		// a family of its own name, with what was declared for that
+		d, _ = c.meta.get(name)
+		return name, name, model.MetricTypeUnknown, roleValue, "", metaDecl{help: d.help, unit: d.unit}
+	}
+	typ = d.typ
+	famName = tn
+	if typ != model.MetricTypeCounter {
+		outName = tn
+	} else if role != roleCreated {
+		outName = name
+	}
+	return
+}
+
+// newEntry resolves family, role and attributes of a series seen for the
+// first time: the page's labels merged with the target's the way
+// Prometheus does it (exported_ prefixes or honor_labels), then
+// metric_relabel_configs, then the collector's label-to-attribute rules.
+// It returns nil, with c.failed set, for a series that fails the scrape.
+func (c *Converter) newEntry(p textparse.Parser, b []byte) *seriesEntry {
+	if c.newN++; c.newN%deadlineEvery == 0 && !c.deadline.IsZero() && time.Now().After(c.deadline) {
+		c.failed = convertTimeout(c.timeout)
+		return nil
+	}
+	charge := seriesCharge(len(b))
+	if !c.budget.take(charge, c.held+c.pageHeld) {
+		c.failed = c.budget.exhausted("a new series", charge, c.held+c.pageHeld)
+		return nil
+	}
+	rawKey := c.keys.str(b, &c.keyed)
+	se := &seriesEntry{key: rawKey}
+	if err := c.resolve(p, se); err != nil {
+		c.budget.give(charge)
+		c.failed = fmt.Errorf("series %s: %w", clip(b, 120), err)
+		return nil // not kept: the next scrape fails on it again, as Prometheus's does
+	}
+	c.held += charge
+	c.index.add(se)
+	return se
+}
+
+// deadlineEvery is how many new series a conversion reads between two
+// looks at the clock.
+const deadlineEvery = 256
+
+// resolve decides se's family, role and attributes from the series p
+// returned last (newEntry), or decides them again when its family's
+// metadata changed (metatable.go).
+func (c *Converter) resolve(p textparse.Parser, se *seriesEntry) error {
+	if se.created {
+		delete(c.starts, se)
+	}
+	if old := se.ps; old != nil {
+		defer func() {
+			if se.ps == nil || se.ps.fam != old.fam {
+				c.index.dropPoint(pointKey{old.fam, old.set}) // of the family it had
+			}
+		}()
+	}
+	se.ps, se.role, se.arg, se.created = nil, roleValue, 0, false
+	p.Labels(&c.lbls)
+	lset := c.mutate(c.lbls)
+	if lset.IsEmpty() {
+		se.role = roleDrop
+		return nil
+	}
+	name := lset.Get(model.MetricNameLabel)
+	if name == "" {
+		// Prometheus fails the scrape (errNameLabelMandatory)
+		return fmt.Errorf("metric_relabel_configs left it no %s label", model.MetricNameLabel)
+	}
+	if err := c.t.Limits.verify(lset); err != nil {
+		return err // Prometheus fails the scrape on it
+	}
+	_, outName, typ, role, drop, decl := c.famFor(name)
+	se.role = role
+	switch role {
+	case roleBucket:
+		se.arg = parseFloat(lset.Get(model.BucketLabel))
+	case roleQuantile:
+		se.arg = parseFloat(lset.Get(model.QuantileLabel))
+	}
+	pairs := c.pairs[:0]
+	lset.Range(func(l labels.Label) {
+		switch l.Name {
+		case model.JobLabel, model.InstanceLabel:
+			// The resource's: the target's, or (honor_labels) the page's.
+			return
+		case model.MetricNameLabel, model.SchemeLabel, model.MetricsPathLabel, drop:
+			return
+		}
+		if l.Value == "" {
+			return
+		}
+		pairs = append(pairs, l)
+	})
+	c.pairs = pairs
+	res := ""
+	if j, i := lset.Get(model.JobLabel), lset.Get(model.InstanceLabel); j != c.t.JobName || i != c.t.instance() {
+		res = j + "\xff" + i // only honor_labels lets a page's job/instance through
+	}
+	famKey := outName
+	if res != "" {
+		famKey = res + "\xfe" + outName
+	}
+	// The attrSets key: the kind of point, then the attributes (0xff
+	// name 0xfe value each; neither byte occurs in UTF-8).
+	kind := byte(kindNumber)
+	if typ == model.MetricTypeHistogram {
+		kind = kindHistogram
+	}
+	key := append(c.setKey[:0], kind)
+	for _, l := range pairs {
+		key = append(key, 0xff)
+		key = append(key, l.Name...)
+		key = append(key, 0xfe)
+		key = append(key, l.Value...)
+	}
+	c.setKey = key
+	if !c.om && typ == model.MetricTypeGauge && strings.HasSuffix(outName, "_created") {
+		base := strings.TrimSuffix(outName, "_created")
+		prefix := famKey[:len(famKey)-len(outName)]
+		se.created = true
+		if c.starts == nil {
+			c.starts = map[*seriesEntry]createdFor{}
+		}
+		c.starts[se] = createdFor{fams: [2]string{prefix + base + "_total", prefix + base}, attrs: string(key[1:])}
+	}
+	f := c.fams[famKey]
+	// (A stale family this scrape already emitted keeps its metadata
+	// until the next scrape, as the collector's does.)
+	if f == nil || f.typ != typ || f.stale && f.gen != c.gen {
+		if m := c.famMetaFor(res, outName, typ, decl); f != nil && f.famMeta == m {
+			f.stale = false // declared again as it was: the same family
+		} else {
+			f = &famState{famMeta: m}
+			c.fams[famKey] = f
+			c.resFams = c.resFams || res != ""
+		}
+	}
+	f.roles |= 1 << role
+	// Shared: the same slice serves every scrape of the series (and the
+	// series with the same attributes, attrsets.go) and is never changed,
+	// so the sinks may cache its encoding. Equal attributes are one set,
+	// so the family and the set name the point.
+	var set *pipeline.AttrSet
+	if len(pairs) > 0 {
+		set = c.sets.get(key, func() []*commonpb.KeyValue {
+			attrs := c.attrBuf[:0]
+			for _, l := range pairs {
+				attrs = append(attrs, c.kv(l.Name, l.Value))
+			}
+			c.attrBuf = attrs
+			return attrs
+		})
+	}
+	pk := pointKey{f, set}
+	ps := c.index.point(pk)
+	if ps == nil {
+		ps = &pointSeries{fam: f, set: set}
+		c.index.addPoint(pk, ps)
+	}
+	se.ps = ps
+	return nil
+}
+
+// mutate is Prometheus's mutateSampleLabels: target labels win over the
+// page's (which are kept as exported_NAME) unless honor_labels, then
+// metric_relabel_configs. An empty result means drop the series.
+func (c *Converter) mutate(ls labels.Labels) labels.Labels {
+	lb := &c.lb
+	lb.Reset(ls)
+	if c.t.HonorLabels {
+		c.tlbls.Range(func(l labels.Label) {
+			if !ls.Has(l.Name) {
+				lb.Set(l.Name, l.Value)
+			}
+		})
+	} else {
+		var conflicts []labels.Label
+		c.tlbls.Range(func(l labels.Label) {
+			if v := ls.Get(l.Name); v != "" {
+				conflicts = append(conflicts, labels.Label{Name: l.Name, Value: v})
+			}
+			lb.Set(l.Name, l.Value)
+		})
+		// shortest names first, as Prometheus resolves them
+		slices.SortStableFunc(conflicts, func(a, b labels.Label) int { return len(a.Name) - len(b.Name) })
+		for _, l := range conflicts {
+			n := l.Name
+			for {
+				n = model.ExportedLabelPrefix + n
+				if lb.Get(n) == "" {
+					lb.Set(n, l.Value)
+					break
+				}
+			}
+		}
+	}
+	if len(c.t.MetricRelabelConfigs) > 0 && !relabel.ProcessBuilder(lb, c.t.MetricRelabelConfigs...) {
+		return labels.EmptyLabels()
+	}
+	return lb.Labels()
+}
+
+// famMetaFor is the metadata of family outName of resource res, of type
+// typ and with what was declared for it (interned: equal metadata is one
+// famMeta).
+func (c *Converter) famMetaFor(res, outName string, typ model.MetricType, d metaDecl) *famMeta {
+	m := famID{res: res, name: outName, typ: typ, help: d.help}
+	if d.unit != "" {
+		m.unit = unitOf(d.unit)
+	}
+	return c.sets.fam(m)
+}

@@ -48,15 +48,15 @@ func discernibleHost(host string) bool {
 	return host != "" && host != "localhost"
 }
 
-// slab hands out a scrape's number points from its arena's chunks.
-type slab struct {
+// pointSlab hands out a scrape's number points from its arena's chunks.
+type pointSlab struct {
 	ar     *arena
 	cur    *chunk[numPoint]
 	hcur   *chunk[histPoint]
 	counts *chunk[uint64]
 }
 
-func (s *slab) num(v float64) *metricspb.NumberDataPoint {
+func (s *pointSlab) num(v float64) *metricspb.NumberDataPoint {
 	x := next(&s.cur, &s.ar.pools.nums, &s.ar.nums)
 	x.d.AsDouble = v
 	x.p.Value = &x.d
@@ -66,8 +66,8 @@ func (s *slab) num(v float64) *metricspb.NumberDataPoint {
 // collect lists this scrape's metrics (page order, staleness markers, then
 // the synthetic series); a family whose points were all dropped is left out,
 // as the collector does.
-func (c *Converter) collect(gen, ts uint64, up float64, dur time.Duration, n scrapeCounts, sl *slab) []*metricspb.ResourceMetrics {
-	metrics := carve(&c.ms.mptrs, &c.ms.ar.pools.mptrs, &c.ms.ar.mptrs, len(c.order)+len(synthDefs))[:0]
+func (c *Converter) collect(gen, ts uint64, up float64, dur time.Duration, n scrapeCounts, sl *pointSlab) []*metricspb.ResourceMetrics {
+	metrics := carve(&c.metrics.mptrs, &c.metrics.ar.pools.mptrs, &c.metrics.ar.mptrs, len(c.order)+len(synthDefs))[:0]
 	var others []*metricspb.ResourceMetrics // honor_labels resources, in page order
 	var otherIdx map[string]int
 	var own [synthN]*metricspb.Metric // the page's own up and scrape_*
@@ -194,7 +194,7 @@ func (ms *metricSlab) metric(f *famState) *metricspb.Metric {
 // attributes without a second allocation. It comes from the scrape's arena,
 // as it lives exactly as long as the scrape's metrics.
 func (c *Converter) wrap(ms []*metricspb.Metric) *metricspb.ResourceMetrics {
-	return next(&c.ms.res, &c.ms.ar.pools.res, &c.ms.ar.res).fill(c.resource.Attributes, ms)
+	return next(&c.metrics.res, &c.metrics.ar.pools.res, &c.metrics.ar.res).fill(c.resource.Attributes, ms)
 }
 
 // wrapAttrs is wrap for a resource of the page's own (honor_labels), off

@@ -33,11 +33,11 @@ type Converter struct {
 	// lent are the histogram builders this scrape took from the Manager's
 	// pool (slabPools.builder): ConvertLeased gives them back as it
 	// returns, whatever path the scrape took.
-	lent     []*histBuilder
-	t        Target
-	resource *resourcepb.Resource
-	base     []*commonpb.KeyValue // target labels as attributes, sorted
-	tlbls    labels.Labels        // target labels (job, instance, static labels)
+	lent           []*histBuilder
+	t              Target
+	resource       *resourcepb.Resource
+	base           []*commonpb.KeyValue // target labels as attributes, sorted
+	targetLabelSet labels.Labels        // target labels (job, instance, static labels)
 	// index holds the raw series and finds them and their point series (seriesindex.go).
 	index seriesIndex
 	// last are the counts of the last successful conversion, for
@@ -96,11 +96,11 @@ type Converter struct {
 	lc      lineCache    // the previous page's lines
 	// keys interns the series keys of the job's targets (serieskeys.go);
 	// nil for a job of one target.
-	keys  *seriesKeys
-	keyed bool       // this scrape looked keys up in keys
-	metas *metaLines // metadata lines, shared by a Manager's converters
-	pools *slabPools // chunks of the scrapes' memory (arena.go)
-	ms    metricSlab // this scrape's metrics
+	keys    *seriesKeys
+	keyed   bool       // this scrape looked keys up in keys
+	metas   *metaLines // metadata lines, shared by a Manager's converters
+	pools   *slabPools // chunks of the scrapes' memory (arena.go)
+	metrics metricSlab // this scrape's metrics
 }
 
 // NewConverter returns a Converter for target t whose attribute sets are
@@ -146,7 +146,7 @@ func newConverter(t Target, sets *attrSets, pools *slabPools, metas *metaLines) 
 	for k, v := range t.Labels {
 		tl[k] = v
 	}
-	c.tlbls = labels.FromMap(tl)
+	c.targetLabelSet = labels.FromMap(tl)
 	return c
 }
 
@@ -226,7 +226,7 @@ func (c *Converter) convertBy(page []byte, contentType string, ts time.Time, dur
 	st := scrapeState{gen: c.gen, tsNs: uint64(ts.UnixNano()), om: om}
 	a := c.pools.newArena()
 	st.sl.ar = a
-	c.ms.begin(a)
+	c.metrics.begin(a)
 	c.touched = c.touched[:0]
 	c.order = c.order[:0]
 	c.seenN = 0
@@ -248,7 +248,7 @@ func (c *Converter) convertBy(page []byte, contentType string, ts time.Time, dur
 	}
 	if err != nil {
 		c.abort()
-		c.ms = metricSlab{}
+		c.metrics = metricSlab{}
 		a.lease.Release() // abort dropped every pointer into it
 		return nil, nil, &pageError{err: err, n: st.n}
 	}
@@ -260,7 +260,7 @@ func (c *Converter) convertBy(page []byte, contentType string, ts time.Time, dur
 	c.index.endScrape()
 	c.meta.endScrape(c.lc.off)
 	rms := c.collect(st.gen, st.tsNs, 1, dur, st.n, &st.sl)
-	c.ms = metricSlab{} // the converter keeps no pointer into the arena
+	c.metrics = metricSlab{} // the converter keeps no pointer into the arena
 	c.last = st.n
 	return rms, a.leases[:], nil
 }
@@ -294,7 +294,7 @@ type scrapeState struct {
 	// overLimit is set past the limit (the page is read on, to count).
 	appended  int
 	overLimit bool
-	sl        slab
+	sl        pointSlab
 	last      []byte // bytes of the last entry read: a parse error is on a later line
 }
 
@@ -328,19 +328,19 @@ func (c *Converter) downLeased(ts time.Time, dur time.Duration, n scrapeCounts) 
 	gen, now := c.gen, uint64(ts.UnixNano())
 	c.order = c.order[:0]
 	a := c.pools.newArena()
-	c.ms.begin(a)
+	c.metrics.begin(a)
 	for _, se := range c.index.all {
 		c.markStale(se, gen, now)
 	}
-	sl := slab{ar: a}
+	sl := pointSlab{ar: a}
 	rms := c.collect(gen, now, 0, dur, n, &sl)
-	c.ms = metricSlab{}
+	c.metrics = metricSlab{}
 	c.index.reset()
 	c.keys.forget()
 	c.budget.give(c.held)
 	c.held = 0
 	clear(c.starts)
 	clear(c.fams)
-	c.lc.reset() // its entries were in raw
+	c.lc.reset() // its entries were the index's, just reset
 	return rms, a.leases[:]
 }

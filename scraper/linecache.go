@@ -39,9 +39,9 @@ import (
 // with a timestamp or an exemplar are always left to textparse.
 //
 // Why the cached entries are live: every entry in the cache was seen by the
-// last successful scrape, so it is still in Converter.raw under the same
-// key (eviction only removes entries a scrape did not see); a failed scrape
-// and DownAll, which forget series, reset the cache.
+// last successful scrape, so it is still in the Converter's series index
+// under the same key (eviction only removes entries a scrape did not see);
+// a failed scrape and DownAll, which forget series, reset the cache.
 type lineCache struct {
 	ct    string // content type of the page the lines are of; "" when none
 	om    bool   // the page is OpenMetrics

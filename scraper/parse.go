@@ -169,12 +169,12 @@ func (c *Converter) series(p textparse.Parser, b []byte, se *seriesEntry, tsp *i
 }
 
 // sample adds one sample of a known series to this scrape's points.
-func (c *Converter) sample(p textparse.Parser, se *seriesEntry, v float64, ptTs uint64, om bool, gen uint64, sl *slab) {
+func (c *Converter) sample(p textparse.Parser, se *seriesEntry, v float64, ptTs uint64, om bool, gen uint64, sl *pointSlab) {
 	ps := se.ps
 	f := ps.fam
 	if f.gen != gen {
 		f.gen = gen
-		f.out = c.ms.metric(f)
+		f.out = c.metrics.metric(f)
 		c.order = append(c.order, f)
 	}
 	if ps.gen != gen {

@@ -25,8 +25,8 @@ func (c *Converter) startsFromCreatedGauges(gen uint64) {
 			continue
 		}
 		var found [2]*pointSeries // what is kept for the next scrape
-		for i, fk := range cf.fams {
-			f := c.fams[fk]
+		for i, famKey := range cf.fams {
+			f := c.fams[famKey]
 			if f == nil {
 				continue
 			}
@@ -78,7 +78,7 @@ func (c *Converter) abort() {
 
 // finish completes this scrape's cumulative points (start times, histogram
 // buckets) and commits the per-series state.
-func (c *Converter) finish(now uint64, sl *slab) {
+func (c *Converter) finish(now uint64, sl *pointSlab) {
 	for _, ps := range c.touched {
 		switch {
 		case ps.hist() != nil:
@@ -137,7 +137,7 @@ func (c *Converter) startFor(ps *pointSeries, v float64, created, at uint64) {
 // finishHist turns the cumulative buckets into an OTLP point and appends
 // it, unless the collector would drop it: no _count, NaN or decreasing
 // buckets, or a count below the largest bucket.
-func (c *Converter) finishHist(ps *pointSeries, h *histBuilder, now uint64, sl *slab) {
+func (c *Converter) finishHist(ps *pointSeries, h *histBuilder, now uint64, sl *pointSlab) {
 	if !h.hasCount {
 		return
 	}

@@ -18,55 +18,66 @@ import (
 	commonpb "go.opentelemetry.io/proto/otlp/common/v1"
 )
 
+// famDecision is what famFor decides for a series name.
+type famDecision struct {
+	outName string // the output metric's name
+	typ     model.MetricType
+	role    uint8
+	// argLabel is the label holding the role's argument (le of a bucket,
+	// quantile of a quantile), which is no attribute; "" for none.
+	argLabel string
+	decl     metaDecl // what was declared for the family
+}
+
 // famFor resolves the family, role and le/quantile label of a series name
 // from what the page declared for the name, else for the name without a
 // suffix (metatable.go); the synthetic series' names have the collector's
-// metadata for them, whatever the page declared. famName is the family's name, outName the output
-// metric's, d what was declared for the family.
-func (c *Converter) famFor(name string) (famName, outName string, typ model.MetricType, role uint8, drop string, d metaDecl) {
-	famName, outName, typ, role = name, name, model.MetricTypeUnknown, roleValue
+// metadata for them, whatever the page declared.
+func (c *Converter) famFor(name string) famDecision {
 	if sd, ok := synthDecls[name]; ok {
 		// a page's own up or scrape_*: the synthetic series' metric
-		return name, name, sd.typ, roleValue, "", sd
+		return famDecision{outName: name, typ: sd.typ, role: roleValue, decl: sd}
 	}
-	tn := name
-	d, found := c.meta.get(name)
+	own := famDecision{outName: name, typ: model.MetricTypeUnknown, role: roleValue}
+	famName := name // the name the declaration is for
+	decl, found := c.meta.get(name)
 	if !found {
-		if tn = normalizeName(name); tn == name {
-			return
+		if famName = normalizeName(name); famName == name {
+			return own
 		}
-		if d, found = c.meta.get(tn); !found {
-			return
+		if decl, found = c.meta.get(famName); !found {
+			return own
 		}
 	}
-	suffix := name[len(tn):]
+	fd := famDecision{outName: name, role: roleValue}
+	suffix := name[len(famName):]
 	var ok bool
-	switch d.typ {
+	switch decl.typ {
 	case model.MetricTypeCounter:
 		switch suffix {
 		case "", "_total":
 			ok = true
 		case "_created":
-			ok, role = true, roleCreated
+			ok, fd.role = true, roleCreated
 			// the counter's output name: with _total unless the page's
 			// counter samples go without it
-			outName = tn + "_total"
-			if f := c.fams[tn]; f != nil && f.typ == model.MetricTypeCounter {
-				outName = tn
+			fd.outName = famName + "_total"
+			if f := c.fams[famName]; f != nil && f.typ == model.MetricTypeCounter {
+				fd.outName = famName
 			}
 		}
 	case model.MetricTypeHistogram, model.MetricTypeSummary:
 		switch {
 		case suffix == "_sum":
-			ok, role = true, roleSum
+			ok, fd.role = true, roleSum
 		case suffix == "_count":
-			ok, role = true, roleCount
+			ok, fd.role = true, roleCount
 		case suffix == "_created":
-			ok, role = true, roleCreated
-		case suffix == "_bucket" && d.typ == model.MetricTypeHistogram:
-			ok, role, drop = true, roleBucket, model.BucketLabel
-		case suffix == "" && d.typ == model.MetricTypeSummary:
-			ok, role, drop = true, roleQuantile, model.QuantileLabel
+			ok, fd.role = true, roleCreated
+		case suffix == "_bucket" && decl.typ == model.MetricTypeHistogram:
+			ok, fd.role, fd.argLabel = true, roleBucket, model.BucketLabel
+		case suffix == "" && decl.typ == model.MetricTypeSummary:
+			ok, fd.role, fd.argLabel = true, roleQuantile, model.QuantileLabel
 		}
 	case model.MetricTypeGaugeHistogram:
 		ok = suffix == "_bucket"
@@ -77,17 +88,15 @@ func (c *Converter) famFor(name string) (famName, outName string, typ model.Metr
 	}
 	if !ok {
 		// a family of its own name, with what was declared for that
-		d, _ = c.meta.get(name)
-		return name, name, model.MetricTypeUnknown, roleValue, "", metaDecl{help: d.help, unit: d.unit}
+		d, _ := c.meta.get(name)
+		own.decl = metaDecl{help: d.help, unit: d.unit}
+		return own
 	}
-	typ = d.typ
-	famName = tn
-	if typ != model.MetricTypeCounter {
-		outName = tn
-	} else if role != roleCreated {
-		outName = name
+	fd.typ, fd.decl = decl.typ, decl
+	if fd.typ != model.MetricTypeCounter {
+		fd.outName = famName
 	}
-	return
+	return fd
 }
 
 // newEntry resolves family, role and attributes of a series seen for the
@@ -150,9 +159,10 @@ func (c *Converter) resolve(p textparse.Parser, se *seriesEntry) error {
 	if err := c.t.Limits.verify(lset); err != nil {
 		return err // Prometheus fails the scrape on it
 	}
-	_, outName, typ, role, drop, decl := c.famFor(name)
-	se.role = role
-	switch role {
+	fam := c.famFor(name)
+	outName, typ := fam.outName, fam.typ
+	se.role = fam.role
+	switch fam.role {
 	case roleBucket:
 		se.arg = parseFloat(lset.Get(model.BucketLabel))
 	case roleQuantile:
@@ -164,7 +174,7 @@ func (c *Converter) resolve(p textparse.Parser, se *seriesEntry) error {
 		case model.JobLabel, model.InstanceLabel:
 			// The resource's: the target's, or (honor_labels) the page's.
 			return
-		case model.MetricNameLabel, model.SchemeLabel, model.MetricsPathLabel, drop:
+		case model.MetricNameLabel, model.SchemeLabel, model.MetricsPathLabel, fam.argLabel:
 			return
 		}
 		if l.Value == "" {
@@ -208,7 +218,7 @@ func (c *Converter) resolve(p textparse.Parser, se *seriesEntry) error {
 	// (A stale family this scrape already emitted keeps its metadata
 	// until the next scrape, as the collector's does.)
 	if f == nil || f.typ != typ || f.stale && f.gen != c.gen {
-		if m := c.famMetaFor(res, outName, typ, decl); f != nil && f.famMeta == m {
+		if m := c.famMetaFor(res, outName, typ, fam.decl); f != nil && f.famMeta == m {
 			f.stale = false // declared again as it was: the same family
 		} else {
 			f = &famState{famMeta: m}
@@ -216,7 +226,7 @@ func (c *Converter) resolve(p textparse.Parser, se *seriesEntry) error {
 			c.resFams = c.resFams || res != ""
 		}
 	}
-	f.roles |= 1 << role
+	f.roles |= 1 << fam.role
 	// Shared: the same slice serves every scrape of the series (and the
 	// series with the same attributes, attrsets.go) and is never changed,
 	// so the sinks may cache its encoding. Equal attributes are one set,
@@ -249,14 +259,14 @@ func (c *Converter) mutate(ls labels.Labels) labels.Labels {
 	lb := &c.lb
 	lb.Reset(ls)
 	if c.t.HonorLabels {
-		c.tlbls.Range(func(l labels.Label) {
+		c.targetLabelSet.Range(func(l labels.Label) {
 			if !ls.Has(l.Name) {
 				lb.Set(l.Name, l.Value)
 			}
 		})
 	} else {
 		var conflicts []labels.Label
-		c.tlbls.Range(func(l labels.Label) {
+		c.targetLabelSet.Range(func(l labels.Label) {
 			if v := ls.Get(l.Name); v != "" {
 				conflicts = append(conflicts, labels.Label{Name: l.Name, Value: v})
 			}

@@ -58,7 +58,7 @@ func (c *Converter) markStale(se *seriesEntry, gen, now uint64) {
 	f := ps.fam
 	if f.gen != gen {
 		f.gen = gen
-		f.out = c.ms.metric(f)
+		f.out = c.metrics.metric(f)
 		c.order = append(c.order, f)
 	}
 	switch d := f.out.Data.(type) {

@@ -48,14 +48,14 @@ var synthDecls = func() map[string]metaDecl {
 	return m
 }()
 
-// synthetic appends the synthetic series to ms. own holds the page's own
+// synthetic appends the synthetic series to metrics. own holds the page's own
 // metrics of their names (a federation page's up): the synthetic point
 // joins those, one metric a name, as in the collector; a page point of
 // the very series (no labels of its own) is the collector's one point: at
 // the scrape's time it takes the synthetic value, at a time of the page's
 // own the synthetic point is dropped (the collector refuses a second time
 // in one point).
-func (c *Converter) synthetic(ms []*metricspb.Metric, own *[synthN]*metricspb.Metric, ts uint64, up float64, dur time.Duration, n scrapeCounts, sl *slab) []*metricspb.Metric {
+func (c *Converter) synthetic(metrics []*metricspb.Metric, own *[synthN]*metricspb.Metric, ts uint64, up float64, dur time.Duration, n scrapeCounts, sl *pointSlab) []*metricspb.Metric {
 	vals := [...]float64{up, dur.Seconds(), float64(n.samples), float64(n.kept), float64(n.added)}
 	meta := c.sets.meta["gauge"].KeyValues()
 	// From the scrape's arena, like the page's own metrics: they were
@@ -74,15 +74,15 @@ func (c *Converter) synthetic(ms []*metricspb.Metric, own *[synthN]*metricspb.Me
 			g.DataPoints = append(g.DataPoints, pt)
 			continue
 		}
-		x := next(&c.ms.gauges, &c.ms.ar.pools.gauges, &c.ms.ar.gauges)
+		x := next(&c.metrics.gauges, &c.metrics.ar.pools.gauges, &c.metrics.ar.gauges)
 		pt := sl.num(vals[i])
 		pt.Attributes, pt.TimeUnixNano = c.base, ts
-		x.d.DataPoints = append(c.ms.numPoints(1), pt)
+		x.d.DataPoints = append(c.metrics.numPoints(1), pt)
 		x.m.Name, x.m.Description, x.m.Unit, x.m.Metadata = d.name, d.help, d.unit, meta
 		x.w.Gauge, x.m.Data = &x.d, &x.w
-		ms = append(ms, &x.m)
+		metrics = append(metrics, &x.m)
 	}
-	return ms
+	return metrics
 }
 
 // pointOf returns the point of pts whose attributes are attrs (the same

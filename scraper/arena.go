@@ -78,14 +78,12 @@ type histPoint struct {
 
 // Chunk sizes. A scrape's last chunk of each kind is part used, and the
 // batch processor holds a scrape's arena, that unused part included, until
-// it has 8192 points: 25 to 40 scrapes at 84 targets, whose chunks the
+// it has 8192 points: tens of scrapes of a large job, whose chunks the
 // pools then keep. So a chunk is a few KiB (under 9 KiB of number points, 2
-// of metrics): at 256 number points, 64 histogram points and 32 metrics a
-// chunk, the part used tails were a third of the chunks' 5 MB at 84
-// targets, and these sizes took that to 3.3 MB (a heap profile of
-// `otelstep bench scrape --targets 28`). The slices of counts and pointers
-// are carved whole, so theirs stay large: a smaller chunk gives more points
-// their own slice.
+// of metrics), which keeps those part-used tails a small share of the
+// chunks (docs/decisions.md). The slices of counts and pointers are carved
+// whole, so theirs stay large: a smaller chunk gives more points their own
+// slice.
 const (
 	numChunk    = 64   // number points a chunk (8.5 KiB)
 	histChunk   = 16   // histogram points a chunk (3.3 KiB)

@@ -104,9 +104,8 @@ func TestHistogramBuildersLent(t *testing.T) {
 
 // A steady scrape whose lease is released allocates little beyond the
 // arena's chunks: the synthetic series, the page's metric slice and the
-// target's resource come from the arena too (they were 37 of the vllm
-// page's 53 allocations a scrape), and what they say is each scrape's own,
-// not a recycled one's.
+// target's resource come from the arena too, and what they say is each
+// scrape's own, not a recycled one's.
 func TestSteadyScrapeAllocations(t *testing.T) {
 	if pipeline.PoisonReleased {
 		t.Skip("a poison build drops released memory rather than reuse it")

@@ -105,8 +105,8 @@ func (c *Converter) collect(gen, ts uint64, up float64, dur time.Duration, n scr
 
 // metricSlab hands out a scrape's metrics and their point slices from its
 // arena's chunks: a node page has hundreds of families of a few points
-// each, and a metric and a points slice per family were half of a scrape's
-// allocations.
+// each, and a metric and a points slice allocated per family would be
+// most of a scrape's allocations.
 type metricSlab struct {
 	ar        *arena
 	sums      *chunk[sumMetric]

@@ -14,8 +14,8 @@ import (
 // The line cache lets a scrape skip textparse for the lines of a text-format
 // page that are byte for byte the previous page's, which between two scrapes
 // of one target is nearly all of them: only the values change. Lexing the
-// label sets is most of textparse's cost, and textparse was about 40% of the
-// whole scrape path (parse, convert, both encoders) on node and DCGM pages.
+// label sets is most of textparse's cost, and textparse is a large part of
+// the whole scrape path (parse, convert, both encoders; docs/decisions.md).
 //
 // It holds, in page order, the entries textparse returned for the previous
 // page: for a sample line its series entry (whose key is the line's series
@@ -86,7 +86,7 @@ func (lc *lineCache) reset() {
 // finish drops the references past the lines kept: call it when a scrape
 // is done. It also gives back the room append left past the lines, which
 // a first scrape leaves at up to as much again (one cachedLine a line of
-// every target's page: 1.25 MB at 84 targets, 0.4 MB of it unused room).
+// every target's page).
 func (lc *lineCache) finish() {
 	clear(lc.lines[len(lc.lines):cap(lc.lines)])
 	lc.lines = trimRoom(lc.lines)
@@ -466,8 +466,8 @@ func (lc *lineCache) recordMeta(page, sub []byte, kind textparse.Entry, typ mode
 
 // metaLines interns the metadata lines of a Manager's line caches. The
 // targets of a job serve the same HELP and TYPE lines (the same exporter
-// at the same version), and on the job-shaped mix of 84 targets each
-// target's own copies were about a tenth of the live heap.
+// at the same version), so copies per target would repeat them for every
+// target (docs/decisions.md).
 //
 // Sharing is sound because a metaLine is immutable and follows from its
 // line's bytes alone, given the format: textparse returns the same entry,
@@ -481,8 +481,7 @@ type metaLines struct {
 	mu    sync.Mutex
 	lines map[metaKey]*metaLine
 	// texts interns the families' HELP texts (famState), which the
-	// targets of a job repeat: at 84 targets, 0.5 MB of copies. It is
-	// bounded as lines is.
+	// targets of a job repeat. It is bounded as lines is.
 	texts map[string]string
 }
 

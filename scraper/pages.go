@@ -11,9 +11,8 @@ import (
 // bound every one of them would hold its page at once: read, then waiting
 // for the CPU to convert it. With one P (otelstep's default) the pages are
 // converted one after another anyway, so holding them all buys nothing but
-// memory: 28 node, DCGM and vLLM pages of a phase group are about 2.6 MB,
-// and three generated 13,000-sample pages 2.4 MB, a tenth of the heap at
-// 40,000 samples a second.
+// memory, and a job's pages held at once are a large share of the heap
+// (docs/decisions.md).
 //
 // So a scrape takes a slot of the Manager's pageGate when the response
 // header is in and the body is about to be read, and gives it back once the
@@ -25,11 +24,11 @@ import (
 // A slot is waited for at most a quarter of what is left of the scrape's
 // timeout: a target that sends its body slowly, or pages that take long to
 // convert, must not make the job's other scrapes fail. Past it the scrape
-// reads its page without a slot, as every scrape did before, and memory
-// goes back to one page per scrape. (A quarter, not a few milliseconds: a
-// target's first scrape, all of whose series are new, converts ten times
-// slower than the next ones, and with a short wait every target of the job
-// held its page through the first scrapes, which is when the heap peaks.)
+// reads its page without a slot, and memory goes back to one page per
+// scrape. (A quarter, not a few milliseconds: a target's first scrape, all
+// of whose series are new, converts many times slower than the next ones,
+// and with a short wait every target of the job would hold its page
+// through the first scrapes, which is when the heap peaks.)
 
 // pageWait is the longest a scrape without a deadline waits for a slot.
 const pageWait = 250 * time.Millisecond
@@ -226,9 +225,8 @@ func (l *bodyList) get(size int) *bytes.Buffer {
 
 // pageSlack: a buffer too small for a page is grown with a pageSlack-th of
 // the page to spare. A live target's page grows a few bytes at a time (a
-// counter gains a digit), and grown to the exact size, the buffer of a
-// 20,000-series page was reallocated, and the page copied, at nearly every
-// scrape: 3 MB a scrape, a third of what the process allocated.
+// counter gains a digit): grown to the exact size, a big page's buffer
+// would be reallocated, and the page copied, at nearly every scrape.
 const pageSlack = 16
 
 // put returns b to the list, unless it is over bigBody (that memory goes

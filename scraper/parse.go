@@ -195,9 +195,8 @@ func (c *Converter) sample(p textparse.Parser, se *seriesEntry, v float64, ptTs 
 			// The builder is lent for the scrape: the Manager's
 			// converters share a pool of them, with their buckets'
 			// arrays, rather than each series keeping its own across
-			// scrapes (592 bytes a series for 20 buckets, and a job
-			// converts one page at a time). The point is new every
-			// scrape.
+			// scrapes (hundreds of bytes a series, while a job converts
+			// one page at a time). The point is new every scrape.
 			h = c.pools.builder()
 			c.lent = append(c.lent, h)
 			x := next(&sl.hcur, &sl.ar.pools.hpts, &sl.ar.hpts)

@@ -4,14 +4,14 @@ package scraper
 // by family and attributes, only while reading lines the line cache did not
 // take (linecache.go): on a page whose series are those of the last one,
 // which is every scrape of a steady target, no line is looked up. The maps
-// that find them were a fifth of the per-series memory (at 84 targets, 1.6
-// MB for the raw series and 1.1 MB for the point series, against 0.3 MB for
-// a slice of the entries), so they are built when a scrape first needs one
-// and dropped after indexIdle scrapes in a row that did not. A target's
-// first scrape, every series of which is new, drops them at once: it
-// looked up only to add, and the next scrape of the same page takes every
-// line from the cache. Kept until then, every target's maps were in the
-// heap at once a second after the start, the process's peak.
+// that find them cost several times a slice of the entries, a large share
+// of the per-series memory (docs/decisions.md), so they are built when a
+// scrape first needs one and dropped after indexIdle scrapes in a row that
+// did not. A target's first scrape, every series of which is new, drops
+// them at once: it looked up only to add, and the next scrape of the same
+// page takes every line from the cache. Kept until then, every target's
+// maps would be in the heap at once just after the start, the process's
+// peak.
 //
 // Invariant: all holds every live raw entry; byKey and points, when built,
 // hold the same entries as a map kept all along would, because a point

@@ -25,9 +25,9 @@ type famState struct {
 }
 
 // famMeta is a family's metadata, fixed when the family is made. One exists
-// per distinct family of a Manager's targets (attrSets.fam); at 84 targets
-// serving three pages, kept per target it was 9,800 copies of 128 bytes
-// for a few hundred distinct ones. Read only.
+// per distinct family of a Manager's targets (attrSets.fam): the targets
+// of a job serve the same few hundred families, which kept per target
+// would be copied once for each. Read only.
 type famMeta struct {
 	famID
 	metadata *pipeline.AttrSet // of typ
@@ -44,7 +44,7 @@ type famID struct {
 }
 
 // pointSeries is one output data point identity (family + attributes).
-// One exists per point a scrape emits (at 84 targets, about 20,000), so it
+// One exists per point a scrape emits (tens of thousands in a big job), so it
 // is kept to 96 bytes: what only histograms and summaries need is in
 // shapeState, and the attributes are the set's.
 type pointSeries struct {

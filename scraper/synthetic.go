@@ -58,8 +58,8 @@ var synthDecls = func() map[string]metaDecl {
 func (c *Converter) synthetic(metrics []*metricspb.Metric, own *[synthN]*metricspb.Metric, ts uint64, up float64, dur time.Duration, n scrapeCounts, sl *pointSlab) []*metricspb.Metric {
 	vals := [...]float64{up, dur.Seconds(), float64(n.samples), float64(n.kept), float64(n.added)}
 	meta := c.sets.meta["gauge"].KeyValues()
-	// From the scrape's arena, like the page's own metrics: they were
-	// 30 of a steady scrape's 50 allocations.
+	// From the scrape's arena, like the page's own metrics: allocated,
+	// they would be most of a steady scrape's allocations.
 	for i, d := range synthDefs {
 		if m := own[i]; m != nil {
 			g := m.GetGauge()

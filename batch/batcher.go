@@ -1,4 +1,4 @@
-package sink
+package batch
 
 import (
 	"context"
@@ -11,8 +11,8 @@ import (
 	"github.com/otelstep/otelstep/telemetry"
 )
 
-// BatchOptions configures the Batcher (the collector's batch processor).
-type BatchOptions struct {
+// Options configures the Processor (the collector's batch processor).
+type Options struct {
 	// SendBatchSize: a batch is sent once it has this many items (data
 	// points, spans, log records); default 8192.
 	SendBatchSize int
@@ -29,14 +29,14 @@ type BatchOptions struct {
 	AckLinger time.Duration
 }
 
-// DefaultAckLinger is BatchOptions.AckLinger unset. A sender waits this
+// DefaultAckLinger is Options.AckLinger unset. A sender waits this
 // much at most for the requests beside it to share its batch: long
 // enough that requests a few milliseconds apart (a job's few hundred a
 // second) share a line and a backend request, short beside the 200 ms of
 // Timeout, which every answer would otherwise wait for.
 const DefaultAckLinger = 5 * time.Millisecond
 
-// Batcher accumulates batches per signal and sends them to next once they
+// Processor accumulates batches per signal and sends them to next once they
 // reach SendBatchSize items or Timeout after their first item.
 //
 // Splitting (SendBatchMaxSize > 0) happens at resource granularity, then
@@ -62,8 +62,8 @@ const DefaultAckLinger = 5 * time.Millisecond
 // wait for their answers. The timer flush calls next with a context that only ends at
 // Shutdown and keeps retrying, so it never drops. All sends to next are
 // serialised, which keeps the order of each signal.
-type Batcher struct {
-	o    BatchOptions
+type Processor struct {
+	o    Options
 	next pipeline.Consumer
 
 	lock    chan struct{} // 1-slot mutex that callers can abandon on ctx
@@ -91,8 +91,8 @@ type pendingBatch struct {
 	acked time.Time
 }
 
-// NewBatcher returns a Batcher sending to next.
-func NewBatcher(o BatchOptions, next pipeline.Consumer) *Batcher {
+// New returns a Processor sending to next.
+func New(o Options, next pipeline.Consumer) *Processor {
 	if o.SendBatchSize <= 0 {
 		o.SendBatchSize = 8192
 	}
@@ -108,7 +108,7 @@ func NewBatcher(o BatchOptions, next pipeline.Consumer) *Batcher {
 	if o.AckLinger <= 0 {
 		o.AckLinger = DefaultAckLinger
 	}
-	b := &Batcher{
+	b := &Processor{
 		o:      o,
 		next:   next,
 		lock:   make(chan struct{}, 1),
@@ -120,7 +120,7 @@ func NewBatcher(o BatchOptions, next pipeline.Consumer) *Batcher {
 	return b
 }
 
-func (b *Batcher) acquire(ctx context.Context) error {
+func (b *Processor) acquire(ctx context.Context) error {
 	select {
 	case b.lock <- struct{}{}:
 		return nil
@@ -134,11 +134,11 @@ func (b *Batcher) acquire(ctx context.Context) error {
 	}
 }
 
-func (b *Batcher) unlock() { <-b.lock }
+func (b *Processor) unlock() { <-b.lock }
 
 // Consume adds in to the pending batch of its signal; see the type's doc for
 // the backpressure invariant.
-func (b *Batcher) Consume(ctx context.Context, in *pipeline.Batch) error {
+func (b *Processor) Consume(ctx context.Context, in *pipeline.Batch) error {
 	if in == nil || in.Signal > pipeline.Logs {
 		return nil
 	}
@@ -197,13 +197,13 @@ func appendBatch(dst, src *pipeline.Batch) {
 // flushLocked sends the pending batch of sig: everything if all, else while
 // it has at least SendBatchSize items. Chunks are at most SendBatchMaxSize
 // items. On error the unsent part stays pending.
-func (b *Batcher) flushLocked(ctx context.Context, sig pipeline.Signal, all bool) error {
+func (b *Processor) flushLocked(ctx context.Context, sig pipeline.Signal, all bool) error {
 	p := &b.pend[sig]
 	for p.b != nil && (all || p.items >= b.o.SendBatchSize) {
 		head, rest := p.b, (*pipeline.Batch)(nil)
 		headItems := p.items
 		if max := b.o.SendBatchMaxSize; max > 0 && p.items > max {
-			head, rest = splitBatch(p.b, max)
+			head, rest = Split(p.b, max)
 			headItems = head.Items()
 			head.Leases, head.Acks = p.b.Leases, p.b.Acks
 			if rest != nil {
@@ -252,14 +252,14 @@ func minTime(a, b time.Time) time.Time {
 }
 
 // Start starts the timer goroutine.
-func (b *Batcher) Start(context.Context) error {
+func (b *Processor) Start(context.Context) error {
 	b.startOnce.Do(func() {
 		go b.run()
 	})
 	return nil
 }
 
-func (b *Batcher) run() {
+func (b *Processor) run() {
 	defer close(b.done)
 	t := time.NewTimer(time.Hour)
 	defer t.Stop()
@@ -312,7 +312,7 @@ func (b *Batcher) run() {
 // Flush sends what is pending of every signal now, rather than at its
 // timeout (pipeline.Flusher): its producer has nothing more for now. A
 // send that next refuses stays pending, for the timer, as any flush's.
-func (b *Batcher) Flush(ctx context.Context) {
+func (b *Processor) Flush(ctx context.Context) {
 	if b.acquire(ctx) != nil {
 		return
 	}
@@ -329,7 +329,7 @@ func (b *Batcher) Flush(ctx context.Context) {
 
 // Shutdown stops the timer and flushes every pending batch to next within
 // ctx. Consume returns ErrStopped afterwards.
-func (b *Batcher) Shutdown(ctx context.Context) error {
+func (b *Processor) Shutdown(ctx context.Context) error {
 	var err error
 	b.stopOnce.Do(func() {
 		close(b.stopCh)

@@ -1,4 +1,4 @@
-package sink
+package batch
 
 import (
 	"context"
@@ -31,7 +31,7 @@ func pointValues(bs []*pipeline.Batch) []float64 {
 
 func TestBatcherSizeTrigger(t *testing.T) {
 	rec := &recorder{}
-	b := NewBatcher(BatchOptions{SendBatchSize: 10, Timeout: time.Hour}, rec)
+	b := New(Options{SendBatchSize: 10, Timeout: time.Hour}, rec)
 	_ = b.Start(context.Background())
 	defer b.Shutdown(ctxT(patience))
 	for i := range 3 {
@@ -49,7 +49,7 @@ func TestBatcherSizeTrigger(t *testing.T) {
 
 func TestBatcherTimeoutTrigger(t *testing.T) {
 	rec := &recorder{}
-	b := NewBatcher(BatchOptions{SendBatchSize: 1000, Timeout: 50 * time.Millisecond}, rec)
+	b := New(Options{SendBatchSize: 1000, Timeout: 50 * time.Millisecond}, rec)
 	_ = b.Start(context.Background())
 	defer b.Shutdown(ctxT(patience))
 	start := time.Now()
@@ -74,7 +74,7 @@ func TestBatcherTimeoutTrigger(t *testing.T) {
 
 func TestBatcherMaxSizeSplit(t *testing.T) {
 	rec := &recorder{}
-	b := NewBatcher(BatchOptions{SendBatchSize: 10, SendBatchMaxSize: 10, Timeout: time.Hour}, rec)
+	b := New(Options{SendBatchSize: 10, SendBatchMaxSize: 10, Timeout: time.Hour}, rec)
 	_ = b.Start(context.Background())
 	in := metricsBatch("big", 35)
 	in.Metrics = append(in.Metrics, metricsBatch("second", 2).Metrics...)
@@ -115,7 +115,7 @@ func TestBatcherMaxSizeSplit(t *testing.T) {
 
 func TestBatcherBackpressureNoLossNoDup(t *testing.T) {
 	rec := &recorder{refuse: 1 << 30}
-	b := NewBatcher(BatchOptions{SendBatchSize: 2, Timeout: time.Hour}, rec)
+	b := New(Options{SendBatchSize: 2, Timeout: time.Hour}, rec)
 	_ = b.Start(context.Background())
 	// b1 fills the batch: taken, the flush is refused, stays pending.
 	if err := b.Consume(ctxT(patience), metricsBatch("b1", 2)); err != nil {
@@ -148,7 +148,7 @@ func TestBatcherBackpressureNoLossNoDup(t *testing.T) {
 
 func TestBatcherTimerFlushRetriesUntilAccepted(t *testing.T) {
 	rec := &recorder{refuse: 5}
-	b := NewBatcher(BatchOptions{SendBatchSize: 100, Timeout: 10 * time.Millisecond}, rec)
+	b := New(Options{SendBatchSize: 100, Timeout: 10 * time.Millisecond}, rec)
 	_ = b.Start(context.Background())
 	defer b.Shutdown(ctxT(patience))
 	_ = b.Consume(context.Background(), metricsBatch("t", 1))
@@ -168,7 +168,7 @@ func TestBatcherConsumeHonoursCtxWhileFlushBlocks(t *testing.T) {
 				return pipeline.ErrFull
 			}
 		})
-		b := NewBatcher(BatchOptions{SendBatchSize: 100, Timeout: 5 * time.Millisecond}, next)
+		b := New(Options{SendBatchSize: 100, Timeout: 5 * time.Millisecond}, next)
 		_ = b.Start(context.Background())
 		_ = b.Consume(context.Background(), metricsBatch("a", 1))
 		time.Sleep(30 * time.Millisecond) // the timer flush is now blocked in next
@@ -187,10 +187,10 @@ func TestBatcherConsumeHonoursCtxWhileFlushBlocks(t *testing.T) {
 }
 
 // A flush hint (pipeline.Flusher) sends what is pending at once, in order,
-// and an empty Batcher or a stopped one takes it without sending anything.
+// and an empty Processor or a stopped one takes it without sending anything.
 func TestBatcherFlushHint(t *testing.T) {
 	rec := &recorder{}
-	b := NewBatcher(BatchOptions{SendBatchSize: 1000, Timeout: time.Hour}, rec)
+	b := New(Options{SendBatchSize: 1000, Timeout: time.Hour}, rec)
 	_ = b.Start(context.Background())
 	pipeline.Flush(context.Background(), b) // nothing pending
 	if n := len(rec.got()); n != 0 {
@@ -225,7 +225,7 @@ func TestBatcherFlushHint(t *testing.T) {
 func TestBatcherNoTimerLeftAfterFlush(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		rec := &recorder{}
-		b := NewBatcher(BatchOptions{SendBatchSize: 4, Timeout: 40 * time.Millisecond}, rec)
+		b := New(Options{SendBatchSize: 4, Timeout: 40 * time.Millisecond}, rec)
 		_ = b.Start(context.Background())
 		defer b.Shutdown(ctxT(patience))
 		_ = b.Consume(context.Background(), metricsBatch("a", 1))
@@ -241,6 +241,39 @@ func TestBatcherNoTimerLeftAfterFlush(t *testing.T) {
 		}
 		if n := b.idleWakes.Load(); n != 0 {
 			t.Fatalf("the timer fired %d times with nothing pending", n)
+		}
+	})
+}
+
+// A batch holding acks is sent AckLinger after the first of them came,
+// with what arrived meanwhile, not at Timeout; one without is sent at
+// Timeout.
+func TestBatcherAckLinger(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		rec := &recorder{}
+		b := New(Options{SendBatchSize: 1000, Timeout: time.Second, AckLinger: 10 * time.Millisecond}, rec)
+		_ = b.Start(context.Background())
+		defer b.Shutdown(context.Background())
+		first, _ := acked("first", 1)
+		_ = b.Consume(context.Background(), first)
+		time.Sleep(5 * time.Millisecond)
+		second, _ := acked("second", 1)
+		_ = b.Consume(context.Background(), second)
+		time.Sleep(5 * time.Millisecond)
+		synctest.Wait()
+		if got := rec.got(); len(got) != 1 || len(got[0].Acks) != 2 {
+			t.Fatalf("after the linger: %d batches sent, want 1 of both requests", len(got))
+		}
+		_ = b.Consume(context.Background(), metricsBatch("scraped", 1))
+		time.Sleep(500 * time.Millisecond)
+		synctest.Wait()
+		if n := len(rec.got()); n != 1 {
+			t.Fatalf("a batch nobody waits on sent before its timeout (%d batches)", n)
+		}
+		time.Sleep(500 * time.Millisecond)
+		synctest.Wait()
+		if n := len(rec.got()); n != 2 {
+			t.Fatalf("%d batches at the timeout, want 2", n)
 		}
 	})
 }

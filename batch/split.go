@@ -1,20 +1,14 @@
-package sink
+package batch
 
 import (
 	"github.com/otelstep/otelstep/pipeline"
 	metricspb "go.opentelemetry.io/proto/otlp/metrics/v1"
 )
 
-// SplitBatch returns the first max (at least 1) items of b and the rest
+// Split returns the first max (at least 1) items of b and the rest
 // (nil if none), splitting a resource, a scope and a metric's points where
 // needed. b is not modified; the pieces share unsplit messages with it.
-func SplitBatch(b *pipeline.Batch, max int) (head, rest *pipeline.Batch) {
-	return splitBatch(b, max)
-}
-
-// splitBatch returns the first max items of b and the rest (nil if none).
-// b is not modified; pieces share unsplit messages with it.
-func splitBatch(b *pipeline.Batch, max int) (head, rest *pipeline.Batch) {
+func Split(b *pipeline.Batch, max int) (head, rest *pipeline.Batch) {
 	head = &pipeline.Batch{Signal: b.Signal}
 	rest = &pipeline.Batch{Signal: b.Signal}
 	switch b.Signal {

@@ -19,7 +19,7 @@
 //     UNAVAILABLE with a RetryInfo detail, HTTP 503 with "Retry-After: 1".
 //
 // The batch processor sends a batch whose senders wait a few milliseconds
-// after the first came (sink.BatchOptions.AckLinger), not at its timeout:
+// after the first came (batch.Options.AckLinger), not at its timeout:
 // requests that arrive together share a batch, and no answer waits for
 // the timeout.
 //   - any other Consume error: non-retryable, gRPC INTERNAL, HTTP 500.

@@ -34,6 +34,7 @@ import (
 
 	"golang.org/x/time/rate"
 
+	"github.com/otelstep/otelstep/batch"
 	"github.com/otelstep/otelstep/config"
 	"github.com/otelstep/otelstep/otlpwire"
 	"github.com/otelstep/otelstep/pipeline"
@@ -463,7 +464,7 @@ func (r *run) deliverPieces(c *chunk, b *pipeline.Batch, no, lineBytes int, skip
 	var bad []string
 	for i, rest := 1, b; rest != nil; i++ {
 		var p *pipeline.Batch
-		p, rest = sink.SplitBatch(rest, per)
+		p, rest = batch.Split(rest, per)
 		if err := sink.EncodeRequest(p, r.comp, buf); err != nil {
 			r.fail(fmt.Errorf("%s:%d: encoding: %w", c.file.in.path, no, err))
 			return false

@@ -17,6 +17,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/otelstep/otelstep/batch"
 	"github.com/otelstep/otelstep/config"
 	"github.com/otelstep/otelstep/otlpin"
 	"github.com/otelstep/otelstep/pipeline"
@@ -92,7 +93,7 @@ type Service struct {
 	// redactor hides the config's secrets in what the status document
 	// shows.
 	redactor *redact.Redactor
-	batchers []*sink.Batcher
+	batchers []*batch.Processor
 	// connectors by id: sinks of one pipeline that feed others.
 	connectors map[string]*spanmetrics.Connector
 	// drain is the stop order of the stages that hold data for a while:
@@ -180,7 +181,7 @@ func New(cfg *config.Config, log *slog.Logger) (*Service, error) {
 	// it is built.
 	heads := map[string]map[pipeline.Signal][]pipeline.Consumer{}
 	drain := cfg.Order()
-	batchers := map[string][]*sink.Batcher{} // by pipeline, upstream first
+	batchers := map[string][]*batch.Processor{} // by pipeline, upstream first
 	for i := len(drain) - 1; i >= 0; i-- {
 		p := drain[i]
 		sig, _ := pipeline.ParseSignal(p.Signal)
@@ -214,8 +215,8 @@ func New(cfg *config.Config, log *slog.Logger) (*Service, error) {
 			switch typ {
 			case "batch":
 				b := cfg.Batch[id]
-				bt := sink.NewBatcher(sink.BatchOptions{SendBatchSize: b.SendBatchSize, SendBatchMaxSize: b.SendBatchMaxSize, Timeout: b.Timeout}, next)
-				batchers[p.ID] = append([]*sink.Batcher{bt}, batchers[p.ID]...)
+				bt := batch.New(batch.Options{SendBatchSize: b.SendBatchSize, SendBatchMaxSize: b.SendBatchMaxSize, Timeout: b.Timeout}, next)
+				batchers[p.ID] = append([]*batch.Processor{bt}, batchers[p.ID]...)
 				next = bt
 			case "resource":
 				rp, err := resource.NewProcessor(cfg.Resource[id], next)

@@ -9,9 +9,9 @@ import (
 	"strings"
 	"syscall"
 	"testing"
-	"testing/synctest"
 	"time"
 
+	"github.com/otelstep/otelstep/batch"
 	"github.com/otelstep/otelstep/pipeline"
 )
 
@@ -39,7 +39,7 @@ func TestAckResolvedOnceWrittenToEveryFile(t *testing.T) {
 		files = append(files, f)
 	}
 	fan := NewFanout(files[0], &recorder{}, files[1])
-	bt := NewBatcher(BatchOptions{SendBatchSize: 5, SendBatchMaxSize: 5, Timeout: time.Hour}, fan)
+	bt := batch.New(batch.Options{SendBatchSize: 5, SendBatchMaxSize: 5, Timeout: time.Hour}, fan)
 	_ = bt.Start(context.Background())
 	defer bt.Shutdown(context.Background())
 
@@ -122,7 +122,7 @@ func TestAckWithoutFile(t *testing.T) {
 	default:
 		t.Fatal("not resolved by a fan-out without a file")
 	}
-	bt := NewBatcher(BatchOptions{}, &recorder{})
+	bt := batch.New(batch.Options{}, &recorder{})
 	empty := &pipeline.Batch{Signal: pipeline.Metrics, Acks: []*pipeline.Ack{pipeline.NewAck()}}
 	if err := bt.Consume(context.Background(), empty); err != nil {
 		t.Fatal(err)
@@ -228,37 +228,4 @@ func TestFileDrainTakesWhileFailing(t *testing.T) {
 	if lines, items, ok := f.Unwritten(patience); !ok || lines != 2 || items != 7 {
 		t.Fatalf("Unwritten: %d lines of %d items (ok %v), want 2 of 7", lines, items, ok)
 	}
-}
-
-// A batch holding acks is sent AckLinger after the first of them came,
-// with what arrived meanwhile, not at Timeout; one without is sent at
-// Timeout.
-func TestBatcherAckLinger(t *testing.T) {
-	synctest.Test(t, func(t *testing.T) {
-		rec := &recorder{}
-		b := NewBatcher(BatchOptions{SendBatchSize: 1000, Timeout: time.Second, AckLinger: 10 * time.Millisecond}, rec)
-		_ = b.Start(context.Background())
-		defer b.Shutdown(context.Background())
-		first, _ := acked("first", 1)
-		_ = b.Consume(context.Background(), first)
-		time.Sleep(5 * time.Millisecond)
-		second, _ := acked("second", 1)
-		_ = b.Consume(context.Background(), second)
-		time.Sleep(5 * time.Millisecond)
-		synctest.Wait()
-		if got := rec.got(); len(got) != 1 || len(got[0].Acks) != 2 {
-			t.Fatalf("after the linger: %d batches sent, want 1 of both requests", len(got))
-		}
-		_ = b.Consume(context.Background(), metricsBatch("scraped", 1))
-		time.Sleep(500 * time.Millisecond)
-		synctest.Wait()
-		if n := len(rec.got()); n != 1 {
-			t.Fatalf("a batch nobody waits on sent before its timeout (%d batches)", n)
-		}
-		time.Sleep(500 * time.Millisecond)
-		synctest.Wait()
-		if n := len(rec.got()); n != 2 {
-			t.Fatalf("%d batches at the timeout, want 2", n)
-		}
-	})
 }

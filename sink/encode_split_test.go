@@ -15,6 +15,7 @@ import (
 	"testing"
 
 	"github.com/klauspost/compress/gzip"
+	"github.com/otelstep/otelstep/batch"
 	"github.com/otelstep/otelstep/internal/otlptest"
 	"github.com/otelstep/otelstep/otlpwire"
 	"github.com/otelstep/otelstep/pipeline"
@@ -85,7 +86,7 @@ func TestTracesEncoderForwardsReceivedSpans(t *testing.T) {
 			t.Errorf("fixture %d: nothing marked", i)
 		}
 		for k := 1; k < total; k++ {
-			head, rest := splitBatch(b, k)
+			head, rest := batch.Split(b, k)
 			if head.Items() != k || rest.Items() != total-k {
 				t.Fatalf("fixture %d split at %d: %d + %d spans", i, k, head.Items(), rest.Items())
 			}
@@ -160,8 +161,8 @@ func TestMixedSpansAndRecords(t *testing.T) {
 	b := &pipeline.Batch{Signal: pipeline.Traces, Traces: mixedRS}
 	plain := &pipeline.Batch{Signal: pipeline.Traces, Traces: plainRS}
 	for k := 1; k < len(spans); k++ {
-		h, r := splitBatch(b, k)
-		ph, pr := splitBatch(plain, k)
+		h, r := batch.Split(b, k)
+		ph, pr := batch.Split(plain, k)
 		for _, pair := range [][2]*pipeline.Batch{{h, ph}, {r, pr}} {
 			if got, want := otlpwire.AppendTraces(nil, pair[0].Traces), otlpwire.AppendTraces(nil, pair[1].Traces); !bytes.Equal(got, want) {
 				t.Fatalf("split at %d: JSON differs\ngot  %.200s\nwant %.200s", k, got, want)
@@ -219,7 +220,7 @@ func TestLogsEncoderForwardsReceivedRecords(t *testing.T) {
 		}
 	}
 	for k := 1; k < total; k++ {
-		head, rest := splitBatch(b, k)
+		head, rest := batch.Split(b, k)
 		if head.Items() != k || rest.Items() != total-k {
 			t.Fatalf("split at %d: %d + %d log records", k, head.Items(), rest.Items())
 		}

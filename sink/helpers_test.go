@@ -126,10 +126,6 @@ func ctxT(d time.Duration) context.Context {
 	return ctx
 }
 
-func rm2(rm *metricspb.ResourceMetrics) []*metricspb.ResourceMetrics {
-	return []*metricspb.ResourceMetrics{rm}
-}
-
 // forLines calls fn with every line of a JSONL fixture.
 func forLines(t testing.TB, path string, fn func(line []byte)) {
 	t.Helper()

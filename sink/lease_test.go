@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/otelstep/otelstep/batch"
 	"github.com/otelstep/otelstep/pipeline"
 	commonpb "go.opentelemetry.io/proto/otlp/common/v1"
 	metricspb "go.opentelemetry.io/proto/otlp/metrics/v1"
@@ -74,7 +75,7 @@ func testLeasesReleased(t *testing.T, which string) {
 			t.Fatal(err)
 		}
 	}
-	bt := NewBatcher(BatchOptions{SendBatchSize: 25, SendBatchMaxSize: 25, Timeout: 20 * time.Millisecond}, NewFanout(sinks...))
+	bt := batch.New(batch.Options{SendBatchSize: 25, SendBatchMaxSize: 25, Timeout: 20 * time.Millisecond}, NewFanout(sinks...))
 	_ = bt.Start(context.Background())
 	const n = 60
 	frees := make([]atomic.Int32, n)

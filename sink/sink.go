@@ -1,21 +1,21 @@
 // Package sink is the end of every pipeline, where batches leave otelstep:
-// the batch processor (Batcher) that gathers them, the buffered fan-out
-// (Fanout) and the two destinations it feeds, the JSONL file sink (File),
-// which never drops, and the OTLP/HTTP exporter sink (HTTP), which never
-// blocks.
+// the buffered fan-out (Fanout) and the two destinations it feeds, the
+// JSONL file sink (File), which never drops, and the OTLP/HTTP exporter
+// sink (HTTP), which never blocks. The batch processor before it is
+// package batch.
 //
 // Ownership: once Fanout.Consume returns nil the batch is shared read-only by
 // every sink; no sink mutates it.
 //
-// Acknowledgements (pipeline.Ack): the Batcher carries a batch's acks with
+// Acknowledgements (pipeline.Ack): the batch processor carries a batch's acks with
 // its items, merged and split with them; the Fanout gives each File sink a
 // reference, and a File sink resolves it once the batch's line is written
 // to the file, or fails it when the write fails. The HTTP sink and the
 // connectors hold none: a request is acknowledged once it is in its own
 // signal's JSONL files. A Fanout with no File sink resolves at once.
 //
-// Shutdown order: stop the receivers, then the Batcher (it flushes into the
-// Fanout), then the sinks.
+// Shutdown order: stop the receivers, then the batch processors (they
+// flush into the Fanout), then the sinks.
 //
 // A Fanout may track a File and an HTTP sink it feeds (Fanout.Track): a
 // DeliveryRecord is then told, for each batch, where its line lies in the

@@ -22,7 +22,7 @@ import (
 // are in the metrics file (those are made later, at the connector's flush,
 // and are derived: the spans are the record). A pipeline with no JSONL
 // file resolves its references when its last stage has taken the batch
-// (sink.Fanout), as before acknowledgements.
+// (sink.Fanout).
 //
 // The rules, alike to the leases' (lease.go), for every holder of a batch
 // with acks:

@@ -13,8 +13,8 @@ import (
 // A scrape sends every series of a target again with the same point
 // attributes, and the span_metrics connector every series it keeps at each
 // flush, so the sinks' encoders encode a series' attributes once and reuse
-// the bytes while the series exists (encoding them was about a tenth of the
-// scrape path's CPU). Three types carry that:
+// the bytes while the series exists (encoding them afresh for every point
+// is a sizeable part of the scrape path's CPU). Three types carry that:
 //
 //   - AttrSet is what a producer's series holds for its attributes, for as
 //     long as it sends them: it owns an AttrEncodings.

@@ -21,11 +21,11 @@ import (
 // they came in (Records), after checking each one, rather than as
 // messages, and the protobuf encoder copies them as they are.
 //
-// Why: a span of 8 attributes sent as about 500 bytes decodes to about
-// 2 KB of messages full of pointers, and every span the batch processor
-// and the sinks' queues hold was marked by each garbage collection: a
-// fifth of the traces path's CPU, and most of its heap. Log records are
-// the same.
+// Why: a span decodes to several times its wire size in messages full of
+// pointers, and every span the batch processor and the sinks' queues hold
+// would be marked by each garbage collection: a large part of the traces
+// path's CPU, and most of its heap (docs/decisions.md). Log records are the
+// same.
 //
 // So the spans of a ScopeSpans are its Spans (messages, as a producer
 // builds them: the OTLP/JSON receiver, spanmetrics, a test) followed by its

@@ -9,10 +9,11 @@ import (
 //
 // A scrape's data points, metrics and their slices are carved from chunks
 // (scraper's arenas). They are garbage once every sink has encoded the
-// batch, and without leases they go to the garbage collector, whose marking
-// was a seventh of the scrape path's CPU. A Lease lets the producer have
-// them back instead: it counts the holders of a batch's memory, and the
-// last one to let go calls the producer's free function.
+// batch, and without leases they go to the garbage collector while every
+// scrape allocates them afresh, which keeps the collector busy on the
+// scrape path. A Lease lets the producer have them back instead: it counts
+// the holders of a batch's memory, and the last one to let go calls the
+// producer's free function.
 //
 // The rules, for every holder of a batch with leases:
 //   - Whoever owns the batch (the Consume contract: the callee once Consume

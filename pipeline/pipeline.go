@@ -176,11 +176,11 @@ func (f ConsumerFunc) Consume(ctx context.Context, b *Batch) error { return f(ct
 // that passes batches on passes the hint on. It is only a hint: what a
 // stage sends, and when at the latest, do not depend on it.
 //
-// Why: a job's targets are scraped in one instant, and the batch processor
-// sent the round's remainder at its timeout, 200 ms later, when the
-// process had gone idle: a wake-up of its own, for a process whose cost at
-// a job's load is mostly waking up. Sent at the end of the round, the
-// round's data leaves with the round.
+// Why: a job's targets are scraped in one instant, and without the hint
+// the batch processor would send the round's remainder at its timeout,
+// when the process has gone idle: a wake-up of its own, for a process
+// whose cost at a job's load is mostly waking up. Sent at the end of the
+// round, the round's data leaves with the round.
 type Flusher interface {
 	Flush(ctx context.Context)
 }

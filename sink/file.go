@@ -563,8 +563,8 @@ func (s *File) failAcks(err error) {
 // write appends b's line to the buffer. The line is built in place, one
 // resource at a time, and when the buffer passes fileBufSize mid-line the
 // part built so far is written out: the sink's memory is the buffer plus
-// one resource's encoding, not the batch's (a batch of the job's default
-// 8192 points made 2-4 MB lines, held in a buffer grown for each).
+// one resource's encoding, not the batch's (a whole batch's line runs to
+// megabytes, and would be held in a buffer grown for each).
 // The flush timer runs in this goroutine, so it only ever writes whole
 // lines.
 func (s *File) write(ctx context.Context, b *pipeline.Batch) { s.writeCounted(ctx, b, -1) }

@@ -131,11 +131,11 @@ const DefaultQueueBytes = 16 << 20
 // A batch is encoded when it is enqueued, in the caller's goroutine, and the
 // queue holds request bodies, not batches: the batch is let go at once
 // (its lease returns a scrape's points to the scraper's pools), and what
-// waits for a slow or dead backend is its gzipped protobuf, a tenth to a
-// hundredth of the batch's memory. Encoded in the workers, a round of
-// scrapes waited in the queue as OTLP structs while the workers posted the
-// requests before it: at 84 targets, a whole round's points (3 MB) were in
-// flight at once, and a backend outage held up to QueueSize batches.
+// waits for a slow or dead backend is its gzipped protobuf, far smaller
+// than the batch. Encoded in the workers, a round of scrapes would wait in
+// the queue as OTLP structs, leases held, while the workers posted the
+// requests before it, and a backend outage would hold up to QueueSize
+// batches.
 // Encoding costs the same CPU either way; at most httpWorkers batches are
 // encoded at once, so there are at most that many encoders.
 type HTTP struct {

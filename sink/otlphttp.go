@@ -40,9 +40,8 @@ var requestEncPool = sync.Pool{New: func() any { return new(requestEncoder) }}
 // requestEncoder is everything one export's encoding uses, kept from batch
 // to batch by its owner: the protobuf encoder's bookkeeping, a piece of raw
 // protobuf and the compressors' state (gzip's is about 1 MB of tables and
-// window). A sync.Pool of these pieces loses them at every GC, and the
-// traces path then spent a tenth of its CPU re-growing buffers and
-// re-initialising gzip.
+// window). A sync.Pool of these pieces would lose them at every GC, and
+// each request would then regrow its buffers and re-initialise gzip.
 type requestEncoder struct {
 	enc otlpwire.ProtoEncoder
 	raw []byte
@@ -52,9 +51,9 @@ type requestEncoder struct {
 // compressPiece is how much raw protobuf a compressed request is encoded
 // into before it goes through the compressor: a request is its resources'
 // fields one after another, so it can be encoded a few resources at a
-// time. A batch of the job's default 8192 points was 2-3 MB of raw
-// protobuf per worker, and 8192 spans about 6 MB. (Snappy's block format
-// takes the body whole.)
+// time, and a worker holds a piece rather than a whole batch's raw
+// protobuf, which runs to megabytes. (Snappy's block format takes the body
+// whole.)
 const compressPiece = 256 << 10
 
 // maxKeptRaw bounds the raw buffer an encoder keeps between batches, so one
@@ -63,8 +62,8 @@ const maxKeptRaw = 4 * compressPiece
 
 // maxKeptOut bounds the buffer a request body kept for reuse may have
 // (HTTP.putBody). The body must be whole to be sent, and traces' gzipped
-// bodies are about half their raw size: 3 MB for 8192 spans, which a
-// smaller bound would have regrown for every batch. Bigger ones go to the
+// bodies of a full batch come close to this bound: a smaller one would
+// regrow them for every batch. Bigger ones go to the
 // garbage collector: the kept bodies are memory beside the queue's bound,
 // at most keptBodies of this.
 const maxKeptOut = 4 << 20
@@ -74,8 +73,8 @@ const maxKeptOut = 4 << 20
 func (re *requestEncoder) encode(b *pipeline.Batch, c Compression, out *bytes.Buffer) error {
 	b.CheckLive()       // what it is about to read was not given back (pipeline.Lease)
 	defer b.CheckLive() // nor while it read
-	// Every signal through the reflection-free encoder: proto.Marshal was
-	// half of the scrape path's CPU and a quarter of the traces path's.
+	// Every signal through the reflection-free encoder: proto.Marshal's
+	// reflection would be a large part of both paths' CPU.
 	enc := &re.enc
 	var appendReq func(dst []byte, i, j int) []byte // resources i to j-1
 	switch b.Signal {

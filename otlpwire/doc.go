@@ -24,13 +24,19 @@
 //   - OTLP/JSON encoding (json_encode*.go): AppendMetrics, AppendTraces,
 //     AppendLogs and MetricsEncoder, one JSONL line per request.
 //
-// The codecs are written by hand, without protobuf reflection, for speed;
-// their semantics are those of proto.Marshal, proto.Unmarshal and protojson
-// with the differences each file's comment lists, and the tests hold them
-// to those references.
+// The codecs use no protobuf reflection at run time, for speed. Their
+// per-message code is generated (generated_*.go, by go generate from
+// internal/gen, which reads the OTLP message descriptors and otelstep's
+// choices in internal/gen/choices.go); the primitives, the decoder's
+// memory and the attribute caches are written by hand. Their semantics are
+// those of proto.Marshal, proto.Unmarshal and protojson with the
+// differences each file's comment lists, and the tests hold them to those
+// references.
 //
 // The metrics encoders given a pipeline.SharedAttrs (ProtoEncoder.Shared,
 // MetricsEncoder.Shared) write the data-point attributes and metadata that
 // are a producer's pipeline.AttrSet from the encodings stored with the
 // set, storing them at first sight; the bytes are those written without.
 package otlpwire
+
+//go:generate go run ./internal/gen

@@ -10,8 +10,6 @@ import (
 // The messages every signal shares: KeyValue, AnyValue and its array and
 // kvlist values, Resource, EntityRef and InstrumentationScope.
 
-var keyValueFields = []string{1: "key", 2: "value", 3: "key_strindex"}
-
 // keyValue decodes the KeyValue x.kv at depth lv; its value is x.av.
 func (d *decoder) keyValue(x *attrData, p, end, lv int) *DecodeError {
 	if lv > maxDepth {
@@ -72,9 +70,6 @@ func (d *decoder) attribute(q, end, lv int) (int, *DecodeError) {
 	d.kvs.push(&x.kv)
 	return z, nil
 }
-
-var anyValueFields = []string{1: "string_value", 2: "bool_value", 3: "int_value", 4: "double_value",
-	5: "array_value", 6: "kvlist_value", 7: "bytes_value", 8: "string_value_strindex"}
 
 // anyValue decodes an AnyValue at depth lv. A scalar member replaces the
 // current value; an array or kvlist member merges into a current member of
@@ -177,8 +172,6 @@ func (d *decoder) anyValue(v *commonpb.AnyValue, p, end, lv int, sv *commonpb.An
 	return nil
 }
 
-var valuesFields = []string{1: "values"}
-
 // arrayValue decodes an ArrayValue at depth lv.
 func (d *decoder) arrayValue(m *commonpb.ArrayValue, p, end, lv int) *DecodeError {
 	if lv > maxDepth {
@@ -246,8 +239,6 @@ func (d *decoder) keyValueList(m *commonpb.KeyValueList, p, end, lv int) *Decode
 	return nil
 }
 
-var resourceFields = []string{1: "attributes", 2: "dropped_attributes_count", 3: "entity_refs"}
-
 // resource decodes a Resource at depth lv.
 func (d *decoder) resource(r *resourcepb.Resource, p, end, lv int) *DecodeError {
 	kvMark, entMark := d.kvs.mark(), d.ents.mark()
@@ -293,8 +284,6 @@ func (d *decoder) resource(r *resourcepb.Resource, p, end, lv int) *DecodeError 
 	return nil
 }
 
-var entityRefFields = []string{1: "schema_url", 2: "type", 3: "id_keys", 4: "description_keys"}
-
 func (d *decoder) entityRef(m *commonpb.EntityRef, p, end int) *DecodeError {
 	for p < end {
 		tag, q := uint64(d.b[p]), p+1
@@ -333,8 +322,6 @@ func (d *decoder) entityRef(m *commonpb.EntityRef, p, end int) *DecodeError {
 	}
 	return nil
 }
-
-var scopeFields = []string{1: "name", 2: "version", 3: "attributes", 4: "dropped_attributes_count"}
 
 // scope decodes an InstrumentationScope at depth lv.
 func (d *decoder) scope(m *commonpb.InstrumentationScope, p, end, lv int) *DecodeError {

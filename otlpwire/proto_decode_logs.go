@@ -10,8 +10,6 @@ import (
 // Depths: request 1, ResourceLogs 2, Resource and ScopeLogs 3, Scope and
 // LogRecord 4.
 
-var resourceLogsRequestFields = []string{1: "resource_logs"}
-
 var logsRequest = requestShape[pipeline.ResourceLogs]{
 	fields:    resourceLogsRequestFields,
 	resources: func(d *decoder) *list[pipeline.ResourceLogs] { return &d.rls },
@@ -22,8 +20,6 @@ func (d *decoder) logs() ([]*pipeline.ResourceLogs, *DecodeError) {
 	d.n = 0 // the log records are kept as records: see traces
 	return logsRequest.decode(d)
 }
-
-var resourceLogsFields = []string{1: "resource", 2: "scope_logs", 3: "schema_url"}
 
 var resourceLogsShape = envelopeShape[resourcepb.Resource, pipeline.ScopeLogs]{
 	fields: resourceLogsFields,
@@ -37,19 +33,12 @@ func (d *decoder) resourceLogs(m *pipeline.ResourceLogs, p, end int) (e *DecodeE
 	return e
 }
 
-var scopeLogsFields = []string{1: "scope", 2: "log_records", 3: "schema_url"}
-
 var scopeLogsShape = scopeRecords{fields: scopeLogsFields, check: (*decoder).checkLogRecord}
 
 func (d *decoder) scopeLogs(m *pipeline.ScopeLogs, p, end int) (e *DecodeError) {
 	m.Records, e = scopeLogsShape.decode(d, p, end, &m.Scope, &m.SchemaURL)
 	return e
 }
-
-// LogRecord field 4 is reserved: skipped as unknown.
-var logRecordFields = []string{1: "time_unix_nano", 2: "severity_number", 3: "severity_text",
-	5: "body", 6: "attributes", 7: "dropped_attributes_count", 8: "flags", 9: "trace_id",
-	10: "span_id", 11: "observed_time_unix_nano", 12: "event_name"}
 
 func (d *decoder) logRecord(m *logspb.LogRecord, p, end int) *DecodeError {
 	kvMark := d.kvs.mark()

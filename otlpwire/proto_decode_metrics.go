@@ -16,8 +16,6 @@ import (
 // data points 6, their attributes, exemplars, buckets and quantiles 7,
 // exemplars' attributes 8.
 
-var resourceMetricsRequestFields = []string{1: "resource_metrics"}
-
 var metricsRequest = requestShape[metricspb.ResourceMetrics]{
 	fields:    resourceMetricsRequestFields,
 	resources: func(d *decoder) *list[metricspb.ResourceMetrics] { return &d.rms },
@@ -27,8 +25,6 @@ var metricsRequest = requestShape[metricspb.ResourceMetrics]{
 func (d *decoder) metrics() ([]*metricspb.ResourceMetrics, *DecodeError) {
 	return metricsRequest.decode(d)
 }
-
-var resourceMetricsFields = []string{1: "resource", 2: "scope_metrics", 3: "schema_url"}
 
 var resourceMetricsShape = envelopeShape[resourcepb.Resource, metricspb.ScopeMetrics]{
 	fields: resourceMetricsFields,
@@ -42,8 +38,6 @@ func (d *decoder) resourceMetrics(m *metricspb.ResourceMetrics, p, end int) (e *
 	return e
 }
 
-var scopeMetricsFields = []string{1: "scope", 2: "metrics", 3: "schema_url"}
-
 var scopeMetricsShape = envelopeShape[commonpb.InstrumentationScope, metricspb.Metric]{
 	fields: scopeMetricsFields,
 	head:   (*decoder).scopeField,
@@ -55,10 +49,6 @@ func (d *decoder) scopeMetrics(m *metricspb.ScopeMetrics, p, end int) (e *Decode
 	m.Metrics, e = scopeMetricsShape.decode(d, p, end, &m.Scope, m.Metrics, &m.SchemaUrl)
 	return e
 }
-
-// Metric fields 4, 6 and 8 are reserved: skipped as unknown.
-var metricFields = []string{1: "name", 2: "description", 3: "unit", 5: "gauge", 7: "sum",
-	9: "histogram", 10: "exponential_histogram", 11: "summary", 12: "metadata"}
 
 // metric decodes a Metric. A data member merges into a current member of
 // the same kind and replaces one of another kind, as in proto.Unmarshal.
@@ -173,8 +163,6 @@ func (d *decoder) metric(m *metricspb.Metric, p, end int) *DecodeError {
 	return nil
 }
 
-var gaugeFields = []string{1: "data_points"}
-
 func (d *decoder) gauge(m *metricspb.Gauge, p, end int) *DecodeError {
 	mark := d.nps.mark()
 	for p < end {
@@ -200,8 +188,6 @@ func (d *decoder) gauge(m *metricspb.Gauge, p, end int) *DecodeError {
 	m.DataPoints = d.nps.finish(mark, m.DataPoints, p, d.n)
 	return nil
 }
-
-var sumFields = []string{1: "data_points", 2: "aggregation_temporality", 3: "is_monotonic"}
 
 func (d *decoder) sum(m *metricspb.Sum, p, end int) *DecodeError {
 	mark := d.nps.mark()
@@ -240,8 +226,6 @@ func (d *decoder) sum(m *metricspb.Sum, p, end int) *DecodeError {
 	m.DataPoints = d.nps.finish(mark, m.DataPoints, p, d.n)
 	return nil
 }
-
-var histogramFields = []string{1: "data_points", 2: "aggregation_temporality"}
 
 func (d *decoder) histogram(m *metricspb.Histogram, p, end int) *DecodeError {
 	mark := d.hps.mark()
@@ -321,8 +305,6 @@ func (d *decoder) expHistogram(m *metricspb.ExponentialHistogram, p, end int) *D
 	return nil
 }
 
-var summaryFields = []string{1: "data_points"}
-
 func (d *decoder) summary(m *metricspb.Summary, p, end int) *DecodeError {
 	mark := d.sps.mark()
 	for p < end {
@@ -370,10 +352,6 @@ func (d *decoder) exemplar(q, end int) (int, *DecodeError) {
 	d.exs.push(m)
 	return z, nil
 }
-
-// NumberDataPoint field 1 is reserved: skipped as unknown.
-var numberPointFields = []string{2: "start_time_unix_nano", 3: "time_unix_nano", 4: "as_double",
-	5: "exemplars", 6: "as_int", 7: "attributes", 8: "flags"}
 
 // numberPoint decodes one element of a repeated NumberDataPoint field whose
 // tag ended at q and pushes it on d.nps.
@@ -452,11 +430,6 @@ func (d *decoder) f64(v uint64, p int) *float64 {
 	*f = math.Float64frombits(v)
 	return f
 }
-
-// HistogramDataPoint field 1 is reserved: skipped as unknown.
-var histogramPointFields = []string{2: "start_time_unix_nano", 3: "time_unix_nano", 4: "count",
-	5: "sum", 6: "bucket_counts", 7: "explicit_bounds", 8: "exemplars", 9: "attributes",
-	10: "flags", 11: "min", 12: "max"}
 
 func (d *decoder) histogramPoint(m *metricspb.HistogramDataPoint, p, end int) *DecodeError {
 	kvMark, exMark := d.kvs.mark(), d.exs.mark()
@@ -545,10 +518,6 @@ func (d *decoder) histogramPoint(m *metricspb.HistogramDataPoint, p, end int) *D
 	m.Exemplars = d.exs.finish(exMark, m.Exemplars, p, d.n)
 	return nil
 }
-
-var expHistogramPointFields = []string{1: "attributes", 2: "start_time_unix_nano", 3: "time_unix_nano",
-	4: "count", 5: "sum", 6: "scale", 7: "zero_count", 8: "positive", 9: "negative", 10: "flags",
-	11: "exemplars", 12: "min", 13: "max", 14: "zero_threshold"}
 
 func (d *decoder) expHistogramPoint(m *metricspb.ExponentialHistogramDataPoint, p, end int) *DecodeError {
 	kvMark, exMark := d.kvs.mark(), d.exs.mark()
@@ -646,8 +615,6 @@ func (d *decoder) expHistogramPoint(m *metricspb.ExponentialHistogramDataPoint, 
 // 32 bits of the varint.
 func sint32(v uint64) int32 { return int32(protowire.DecodeZigZag(v & math.MaxUint32)) }
 
-var bucketsFields = []string{1: "offset", 2: "bucket_counts"}
-
 // bucketsField decodes a positive or negative buckets field (depth 7) into
 // *b, merging into buckets already there.
 func (d *decoder) bucketsField(b **metricspb.ExponentialHistogramDataPoint_Buckets, q, end int) (int, *DecodeError) {
@@ -693,10 +660,6 @@ func (d *decoder) bucketsField(b **metricspb.ExponentialHistogramDataPoint_Bucke
 	}
 	return z, nil
 }
-
-// SummaryDataPoint field 1 is reserved: skipped as unknown.
-var summaryPointFields = []string{2: "start_time_unix_nano", 3: "time_unix_nano", 4: "count",
-	5: "sum", 6: "quantile_values", 7: "attributes", 8: "flags"}
 
 func (d *decoder) summaryPoint(m *metricspb.SummaryDataPoint, p, end int) *DecodeError {
 	kvMark, qMark := d.kvs.mark(), d.quants.mark()
@@ -761,8 +724,6 @@ func (d *decoder) summaryPoint(m *metricspb.SummaryDataPoint, p, end int) *Decod
 	return nil
 }
 
-var quantileFields = []string{1: "quantile", 2: "value"}
-
 func (d *decoder) quantile(m *metricspb.SummaryDataPoint_ValueAtQuantile, p, end int) *DecodeError {
 	for p < end {
 		tag, q := uint64(d.b[p]), p+1
@@ -793,10 +754,6 @@ func (d *decoder) quantile(m *metricspb.SummaryDataPoint_ValueAtQuantile, p, end
 	}
 	return nil
 }
-
-// Exemplar field 1 is reserved: skipped as unknown.
-var exemplarFields = []string{2: "time_unix_nano", 3: "as_double", 4: "span_id", 5: "trace_id",
-	6: "as_int", 7: "filtered_attributes"}
 
 func (d *decoder) exemplarMsg(m *metricspb.Exemplar, p, end int) *DecodeError {
 	kvMark := d.kvs.mark()

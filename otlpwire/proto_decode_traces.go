@@ -10,8 +10,6 @@ import (
 // Depths: request 1, ResourceSpans 2, Resource and ScopeSpans 3, Scope and
 // Span 4, Event, Link and Status 5.
 
-var resourceSpansRequestFields = []string{1: "resource_spans"}
-
 var tracesRequest = requestShape[pipeline.ResourceSpans]{
 	fields:    resourceSpansRequestFields,
 	resources: func(d *decoder) *list[pipeline.ResourceSpans] { return &d.rss },
@@ -28,8 +26,6 @@ func (d *decoder) traces() ([]*pipeline.ResourceSpans, *DecodeError) {
 	return tracesRequest.decode(d)
 }
 
-var resourceSpansFields = []string{1: "resource", 2: "scope_spans", 3: "schema_url"}
-
 var resourceSpansShape = envelopeShape[resourcepb.Resource, pipeline.ScopeSpans]{
 	fields: resourceSpansFields,
 	head:   (*decoder).resourceField,
@@ -42,19 +38,12 @@ func (d *decoder) resourceSpans(m *pipeline.ResourceSpans, p, end int) (e *Decod
 	return e
 }
 
-var scopeSpansFields = []string{1: "scope", 2: "spans", 3: "schema_url"}
-
 var scopeSpansShape = scopeRecords{fields: scopeSpansFields, check: (*decoder).checkSpan}
 
 func (d *decoder) scopeSpans(m *pipeline.ScopeSpans, p, end int) (e *DecodeError) {
 	m.Records, e = scopeSpansShape.decode(d, p, end, &m.Scope, &m.SchemaURL)
 	return e
 }
-
-var spanFields = []string{1: "trace_id", 2: "span_id", 3: "trace_state", 4: "parent_span_id", 5: "name",
-	6: "kind", 7: "start_time_unix_nano", 8: "end_time_unix_nano", 9: "attributes",
-	10: "dropped_attributes_count", 11: "events", 12: "dropped_events_count", 13: "links",
-	14: "dropped_links_count", 15: "status", 16: "flags"}
 
 func (d *decoder) span(m *tracepb.Span, p, end int) *DecodeError {
 	kvMark, evMark, lkMark := d.kvs.mark(), d.events.mark(), d.links.mark()
@@ -176,8 +165,6 @@ func (d *decoder) span(m *tracepb.Span, p, end int) *DecodeError {
 	return nil
 }
 
-var eventFields = []string{1: "time_unix_nano", 2: "name", 3: "attributes", 4: "dropped_attributes_count"}
-
 func (d *decoder) event(m *tracepb.Span_Event, p, end int) *DecodeError {
 	kvMark := d.kvs.mark()
 	for p < end {
@@ -217,9 +204,6 @@ func (d *decoder) event(m *tracepb.Span_Event, p, end int) *DecodeError {
 	m.Attributes = d.kvs.finish(kvMark, m.Attributes, p, d.n)
 	return nil
 }
-
-var linkFields = []string{1: "trace_id", 2: "span_id", 3: "trace_state", 4: "attributes",
-	5: "dropped_attributes_count", 6: "flags"}
 
 func (d *decoder) link(m *tracepb.Span_Link, p, end int) *DecodeError {
 	kvMark := d.kvs.mark()
@@ -268,9 +252,6 @@ func (d *decoder) link(m *tracepb.Span_Link, p, end int) *DecodeError {
 	m.Attributes = d.kvs.finish(kvMark, m.Attributes, p, d.n)
 	return nil
 }
-
-// Status field 1 is reserved (the deprecated code): skipped as unknown.
-var statusFields = []string{2: "message", 3: "code"}
 
 func (d *decoder) status(m *tracepb.Status, p, end int) *DecodeError {
 	for p < end {

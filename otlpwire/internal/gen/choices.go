@@ -1,0 +1,142 @@
+package main
+
+import (
+	"fmt"
+	"sort"
+
+	"google.golang.org/protobuf/reflect/protoreflect"
+)
+
+// otelstep's choices: where its wire code differs from a plain field-by-field
+// codec of the generated types. This table is the one place they are made;
+// the generators read them from Message.Choice and Field.Choice. Load fails
+// when an entry names a message or field the descriptors do not have.
+
+// MessageChoice is how otelstep's codec treats one message.
+type MessageChoice struct {
+	// Record: kept as the wire record it came in (pipeline.Records) by the
+	// protobuf decoder, checked but not decoded into the batch; the
+	// decoders of one record at a time (SpanDecoder, LogRecordDecoder) and
+	// the record scanners read it.
+	Record bool
+	// Pipeline is the pipeline type the decoders fill instead of the
+	// generated one ("pipeline.ResourceSpans"): the levels above the
+	// records.
+	Pipeline string
+	// FieldsVar names the message's field table (field names by number, for
+	// errors and the schema test); messages of one shape share one.
+	FieldsVar string
+}
+
+// FieldChoice is how otelstep's codec treats one field.
+type FieldChoice struct {
+	// Skip, when set, says why the codec does not handle the field: the
+	// decoders skip it like an unknown field and the encoders never write
+	// it. Every other field must be handled by every generator.
+	Skip string
+	// IDSize names the size constant of a trace or span id
+	// ("TraceIDSize"): the field must be empty or that long (ValidID).
+	IDSize string
+	// SharedAttrs: the encoders write the field (attributes that are a
+	// producer's pipeline.AttrSet) from the encodings stored with the set
+	// when given a pipeline.SharedAttrs.
+	SharedAttrs bool
+}
+
+const (
+	common   = "opentelemetry.proto.common.v1."
+	resource = "opentelemetry.proto.resource.v1."
+	trace    = "opentelemetry.proto.trace.v1."
+	metrics  = "opentelemetry.proto.metrics.v1."
+	logs     = "opentelemetry.proto.logs.v1."
+	coltrace = "opentelemetry.proto.collector.trace.v1."
+	colmet   = "opentelemetry.proto.collector.metrics.v1."
+	collogs  = "opentelemetry.proto.collector.logs.v1."
+)
+
+var messageChoices = map[protoreflect.FullName]MessageChoice{
+	coltrace + "ExportTraceServiceRequest":            {FieldsVar: "resourceSpansRequestFields"},
+	colmet + "ExportMetricsServiceRequest":            {FieldsVar: "resourceMetricsRequestFields"},
+	collogs + "ExportLogsServiceRequest":              {FieldsVar: "resourceLogsRequestFields"},
+	resource + "Resource":                             {FieldsVar: "resourceFields"},
+	common + "InstrumentationScope":                   {FieldsVar: "scopeFields"},
+	common + "KeyValue":                               {FieldsVar: "keyValueFields"},
+	common + "AnyValue":                               {FieldsVar: "anyValueFields"},
+	common + "ArrayValue":                             {FieldsVar: "valuesFields"},
+	common + "KeyValueList":                           {FieldsVar: "valuesFields"},
+	common + "EntityRef":                              {FieldsVar: "entityRefFields"},
+	trace + "ResourceSpans":                           {FieldsVar: "resourceSpansFields", Pipeline: "pipeline.ResourceSpans"},
+	trace + "ScopeSpans":                              {FieldsVar: "scopeSpansFields", Pipeline: "pipeline.ScopeSpans"},
+	trace + "Span":                                    {FieldsVar: "spanFields", Record: true},
+	trace + "Span.Event":                              {FieldsVar: "eventFields"},
+	trace + "Span.Link":                               {FieldsVar: "linkFields"},
+	trace + "Status":                                  {FieldsVar: "statusFields"},
+	logs + "ResourceLogs":                             {FieldsVar: "resourceLogsFields", Pipeline: "pipeline.ResourceLogs"},
+	logs + "ScopeLogs":                                {FieldsVar: "scopeLogsFields", Pipeline: "pipeline.ScopeLogs"},
+	logs + "LogRecord":                                {FieldsVar: "logRecordFields", Record: true},
+	metrics + "ResourceMetrics":                       {FieldsVar: "resourceMetricsFields"},
+	metrics + "ScopeMetrics":                          {FieldsVar: "scopeMetricsFields"},
+	metrics + "Metric":                                {FieldsVar: "metricFields"},
+	metrics + "Gauge":                                 {FieldsVar: "gaugeFields"},
+	metrics + "Sum":                                   {FieldsVar: "sumFields"},
+	metrics + "Histogram":                             {FieldsVar: "histogramFields"},
+	metrics + "ExponentialHistogram":                  {FieldsVar: "histogramFields"},
+	metrics + "Summary":                               {FieldsVar: "summaryFields"},
+	metrics + "NumberDataPoint":                       {FieldsVar: "numberPointFields"},
+	metrics + "HistogramDataPoint":                    {FieldsVar: "histogramPointFields"},
+	metrics + "ExponentialHistogramDataPoint":         {FieldsVar: "expHistogramPointFields"},
+	metrics + "ExponentialHistogramDataPoint.Buckets": {FieldsVar: "bucketsFields"},
+	metrics + "SummaryDataPoint":                      {FieldsVar: "summaryPointFields"},
+	metrics + "SummaryDataPoint.ValueAtQuantile":      {FieldsVar: "quantileFields"},
+	metrics + "Exemplar":                              {FieldsVar: "exemplarFields"},
+}
+
+// fieldChoices is keyed by the field's full name (Field.FullName).
+var fieldChoices = map[string]FieldChoice{
+	trace + "Span.trace_id":                   {IDSize: "TraceIDSize"},
+	trace + "Span.span_id":                    {IDSize: "SpanIDSize"},
+	trace + "Span.parent_span_id":             {IDSize: "SpanIDSize"},
+	trace + "Span.Link.trace_id":              {IDSize: "TraceIDSize"},
+	trace + "Span.Link.span_id":               {IDSize: "SpanIDSize"},
+	logs + "LogRecord.trace_id":               {IDSize: "TraceIDSize"},
+	logs + "LogRecord.span_id":                {IDSize: "SpanIDSize"},
+	metrics + "Exemplar.trace_id":             {IDSize: "TraceIDSize"},
+	metrics + "Exemplar.span_id":              {IDSize: "SpanIDSize"},
+	metrics + "Metric.metadata":               {SharedAttrs: true},
+	metrics + "NumberDataPoint.attributes":    {SharedAttrs: true},
+	metrics + "HistogramDataPoint.attributes": {SharedAttrs: true},
+	metrics + "SummaryDataPoint.attributes":   {SharedAttrs: true},
+}
+
+// applyChoices sets each message's and field's choice from the tables,
+// failing on an entry that names nothing in s.
+func (s *Schema) applyChoices(msgs map[protoreflect.FullName]MessageChoice, fields map[string]FieldChoice) error {
+	var unknown []string
+	for name, c := range msgs {
+		m := s.byName[name]
+		if m == nil {
+			unknown = append(unknown, "message "+string(name))
+			continue
+		}
+		m.Choice = c
+	}
+	byName := map[string]*Field{}
+	for _, m := range s.Messages {
+		for _, f := range m.Fields {
+			byName[f.FullName()] = f
+		}
+	}
+	for name, c := range fields {
+		f := byName[name]
+		if f == nil {
+			unknown = append(unknown, "field "+name)
+			continue
+		}
+		f.Choice = c
+	}
+	if len(unknown) > 0 {
+		sort.Strings(unknown)
+		return fmt.Errorf("choices name what the OTLP descriptors do not have: %v", unknown)
+	}
+	return nil
+}

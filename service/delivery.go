@@ -19,6 +19,12 @@ import (
 // default sink.DefaultReportEvery).
 const ReportEveryEnv = "OTELSTEP_EXPORTER_REPORT_EVERY"
 
+// PlainScrubEnv names the environment variable that, set to 1, turns the
+// JSONL token scrubber's sampled-word search off (sink.FileOptions.PlainScrub).
+const PlainScrubEnv = "OTELSTEP_PLAIN_SCRUB"
+
+func plainScrub() bool { return os.Getenv(PlainScrubEnv) == "1" }
+
 // reportEvery is ReportEveryEnv's duration, 0 (the default) when unset or
 // invalid (logged).
 func reportEvery(log *slog.Logger) time.Duration {

@@ -153,7 +153,7 @@ func New(cfg *config.Config, log *slog.Logger) (*Service, error) {
 		}
 		if f, ok := cfg.Files[id]; ok {
 			fs, err := sink.NewFile(sink.FileOptions{Name: id, Path: f.Path, Signal: fileSignal[id], Logger: log.With("sink", id), Telemetry: s.telemetry.Sink(id),
-				SharedAttrs: s.sharedAttrs, Secrets: tokens(cfg)})
+				SharedAttrs: s.sharedAttrs, Secrets: tokens(cfg), PlainScrub: plainScrub()})
 			if err != nil {
 				return nil, fmt.Errorf("exporter %s: %w", id, err)
 			}

@@ -39,6 +39,9 @@ type FileOptions struct {
 	// appear in a line (a span attribute, a log body, a bytes value's
 	// base64), they are overwritten (scrubber).
 	Secrets []string
+	// PlainScrub is the off switch of the scrubber's sampled-word search:
+	// each secret's forms are searched for over the whole write-out.
+	PlainScrub bool
 }
 
 const (
@@ -247,7 +250,7 @@ func newFile(o FileOptions, w io.Writer) *File {
 	s.metricsEnc.Flush = s.flushMidResource
 	s.metricsEnc.Shared = o.SharedAttrs
 	s.tel = o.Telemetry
-	s.scrub = newScrubber(o.Secrets)
+	s.scrub = newScrubber(o.Secrets, o.PlainScrub)
 	s.unobserve = s.tel.ObserveQueue(func() int { return len(s.q) }, o.QueueSize)
 	return s
 }

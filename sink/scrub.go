@@ -33,11 +33,17 @@ import (
 // Index over the whole text for each pattern costs a pass per pattern,
 // and more where the pattern's first byte is common.
 //
+// The sampled search is a trick (docs/decisions.md); newScrubber's plain
+// argument is its off switch (FileOptions.PlainScrub): every pattern is
+// then searched with bytes.Index over the whole write-out. Both find and
+// mask the same matches.
+//
 // The bytes a write-out holds end at a line's end, between two resources
 // or between two data points, never inside a string, so a secret is never
 // split between two write-outs.
 type scrubber struct {
 	pats   []scrubPattern
+	plain  bool // the off switch: no sampling
 	stride int
 	maxLen int
 	// grams has the bit of the hash (gramHash) of every 8-byte piece of
@@ -60,9 +66,9 @@ const minScrubbed = 8
 
 // newScrubber returns the scrubber of secrets; nil when there is none to
 // scrub. A secret written "Scheme credentials" (Bearer) is scrubbed by its
-// credentials.
-func newScrubber(secrets []string) *scrubber {
-	s := &scrubber{}
+// credentials. plain turns the sampled-word search off.
+func newScrubber(secrets []string, plain bool) *scrubber {
+	s := &scrubber{plain: plain}
 	seen := map[string]bool{}
 	add := func(p string, mask byte) {
 		if len(p) >= 4 && !seen[p] {
@@ -115,29 +121,72 @@ func (s *scrubber) scrub(p []byte) int {
 	if s == nil {
 		return 0
 	}
-	n := 0
-	for q := 0; q+8 <= len(p); q += s.stride {
-		h := gramHash(binary.LittleEndian.Uint64(p[q:]))
-		if s.grams[h/64]&(1<<(h%64)) == 0 {
-			continue
+	if s.plain {
+		n := 0
+		for _, pat := range s.pats {
+			m, _ := maskAll(p, pat)
+			n += m
 		}
+		return n
+	}
+	// The windows where a match may be, merged where they touch, in
+	// order; then each pattern searched for in them in turn, leftmost
+	// first, as the plain search does over the whole text: the two find
+	// and mask the same matches even of patterns that overlap themselves
+	// or each other.
+	var winArr [64][2]int
+	wins := winArr[:0]
+	for q := s.nextHit(p, 0); q >= 0; q = s.nextHit(p, q+s.stride) {
 		// A match holding the word at q starts no earlier than
 		// q+8-maxLen and ends no later than q+maxLen.
 		from, to := max(0, q+8-s.maxLen), min(len(p), q+s.maxLen)
-		for _, pat := range s.pats {
-			for i := from; ; {
-				j := bytes.Index(p[i:to], pat.b)
-				if j < 0 {
-					break
+		if k := len(wins) - 1; k >= 0 && from <= wins[k][1] {
+			wins[k][1] = to
+		} else {
+			wins = append(wins, [2]int{from, to})
+		}
+	}
+	n := 0
+	for _, pat := range s.pats {
+		next := 0 // past the pattern's last match
+		for _, w := range wins {
+			if at := max(w[0], next); at < w[1] {
+				m, end := maskAll(p[at:w[1]], pat)
+				n += m
+				if m > 0 {
+					next = at + end
 				}
-				at := p[i+j : i+j+len(pat.b)]
-				for k := range at {
-					at[k] = pat.mask
-				}
-				n++
-				i += j + len(pat.b)
 			}
 		}
 	}
 	return n
+}
+
+// nextHit returns the first sampled word's place from q on whose hash is
+// a pattern piece's, -1 if none.
+func (s *scrubber) nextHit(p []byte, q int) int {
+	for ; q+8 <= len(p); q += s.stride {
+		h := gramHash(binary.LittleEndian.Uint64(p[q:]))
+		if s.grams[h/64]&(1<<(h%64)) != 0 {
+			return q
+		}
+	}
+	return -1
+}
+
+// maskAll overwrites every match of pat in p, leftmost first, with its
+// mask; it reports how many it found and where the last one ended.
+func maskAll(p []byte, pat scrubPattern) (n, end int) {
+	for i := 0; ; {
+		j := bytes.Index(p[i:], pat.b)
+		if j < 0 {
+			return n, i
+		}
+		at := p[i+j : i+j+len(pat.b)]
+		for k := range at {
+			at[k] = pat.mask
+		}
+		n++
+		i += j + len(pat.b)
+	}
 }

@@ -9,8 +9,8 @@ import (
 // DefaultGRPCMaxConnectionIdle is keepalive.server_parameters.
 // max_connection_idle unset: a gRPC connection with no call for this long
 // is told to go away (GOAWAY) and closed. The collector leaves it to gRPC,
-// which keeps idle connections for ever; about 20,000 of them once took
-// every file descriptor, health's too. Two minutes is the OTLP/HTTP
+// which keeps idle connections for ever, until they can take every file
+// descriptor, health's too. Two minutes is the OTLP/HTTP
 // receiver's idle timeout, and far longer than an SDK's export interval,
 // so a live exporter's connection is not churned.
 const DefaultGRPCMaxConnectionIdle = 2 * time.Minute

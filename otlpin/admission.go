@@ -13,7 +13,8 @@ import (
 //
 // Connections are bounded (LimitListener) and each request's size is
 // (MaxRequestBytes, GRPCMaxRecvBytes), but not how many large requests are
-// held at once: twenty concurrent 19 MB requests held about 750 MB. So a
+// held at once, and a few dozen large ones together hold many times the
+// process's memory bound (decoded, a request is larger still). So a
 // Receiver has one budget of bytes shared by its gRPC and HTTP servers. A
 // request takes its (decompressed) size from it before its body is read
 // whole, and gives it back when the last stage downstream lets go of its

@@ -12,18 +12,18 @@ import (
 //
 // The protobuf decoder keeps views of the body it decodes (strings, span
 // records), so a request's body lives as long as its batch. A new body
-// per request was four fifths of the bytes a traces load over gRPC
-// allocated. Bodies now come from a pool, by size class, and the batch
+// per request would be most of the bytes a traces load allocates, so
+// bodies come from a pool, by size class, and the batch
 // carries the body's lease (pipeline.Lease): the last sink to let go of the
 // batch puts the body back. Used for gRPC requests (grpcreq.go) and for
 // HTTP protobuf requests of known length (http.go); a body bigger than the
 // largest class, or one decoded with an error, goes to the garbage
-// collector as before.
+// collector.
 
 // Size classes: 16 KiB, then four a doubling (20, 24, 28, 32 KiB, 40, ...)
 // up to 8 MiB, so a body wastes at most a fifth of its size: with a class
-// a doubling, requests of just over a power of two held twice their size
-// (peak RSS 37-38 -> 42-44 MiB on the HTTP traces load). A bigger request
+// a doubling, requests of just over a power of two would hold twice their
+// size. A bigger request
 // gets a body of its own that goes to the garbage collector.
 const (
 	minBodyShift = 14

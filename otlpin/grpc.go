@@ -41,9 +41,8 @@ func (r *Receiver) newGRPCServer() *grpc.Server {
 		grpc.MaxRecvMsgSize(int(max)),
 		// Each request runs on one of a few long-lived goroutines, whose
 		// stacks have grown to what a handler needs, rather than on a new
-		// one per stream that grows its stack on every request (2% of
-		// the CPU of a traces load); when they are all busy gRPC starts
-		// one per stream as before.
+		// one per stream that grows its stack on every request; when
+		// they are all busy gRPC starts one per stream.
 		grpc.NumStreamWorkers(uint32(runtime.GOMAXPROCS(0))),
 		// Idle connections closed, pings policed (Options.GRPCKeepalive),
 		// and a connection that has not finished its HTTP/2 handshake in
@@ -80,12 +79,12 @@ func (r *Receiver) newGRPCServer() *grpc.Server {
 
 // otlpCodec is the server's codec: the three export requests (decoded into
 // an exportRequest by our own service handlers, grpcreq.go) by pipeline's
-// reflection-free decoder (proto.Unmarshal was a third of the CPU of an
-// OTLP load), everything else, and every response, by gRPC's standard
-// proto codec std. It is named "proto" like std, the codec a gRPC client
-// asks for; the server used std for every request before (the default for
-// an unknown content-subtype too), so forcing this one changes nothing
-// else. A request that does not decode fails with codes.InvalidArgument
+// reflection-free decoder (proto.Unmarshal's reflection would be a large
+// part of an OTLP load's CPU), everything else, and every response, by
+// gRPC's standard proto codec std. It is named "proto" like std, the codec
+// a gRPC client asks for; std is what the server would use for every
+// request otherwise (the default for an unknown content-subtype too), so
+// forcing this one changes nothing else. A request that does not decode fails with codes.InvalidArgument
 // (exportService's handler: gRPC answers an error of the codec itself, as
 // codes.Internal, so decodeExport reports it in the request instead).
 type otlpCodec struct {

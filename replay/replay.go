@@ -67,10 +67,10 @@ type Options struct {
 	// BatchBytes bounds the JSON bytes of the lines in one request; default
 	// 4 MiB, about 1.5 MiB of protobuf. A longer line is sent in requests
 	// of about that much each, split by resource, scope and metric points
-	// (otelstep's line of a scrape of a million series is 169 MB, in one
-	// resource), one such line at a time; once begun, it is sent whole
-	// even when the replay is stopping (a second signal cuts it short: it
-	// is then sent again on resume).
+	// (otelstep's line of a scrape of a million series is over a hundred
+	// megabytes, in one resource), one such line at a time; once begun, it
+	// is sent whole even when the replay is stopping (a second signal cuts
+	// it short: it is then sent again on resume).
 	BatchBytes int
 	// MaxLineBytes is the longest line read; longer ones are reported and
 	// skipped without being held in memory. Default DefaultMaxLineBytes.
@@ -109,7 +109,8 @@ func (o *Options) selected(s pipeline.Signal) bool {
 }
 
 // DefaultMaxLineBytes is Options.MaxLineBytes unset: room for otelstep's
-// own lines, which hold a whole scrape (169 MB at a million series).
+// own lines, which hold a whole scrape (over a hundred megabytes at a
+// million series).
 const DefaultMaxLineBytes = 1 << 30
 
 // ErrNoToken is returned when Options.Token is empty on a replay that sends.

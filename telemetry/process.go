@@ -143,8 +143,8 @@ func (p *process) observe(_ context.Context, o metric.Observer) error {
 	if p.allocBytes != nil {
 		o.ObserveInt64(p.allocBytes, u(rmAllocBytes))
 		// runtime.MemStats.Mallocs counts the tiny allocations one by
-		// one, /gc/heap/allocs:objects only their blocks: the sum keeps
-		// the bench's allocations per sample what they were.
+		// one, /gc/heap/allocs:objects only their blocks: the sum counts
+		// each allocation, as the bench's allocations per sample do.
 		o.ObserveInt64(p.mallocs, u(rmAllocObjects)+u(rmTinyAllocs))
 	}
 	if p.gcCycles != nil {

@@ -57,12 +57,12 @@ const defaultMemoryLimit = 256 << 20
 // preempt and system calls to take the P from, and every nap is a wake-up
 // of its own. At a job's load otelstep's work comes in bursts a few
 // milliseconds long (an OTLP request through both sinks, a scrape), so
-// sysmon woke dozens of times per burst: with 5 ms, once or twice. A
-// same-run A/B on the job's load measured about a tenth of otelstep's CPU
-// (DESIGN.md). The cost: timers may run up to 5 ms late, and a goroutine
-// blocked in a system call holds the P up to 5 ms longer before sysmon
-// hands it on; nothing in otelstep needs its timers to the millisecond
-// (scrape intervals are seconds, the batch timeout 200 ms).
+// sysmon would wake dozens of times per burst; with 5 ms it wakes once or
+// twice (the A/B: docs/decisions.md). The cost: timers may run up to 5 ms
+// late, and a goroutine blocked in a system call holds the P up to 5 ms
+// longer before sysmon hands it on; nothing in otelstep needs its timers
+// to the millisecond (scrape intervals are seconds, the batch timeout
+// 200 ms).
 const defaultTimerSlack = 5 * time.Millisecond
 
 // timerSlackEnv names the environment variable that sets the slack: a Go

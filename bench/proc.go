@@ -60,8 +60,8 @@ func StartProc(ctx context.Context, name string, argv []string, cfg, health stri
 	cmd.Stdout = cmd.Stderr
 	// The tool's own garbage (the ceiling's parsing, the targets' pages)
 	// is collected now: on a 2-core host its GC's workers, and what they
-	// leave to sweep, ran on the cores the process was starting on, and
-	// its start to healthy read 10–20 ms slower than the same binary
+	// leave to sweep, would run on the cores the process is starting on,
+	// and its start to healthy would read slower than the same binary
 	// started alone.
 	runtime.GC()
 	p.started = time.Now()

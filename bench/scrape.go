@@ -133,8 +133,8 @@ func RunScrape(ctx context.Context, o ScrapeOptions) (*ScrapeReport, error) {
 		rep.Results = append(rep.Results, *r)
 	}
 	// Measured again after the runs, the faster of the two standing: the
-	// host's speed per CPU-second drifts by up to 1.5x within minutes, and
-	// the slower reading would flatter the fraction.
+	// host's speed per CPU-second drifts within minutes, and the slower
+	// reading would flatter the fraction.
 	rep.TextparseSamplesPerSecond = max(rep.TextparseSamplesPerSecond, TextparseRate(o.Pages, 500*time.Millisecond))
 	if len(rep.Results) > 0 && rep.TextparseSamplesPerSecond > 0 {
 		rep.FractionOfTextparse = rep.Results[0].SamplesPerCPUSecond / rep.TextparseSamplesPerSecond

@@ -139,8 +139,7 @@ func metricValue(t testing.TB, health, name string) float64 {
 }
 
 // Twenty senders post a ~19 MB request each at once (near the 20 MiB
-// request limit; twenty of them held about 750 MB when a request's bytes
-// were not bounded): the receiver takes what its byte budget holds and
+// request limit): the receiver takes what its byte budget holds and
 // tells the rest to retry later; every one is taken in the end, everything
 // answered 200 is in the JSONL, and the peak resident set stays under the
 // bound.

@@ -61,10 +61,11 @@ func writeLines(t *testing.T, path string, lines ...[]byte) {
 }
 
 // A line longer than BatchBytes (lowered here: otelstep's own lines reach
-// 169 MB) is sent in requests of about BatchBytes each, split within its
-// one resource and its one metric: every span and point once, the line
-// counted once and done, the lines around it sent as usual. A line longer
-// than MaxLineBytes is reported and skipped without stopping the rest.
+// over a hundred megabytes) is sent in requests of about BatchBytes each,
+// split within its one resource and its one metric: every span and point
+// once, the line counted once and done, the lines around it sent as usual.
+// A line longer than MaxLineBytes is reported and skipped without stopping
+// the rest.
 func TestLongLineSentInPieces(t *testing.T) {
 	be := newBackend()
 	srv := httptest.NewServer(be)

@@ -1,7 +1,6 @@
 package telemetry
 
 import (
-	"compress/gzip"
 	"context"
 	"errors"
 	"io"
@@ -9,15 +8,11 @@ import (
 	"net/http/httptest"
 	"runtime"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
-	colmetricspb "go.opentelemetry.io/proto/otlp/collector/metrics/v1"
-	metricspb "go.opentelemetry.io/proto/otlp/metrics/v1"
-	"google.golang.org/protobuf/proto"
-
 	"github.com/otelstep/otelstep/config"
+	"github.com/otelstep/otelstep/internal/fakebackend"
 	"github.com/otelstep/otelstep/pipeline"
 )
 
@@ -188,105 +183,19 @@ func TestPullReader(t *testing.T) {
 	}
 }
 
-// fakeBackend decodes the OTLP/HTTP metrics requests it is sent.
-type fakeBackend struct {
-	mu       sync.Mutex
-	reqs     []*colmetricspb.ExportMetricsServiceRequest
-	headers  []http.Header
-	paths    []string
-	received chan struct{} // one send per request, without blocking
-}
-
-func newFakeBackend(t *testing.T) (*fakeBackend, *httptest.Server) {
-	b := &fakeBackend{received: make(chan struct{}, 100)}
-	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		var body io.Reader = r.Body
-		if r.Header.Get("Content-Encoding") == "gzip" {
-			gz, err := gzip.NewReader(r.Body)
-			if err != nil {
-				http.Error(w, err.Error(), 400)
-				return
-			}
-			body = gz
-		}
-		data, _ := io.ReadAll(body)
-		req := &colmetricspb.ExportMetricsServiceRequest{}
-		if err := proto.Unmarshal(data, req); err != nil {
-			http.Error(w, err.Error(), 400)
-			return
-		}
-		b.mu.Lock()
-		b.reqs = append(b.reqs, req)
-		b.headers = append(b.headers, r.Header.Clone())
-		b.paths = append(b.paths, r.URL.Path)
-		b.mu.Unlock()
-		w.Header().Set("Content-Type", "application/x-protobuf")
-		out, _ := proto.Marshal(&colmetricspb.ExportMetricsServiceResponse{})
-		_, _ = w.Write(out)
-		select {
-		case b.received <- struct{}{}:
-		default:
-		}
-	}))
-	t.Cleanup(srv.Close)
-	return b, srv
-}
-
-// sums are the last value of every sum and gauge point, by metric name
-// and then by the point's attributes rendered "k=v,k=v".
-func (b *fakeBackend) last() map[string]map[string]float64 {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	out := map[string]map[string]float64{}
-	for _, req := range b.reqs {
-		for _, rm := range req.ResourceMetrics {
-			for _, sm := range rm.ScopeMetrics {
-				for _, m := range sm.Metrics {
-					var pts []*metricspb.NumberDataPoint
-					switch d := m.Data.(type) {
-					case *metricspb.Metric_Sum:
-						pts = d.Sum.DataPoints
-					case *metricspb.Metric_Gauge:
-						pts = d.Gauge.DataPoints
-					case *metricspb.Metric_Histogram:
-						for _, p := range d.Histogram.DataPoints {
-							pts = append(pts, &metricspb.NumberDataPoint{Attributes: p.Attributes, Value: &metricspb.NumberDataPoint_AsInt{AsInt: int64(p.Count)}})
-						}
-					}
-					if out[m.Name] == nil {
-						out[m.Name] = map[string]float64{}
-					}
-					for _, p := range pts {
-						var kv []string
-						for _, a := range p.Attributes {
-							kv = append(kv, a.Key+"="+a.Value.GetStringValue())
-						}
-						v := p.GetAsDouble()
-						if x, ok := p.Value.(*metricspb.NumberDataPoint_AsInt); ok {
-							v = float64(x.AsInt)
-						}
-						out[m.Name][strings.Join(kv, ",")] = v
-					}
-				}
-			}
-		}
-	}
-	return out
-}
-
 // A periodic reader exports nothing before Start, and at Shutdown exports
 // what was recorded since, with the configured headers (never the job's
 // OTEL_EXPORTER_OTLP_HEADERS) and otelstep's resource.
 func TestPeriodicFinalExport(t *testing.T) {
 	t.Setenv("OTEL_EXPORTER_OTLP_HEADERS", "x-leak=job-token")
 	t.Setenv("OTEL_EXPORTER_OTLP_METRICS_HEADERS", "x-leak=job-token")
-	b, srv := newFakeBackend(t)
+	b := fakebackend.New(t)
 	auth := "Bearer tele-secret"
 	tm := newTelemetry(t, config.Telemetry{
 		Resource: map[string]*string{"Authorization": &auth, "service.instance.id": nil},
 		Readers: []config.MetricReader{{Path: "r[0]", Periodic: &config.PeriodicReader{
 			Interval: time.Hour, Timeout: 10 * time.Second,
-			OTLP: config.OTLPMetricExporter{Endpoint: srv.URL, Headers: map[string]string{"Authorization": auth}, Compression: "gzip", Timeout: 10 * time.Second, Temporality: "cumulative"},
+			OTLP: config.OTLPMetricExporter{Endpoint: b.URL(), Headers: map[string]string{"Authorization": auth}, Compression: "gzip", Timeout: 10 * time.Second, Temporality: "cumulative"},
 		}}},
 	})
 	record(tm)
@@ -296,23 +205,18 @@ func TestPeriodicFinalExport(t *testing.T) {
 	if err := tm.Shutdown(context.Background()); err != nil {
 		t.Fatal(err)
 	}
-	b.mu.Lock()
-	n := len(b.reqs)
-	b.mu.Unlock()
-	if n != 1 {
-		t.Fatalf("%d requests, want the final one", n)
+	reqs := b.Accepted()
+	if n := b.Count(nil); n != 1 || len(reqs) != 1 {
+		t.Fatalf("%d requests (%d accepted), want the final one", n, len(reqs))
 	}
-	if b.paths[0] != "/v1/metrics" || b.headers[0].Get("Authorization") != auth || b.headers[0].Get("x-leak") != "" || b.headers[0].Get("Content-Encoding") != "gzip" {
-		t.Errorf("request: %s %v", b.paths[0], b.headers[0])
+	if h := reqs[0].Header; reqs[0].Path != "/v1/metrics" || h.Get("Authorization") != auth || h.Get("x-leak") != "" || h.Get("Content-Encoding") != "gzip" {
+		t.Errorf("request: %s %v", reqs[0].Path, h)
 	}
-	res := map[string]string{}
-	for _, a := range b.reqs[0].ResourceMetrics[0].Resource.Attributes {
-		res[a.Key] = a.Value.GetStringValue()
-	}
+	res := fakebackend.Attrs(reqs[0].Metrics.ResourceMetrics[0].Resource.Attributes)
 	if res["service.name"] != "otelstep" || res["Authorization"] != auth || res["service.instance.id"] != "" {
 		t.Errorf("resource %v", res)
 	}
-	got := b.last()
+	got := fakebackend.LastValues(b.Metrics())
 	if v := got["otelcol_receiver_accepted_spans"]["receiver=otlp,transport=http"]; v != 7 {
 		t.Errorf("accepted spans %v (%v)", v, got["otelcol_receiver_accepted_spans"])
 	}
@@ -326,49 +230,39 @@ func TestPeriodicFinalExport(t *testing.T) {
 
 // A periodic reader that is never started sends nothing, even at Shutdown.
 func TestPeriodicNotStarted(t *testing.T) {
-	b, srv := newFakeBackend(t)
+	b := fakebackend.New(t)
 	tm := newTelemetry(t, config.Telemetry{Readers: []config.MetricReader{{Path: "r[0]", Periodic: &config.PeriodicReader{
 		Interval: time.Millisecond, Timeout: time.Second,
-		OTLP: config.OTLPMetricExporter{Endpoint: srv.URL + "/custom/path", Compression: "none", Timeout: time.Second, Temporality: "delta"},
+		OTLP: config.OTLPMetricExporter{Endpoint: b.URL() + "/custom/path", Compression: "none", Timeout: time.Second, Temporality: "delta"},
 	}}}})
 	record(tm)
 	if err := tm.Shutdown(context.Background()); err != nil {
 		t.Fatal(err)
 	}
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	if len(b.reqs) != 0 {
-		t.Errorf("%d requests from a reader never started", len(b.reqs))
+	if n := b.Count(nil); n != 0 {
+		t.Errorf("%d requests from a reader never started", n)
 	}
 }
 
 // A started periodic reader exports every interval, to the endpoint's own
 // path when it has one.
 func TestPeriodicExportsEveryInterval(t *testing.T) {
-	b, srv := newFakeBackend(t)
+	b := fakebackend.New(t)
+	b.Route("/custom/path", "metrics")
 	tm := newTelemetry(t, config.Telemetry{Readers: []config.MetricReader{{Path: "r[0]", Periodic: &config.PeriodicReader{
 		Interval: 5 * time.Millisecond, Timeout: 5 * time.Second,
-		OTLP: config.OTLPMetricExporter{Endpoint: srv.URL + "/custom/path", Compression: "none", Timeout: 5 * time.Second, Temporality: "delta"},
+		OTLP: config.OTLPMetricExporter{Endpoint: b.URL() + "/custom/path", Compression: "none", Timeout: 5 * time.Second, Temporality: "delta"},
 	}}}})
 	if err := tm.Start(context.Background()); err != nil {
 		t.Fatal(err)
 	}
 	tm.Receiver("otlp").Record(pipeline.Metrics, GRPC, 11, nil)
-	for range 2 { // two exports, without waiting on a clock
-		select {
-		case <-b.received:
-		case <-time.After(30 * time.Second):
-			t.Fatal("no export")
-		}
-	}
+	b.WaitRequests(t, 2) // two exports, without waiting on a clock
 	if err := tm.Shutdown(context.Background()); err != nil {
 		t.Fatal(err)
 	}
-	b.mu.Lock()
-	path := b.paths[0]
-	b.mu.Unlock()
-	if path != "/custom/path" {
-		t.Errorf("path %q", path)
+	if r := b.Requests()[0]; r.Path != "/custom/path" || r.Status != 200 {
+		t.Errorf("path %q, answered %d (%v)", r.Path, r.Status, r.DecodeErr)
 	}
 }
 

@@ -19,13 +19,18 @@ import (
 // Backend is an OTLP/HTTP backend on loopback that decodes everything it
 // is sent (so a broken request is seen) and keeps only counts: per signal
 // the requests, items, wire and decompressed bytes, and the
-// scrape_duration_seconds values the scrapers reported.
+// scrape_duration_seconds values the scrapers reported. It takes
+// Prometheus remote write too, on RemoteWritePath (RemoteWrite).
 type Backend struct {
 	srv  *http.Server
 	addr string
 
 	Bad     atomic.Int64
 	signals [3]signalCounters // indexed by pipeline.Signal
+	// rw counts Prometheus remote write (vmagent's), its items the
+	// pages' samples; rwEncoding is its last request's encoding.
+	rw         signalCounters
+	rwEncoding atomic.Value
 
 	mu        sync.Mutex
 	durations []timedValue
@@ -75,6 +80,10 @@ func (b *Backend) Close() { _ = b.srv.Close() }
 var gzipReaders sync.Pool
 
 func (b *Backend) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	if r.URL.Path == RemoteWritePath {
+		b.remoteWrite(w, r)
+		return
+	}
 	raw, err := io.ReadAll(r.Body)
 	if err != nil {
 		b.Bad.Add(1)

@@ -121,6 +121,11 @@ func RunOTLP(ctx context.Context, o OTLPOptions) (*OTLPReport, error) {
 	default:
 		return nil, fmt.Errorf("--signal %q: want traces, logs or metrics", o.Signal)
 	}
+	for _, im := range o.Impls {
+		if im.Kind == KindVMAgent {
+			return nil, fmt.Errorf("%s is a vmagent, which takes no OTLP here: it measures against bench scrape only", im.Name)
+		}
+	}
 	if o.Protocol != "grpc" && o.Protocol != "http" {
 		return nil, fmt.Errorf("--protocol %q: want grpc or http", o.Protocol)
 	}

@@ -46,14 +46,12 @@ type Proc struct {
 // anonSampleEvery is how often the sampler reads RssAnon.
 const anonSampleEvery = 20 * time.Millisecond
 
-// StartProc runs argv with --config cfg added and waits until its health
-// endpoint answers 200.
-func StartProc(ctx context.Context, name string, argv []string, cfg, health string, env []string) (*Proc, error) {
+// StartProc runs argv and waits until its health endpoint answers 200.
+func StartProc(ctx context.Context, name string, argv []string, health string, env []string) (*Proc, error) {
 	if len(argv) == 0 {
 		return nil, errors.New("no command")
 	}
-	args := append(append([]string{}, argv[1:]...), "--config", cfg)
-	cmd := exec.Command(argv[0], args...)
+	cmd := exec.Command(argv[0], argv[1:]...)
 	cmd.Env = append(os.Environ(), env...)
 	p := &Proc{Name: name, cmd: cmd, stderr: &bytes.Buffer{}, health: health, done: make(chan error, 1)}
 	cmd.Stderr = &limitedBuffer{b: p.stderr, max: 1 << 20}

@@ -10,7 +10,11 @@ import (
 // WriteScrape prints the scrape report as a table, one column per
 // collector, then the ceiling and the ratios.
 func WriteScrape(w io.Writer, r *ScrapeReport) {
-	fmt.Fprintf(w, "scrape: %d targets (%s), %d samples per pass every %gs\n", r.Targets, strings.Join(r.Pages, ", "), r.SamplesPerPass, r.IntervalSec)
+	values := "new values every scrape"
+	if r.Frozen {
+		values = "the same values every scrape"
+	}
+	fmt.Fprintf(w, "scrape: %d targets (%s), %d samples per pass every %gs, %s\n", r.Targets, strings.Join(r.Pages, ", "), r.SamplesPerPass, r.IntervalSec, values)
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
 	row := rowWriter(tw, r.Results)
 	row("", func(x ScrapeResult) string { return x.Name })
@@ -26,7 +30,13 @@ func WriteScrape(w io.Writer, r *ScrapeReport) {
 	row("backend bytes per sample", func(x ScrapeResult) string { return fmt.Sprintf("%.2f", x.BackendBytesPerSample) })
 	row("scrape p50 ms", func(x ScrapeResult) string { return fmt.Sprintf("%.2f", x.ScrapeP50Seconds*1000) })
 	row("scrape p99 ms", func(x ScrapeResult) string { return fmt.Sprintf("%.2f", x.ScrapeP99Seconds*1000) })
-	row("points JSONL / backend", func(x ScrapeResult) string { return fmt.Sprintf("%d / %d", x.JSONLPoints, x.BackendPoints) })
+	row("backend receives", func(x ScrapeResult) string { return x.BackendProtocol })
+	row("points JSONL / backend", func(x ScrapeResult) string {
+		if x.BackendProtocol != "otlp" {
+			return fmt.Sprintf("- / %d samples", x.BackendPoints)
+		}
+		return fmt.Sprintf("%d / %d", x.JSONLPoints, x.BackendPoints)
+	})
 	row("dropped points", func(x ScrapeResult) string { return fmt.Sprintf("%d", x.Dropped) })
 	row("start to healthy ms", func(x ScrapeResult) string { return fmt.Sprintf("%.1f", x.StartToHealthyMS) })
 	tw.Flush()

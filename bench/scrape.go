@@ -23,6 +23,8 @@ type Impl struct {
 	Name string
 	Argv []string
 	Peer bool
+	// Kind is how a peer is configured; "" is KindCollector.
+	Kind PeerKind
 	// V2 runs it on the orchestrator's v2 config (Scenario.V2).
 	V2 bool
 }
@@ -32,6 +34,9 @@ type ScrapeOptions struct {
 	Pages    []Page
 	Copies   int  // targets per page
 	Distinct bool // each copy's series carry a label of their own (Distinct)
+	// Frozen serves the same page at every scrape instead of new values
+	// (StartTargets).
+	Frozen   bool
 	Interval time.Duration
 	Warmup   time.Duration // before the measured window: caches fill, first scrapes settle
 	Duration time.Duration // the measured window, unless Count is set
@@ -62,10 +67,16 @@ type ScrapeResult struct {
 	PeakAnonRSSBytes      int64    `json:"peak_anon_rss_bytes"` // RssAnon sampled every 20ms: without the binary's file pages
 	JSONLBytesPerSample   float64  `json:"jsonl_bytes_per_sample"`
 	BackendBytesPerSample float64  `json:"backend_bytes_per_sample"`
-	ScrapeP50Seconds      float64  `json:"scrape_duration_p50_seconds"`
-	ScrapeP99Seconds      float64  `json:"scrape_duration_p99_seconds"`
+	// BackendProtocol is what the backend received: "otlp", or for a
+	// vmagent "remote write" and its encoding (snappy or zstd).
+	BackendProtocol  string  `json:"backend_protocol"`
+	ScrapeP50Seconds float64 `json:"scrape_duration_p50_seconds"`
+	ScrapeP99Seconds float64 `json:"scrape_duration_p99_seconds"`
 	// JSONLPoints and BackendPoints count the whole run, after the process
 	// stopped; Dropped is how many more the file holds than the backend got.
+	// For a vmagent, BackendPoints are the pages' samples the backend got by
+	// remote write (no JSONL) and Dropped is how many fewer than the
+	// targets served it while it ran.
 	JSONLPoints   int64 `json:"jsonl_points"`
 	BackendPoints int64 `json:"backend_points"`
 	Dropped       int64 `json:"dropped_points"`
@@ -74,11 +85,13 @@ type ScrapeResult struct {
 
 // ScrapeReport is the whole run.
 type ScrapeReport struct {
-	Pages          []string       `json:"pages"`
-	Targets        int            `json:"targets"`
-	SamplesPerPass int            `json:"samples_per_pass"` // one scrape of every target
-	IntervalSec    float64        `json:"interval_seconds"`
-	Results        []ScrapeResult `json:"results"`
+	Pages          []string `json:"pages"`
+	Targets        int      `json:"targets"`
+	SamplesPerPass int      `json:"samples_per_pass"` // one scrape of every target
+	// Frozen: the targets served the same values at every scrape.
+	Frozen      bool           `json:"frozen_values"`
+	IntervalSec float64        `json:"interval_seconds"`
+	Results     []ScrapeResult `json:"results"`
 	// TextparseSamplesPerSecond is the ceiling: model/textparse alone over
 	// the same pages, samples per CPU-second of one thread in this process,
 	// the faster of a reading before the runs and one after.
@@ -110,7 +123,7 @@ func RunScrape(ctx context.Context, o ScrapeOptions) (*ScrapeReport, error) {
 	if logf == nil {
 		logf = func(string, ...any) {}
 	}
-	rep := &ScrapeReport{IntervalSec: o.Interval.Seconds()}
+	rep := &ScrapeReport{IntervalSec: o.Interval.Seconds(), Frozen: o.Frozen}
 	for _, p := range o.Pages {
 		rep.Pages = append(rep.Pages, p.Name)
 		rep.SamplesPerPass += p.Samples * o.Copies
@@ -119,7 +132,7 @@ func RunScrape(ctx context.Context, o ScrapeOptions) (*ScrapeReport, error) {
 	logf("ceiling: model/textparse alone on the pages")
 	rep.TextparseSamplesPerSecond = TextparseRate(o.Pages, 500*time.Millisecond)
 
-	tg, err := StartTargets(o.Pages, o.Copies, o.Distinct)
+	tg, err := StartTargets(o.Pages, o.Copies, o.Distinct, o.Frozen)
 	if err != nil {
 		return nil, err
 	}
@@ -194,6 +207,8 @@ func safeDiv(a, b float64) float64 {
 }
 
 func scrapeOne(ctx context.Context, o ScrapeOptions, im Impl, tg *Targets) (*ScrapeResult, error) {
+	_, served0 := tg.Served()
+	vm := im.Kind == KindVMAgent
 	u, err := startUnderTest(ctx, im, o.Interval, tg.Addrs())
 	if err != nil {
 		return nil, err
@@ -226,6 +241,10 @@ func scrapeOne(ctx context.Context, o ScrapeOptions, im Impl, tg *Targets) (*Scr
 			m.allocOK = ok1 && ok2
 		}
 		m.jsonl, m.wire = filesSize(dir), be.Totals(pipeline.Metrics).Wire
+		if vm {
+			rw, _ := be.RemoteWrite()
+			m.wire = rw.Wire
+		}
 		return m, nil
 	}
 	m0, err := take()
@@ -272,8 +291,17 @@ func scrapeOne(ctx context.Context, o ScrapeOptions, im Impl, tg *Targets) (*Scr
 		r.BackendBytesPerSample = float64(m1.wire-m0.wire) / float64(r.Samples)
 	}
 	r.ScrapeP50Seconds, r.ScrapeP99Seconds, _ = be.ScrapeDurations(m0.at, m1.at)
-	r.BackendPoints = be.Totals(pipeline.Metrics).Items
 	r.BadRequests = be.Bad.Load()
+	if vm {
+		rw, enc := be.RemoteWrite()
+		_, served1 := tg.Served()
+		r.BackendProtocol = "remote write " + enc
+		r.BackendPoints = rw.Items
+		r.Dropped = max(0, served1-served0-rw.Items)
+		return r, nil
+	}
+	r.BackendProtocol = "otlp"
+	r.BackendPoints = be.Totals(pipeline.Metrics).Items
 	if r.JSONLPoints, err = jsonlPoints(filepath.Join(dir, "metrics.jsonl")); err != nil {
 		return nil, err
 	}
@@ -302,11 +330,18 @@ func startUnderTest(ctx context.Context, im Impl, interval time.Duration, jobs m
 		u.close()
 		return nil, err
 	}
+	var args []string
 	if u.sc, err = newScenario(interval, jobs, u.be.URL(), u.dir, im); err == nil {
-		cfg := filepath.Join(u.dir, "collector.yaml")
-		if err = u.sc.WriteConfig(cfg); err == nil {
-			u.p, err = StartProc(ctx, im.Name, im.Argv, cfg, u.sc.Health, []string{"OTEL_TOKEN=" + Token, "SLURM_JOB_ID=12345"})
+		if im.Kind == KindVMAgent {
+			args, err = u.sc.VMAgentArgs()
+		} else {
+			cfg := filepath.Join(u.dir, "collector.yaml")
+			args, err = []string{"--config", cfg}, u.sc.WriteConfig(cfg)
 		}
+	}
+	if err == nil {
+		argv := append(append([]string{}, im.Argv...), args...)
+		u.p, err = StartProc(ctx, im.Name, argv, u.sc.Health, []string{"OTEL_TOKEN=" + Token, "SLURM_JOB_ID=12345"})
 	}
 	if err != nil {
 		u.close()

@@ -214,8 +214,12 @@ func Distinct(body []byte, n int) []byte {
 }
 
 // StartTargets starts copies targets serving each page; with distinct,
-// each copy's series carry a label of their own (Distinct).
-func StartTargets(pages []Page, copies int, distinct bool) (*Targets, error) {
+// each copy's series carry a label of their own (Distinct). Each scrape
+// sees new values (ShiftValues), as from a live target, unless frozen:
+// then every scrape gets the same bytes, the page with 1 added to its
+// values, as from a target whose series stand still (an idle server's
+// gauges and counters, or a test page).
+func StartTargets(pages []Page, copies int, distinct, frozen bool) (*Targets, error) {
 	t := &Targets{}
 	for _, p := range pages {
 		for k := range copies {
@@ -240,8 +244,11 @@ func StartTargets(pages []Page, copies int, distinct bool) (*Targets, error) {
 				w.Header().Set("Content-Type", textContentType)
 				w.Header().Set("Content-Length", strconv.Itoa(len(body)))
 				_, _ = w.Write(body)
-				nb := ShiftValues(page, served.Add(1)+1)
-				next.Store(&nb)
+				n := served.Add(1)
+				if !frozen {
+					nb := ShiftValues(page, n+1)
+					next.Store(&nb)
+				}
 			})}
 			go func() { _ = srv.Serve(ln) }()
 			t.servers = append(t.servers, srv)

@@ -25,7 +25,8 @@ func runBench(args []string, stdout, stderr io.Writer) int {
 	}
 	kind, args := args[0], args[1:]
 	fs := flag.NewFlagSet("otelstep bench "+kind, flag.ContinueOnError)
-	peer := fs.String("peer", "", "also measure this collector `command` (split on spaces; --config FILE is appended)")
+	peer := fs.String("peer", "", "also measure this collector `command` (split on spaces; --config FILE is appended, or a vmagent's flags)")
+	peerKind := fs.String("peer-kind", "auto", "what the --peer is: collector (takes the collector config), vmagent (takes the scrape jobs and remote-writes to the backend; bench scrape only), or auto: vmagent if the binary was built from VictoriaMetrics' app/vmagent")
 	asJSON := fs.Bool("json", false, "print the report as one JSON object")
 	profile := fs.String("cpuprofile", "", "write otelstep's CPU profile over the run to `file`")
 	memProfile := fs.String("memprofile", "", "write otelstep's heap profile at the end of the run to `file`")
@@ -38,6 +39,7 @@ func runBench(args []string, stdout, stderr io.Writer) int {
 	copies := fs.Int("targets", 10, "scrape: targets per page")
 	distinct := fs.Bool("distinct", false, "scrape: give each target's series a label of its own (node=\"N\"), so no two targets share a label set")
 	interval := fs.Duration("interval", time.Second, "scrape: scrape interval")
+	frozen := fs.Bool("frozen", false, "scrape: serve the same values at every scrape (by default every scrape sees new ones, as from a live target)")
 	// otlp
 	sig := fs.String("signal", "traces", "otlp: traces, logs or metrics")
 	proto := fs.String("protocol", "grpc", "otlp: grpc or http")
@@ -67,7 +69,17 @@ func runBench(args []string, stdout, stderr io.Writer) int {
 	if *peer != "" {
 		argv := strings.Fields(*peer)
 		name := argv[0][strings.LastIndexByte(argv[0], '/')+1:]
-		impls = append(impls, bench.Impl{Name: name, Argv: argv, Peer: true})
+		var kind bench.PeerKind
+		switch *peerKind {
+		case "auto":
+			kind = bench.DetectPeerKind(argv[0])
+		case string(bench.KindCollector), string(bench.KindVMAgent):
+			kind = bench.PeerKind(*peerKind)
+		default:
+			fmt.Fprintf(stderr, "otelstep bench: --peer-kind %q: want auto, collector or vmagent\n", *peerKind)
+			return exitUsage
+		}
+		impls = append(impls, bench.Impl{Name: name, Argv: argv, Peer: true, Kind: kind})
 	}
 	logf := func(format string, a ...any) { fmt.Fprintf(stderr, "bench: "+format+"\n", a...) }
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
@@ -85,7 +97,7 @@ func runBench(args []string, stdout, stderr io.Writer) int {
 			}
 			pages = append(pages, p)
 		}
-		rep, err := bench.RunScrape(ctx, bench.ScrapeOptions{Pages: pages, Copies: *copies, Distinct: *distinct, Interval: *interval,
+		rep, err := bench.RunScrape(ctx, bench.ScrapeOptions{Pages: pages, Copies: *copies, Distinct: *distinct, Frozen: *frozen, Interval: *interval,
 			Warmup: *warmup, Duration: *duration, Count: *count, Impls: impls, Log: logf})
 		if err != nil {
 			fmt.Fprintf(stderr, "otelstep bench scrape: %v\n", err)
@@ -119,8 +131,9 @@ const benchUsage = `usage: otelstep bench scrape [flags]   scrape throughput: sy
        otelstep bench otlp [flags]     OTLP ingest: a load generator -> the receivers -> both sinks
 
 Each runs otelstep (and, with --peer CMD, another collector on the same
-scenario and config) as a child process and measures it from /proc: CPU
-seconds (user+system), peak RSS; the tool serves the targets and a discard
-backend that decodes what it gets.
+scenario and config, or a vmagent on the same scrape jobs) as a child
+process and measures it from /proc: CPU seconds (user+system), peak RSS;
+the tool serves the targets and a discard backend that decodes what it
+gets (OTLP/HTTP, and remote write from a vmagent).
 
 `

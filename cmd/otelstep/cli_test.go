@@ -34,7 +34,7 @@ func runSplit(t *testing.T, env []string, args ...string) (code int, stdout, std
 // Help, however asked for, is on stdout with exit 0 and lists every flag
 // of the command and of each subcommand; each subcommand's -h is its own.
 func TestHelpOnStdout(t *testing.T) {
-	flags := []string{"-config", "-procs", "-cpuprofile", "-endpoint", "-token-env", "-from-start", "-accept-skipped", "-strict", "-dry-run", "-peer", "-pages", "-protocol", "-summary", "-panels"}
+	flags := []string{"-config", "-procs", "-cpuprofile", "-endpoint", "-token-env", "-from-start", "-accept-skipped", "-strict", "-dry-run", "-peer", "-peer-kind", "-frozen", "-pages", "-protocol", "-summary", "-panels"}
 	for _, spelling := range []string{"help", "-h", "--help"} {
 		code, out, errOut := runSplit(t, nil, spelling)
 		if code != 0 || errOut != "" {
@@ -68,6 +68,9 @@ func TestHelpOnStdout(t *testing.T) {
 	// A bad flag is an error: on stderr, exit 2.
 	if code, out, errOut := runSplit(t, nil, "replay", "--bogus"); code != 2 || out != "" || !strings.Contains(errOut, "-bogus") {
 		t.Errorf("replay --bogus: exit %d, stdout %q, stderr %q", code, out, errOut)
+	}
+	if code, out, errOut := runSplit(t, nil, "bench", "scrape", "--peer", "/bin/true", "--peer-kind", "vm"); code != 2 || out != "" || !strings.Contains(errOut, `--peer-kind "vm"`) {
+		t.Errorf("bench --peer-kind vm: exit %d, stdout %q, stderr %q", code, out, errOut)
 	}
 }
 

@@ -5,20 +5,18 @@ import (
 	"bytes"
 	"context"
 	"fmt"
+	"github.com/otelstep/otelstep/internal/fakebackend"
 	"io"
 	"log/slog"
 	"net/http"
-	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"slices"
 	"sort"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
-	"github.com/klauspost/compress/gzip"
 	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/exporters/otlp/otlpmetric/otlpmetricgrpc"
 	"go.opentelemetry.io/otel/exporters/otlp/otlpmetric/otlpmetrichttp"
@@ -37,42 +35,6 @@ import (
 	"github.com/otelstep/otelstep/config"
 	"github.com/otelstep/otelstep/otlpwire"
 )
-
-// sdkBackend is a fake OTLP/HTTP backend that keeps every metrics
-// request it is sent.
-type sdkBackend struct {
-	mu   sync.Mutex
-	reqs []*colmetricspb.ExportMetricsServiceRequest
-	errs []string
-}
-
-func (b *sdkBackend) ServeHTTP(w http.ResponseWriter, r *http.Request) {
-	body, err := io.ReadAll(r.Body)
-	if err == nil && r.Header.Get("Content-Encoding") == "gzip" {
-		var zr *gzip.Reader
-		if zr, err = gzip.NewReader(bytes.NewReader(body)); err == nil {
-			body, err = io.ReadAll(zr)
-		}
-	}
-	req := &colmetricspb.ExportMetricsServiceRequest{}
-	if err == nil && r.URL.Path != "/v1/metrics" {
-		err = fmt.Errorf("path %s", r.URL.Path)
-	}
-	if err == nil {
-		err = proto.Unmarshal(body, req)
-	}
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	if err != nil {
-		b.errs = append(b.errs, err.Error())
-		http.Error(w, err.Error(), http.StatusBadRequest)
-		return
-	}
-	b.reqs = append(b.reqs, req)
-	out, _ := proto.Marshal(&colmetricspb.ExportMetricsServiceResponse{})
-	w.Header().Set("Content-Type", "application/x-protobuf")
-	_, _ = w.Write(out)
-}
 
 // sdkMetricsConfig is a metrics pipeline from an OTLP receiver (gRPC and
 // HTTP) to a JSONL file and an OTLP/HTTP backend.
@@ -326,10 +288,8 @@ func sdkCheckNoEmpty(t *testing.T, where string, rms []*metricspb.ResourceMetric
 // leaves nothing either.
 func TestSDKMetricsReachFileAndBackend(t *testing.T) {
 	dir := t.TempDir()
-	be := &sdkBackend{}
-	srv := httptest.NewServer(be)
-	defer srv.Close()
-	s, err := New(sdkMetricsConfig(t, dir, srv.URL), slog.New(slog.DiscardHandler))
+	be := fakebackend.New(t)
+	s, err := New(sdkMetricsConfig(t, dir, be.URL()), slog.New(slog.DiscardHandler))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -407,15 +367,14 @@ func TestSDKMetricsReachFileAndBackend(t *testing.T) {
 	if got := sdkPointKeys(fileRMs, false); !slices.Equal(got, want) {
 		t.Errorf("JSONL points:\n%s\nwant:\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
 	}
-	be.mu.Lock()
-	defer be.mu.Unlock()
-	if len(be.errs) > 0 {
-		t.Errorf("backend: %v", be.errs)
-	}
 	var beRMs []*metricspb.ResourceMetrics
-	for i, req := range be.reqs {
-		sdkCheckNoEmpty(t, fmt.Sprintf("backend request %d", i), req.ResourceMetrics)
-		beRMs = append(beRMs, req.ResourceMetrics...)
+	for i, req := range be.Requests() {
+		if req.Path != "/v1/metrics" || req.Status != 200 {
+			t.Errorf("backend: %s answered %d (%v)", req.Path, req.Status, req.DecodeErr)
+			continue
+		}
+		sdkCheckNoEmpty(t, fmt.Sprintf("backend request %d", i), req.Metrics.ResourceMetrics)
+		beRMs = append(beRMs, req.Metrics.ResourceMetrics...)
 	}
 	if got := sdkPointKeys(beRMs, false); !slices.Equal(got, want) {
 		t.Errorf("backend points:\n%s\nwant:\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))

@@ -3,6 +3,7 @@ package service
 import (
 	"bytes"
 	"context"
+	"github.com/otelstep/otelstep/internal/fakebackend"
 	"io"
 	"log/slog"
 	"net/http"
@@ -218,19 +219,9 @@ func TestServiceBindError(t *testing.T) {
 // token stays out of the log.
 func TestServiceStopDeadline(t *testing.T) {
 	dir := t.TempDir()
-	release, arrived := make(chan struct{}), make(chan struct{}, 1)
-	backend := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		select {
-		case arrived <- struct{}{}:
-		default:
-		}
-		select { // hang until the client gives up or the test ends
-		case <-r.Context().Done():
-		case <-release:
-		}
-	}))
-	defer func() { close(release); backend.Close() }()
-	cfg := testConfigTo(t, dir, backend.URL)
+	backend := fakebackend.New(t)
+	backend.AnswerAll(fakebackend.Reply{Hang: true}) // until the client gives up or the test ends
+	cfg := testConfigTo(t, dir, backend.URL())
 	var logs lockedBuffer
 	log := slog.New(NewRedactingHandler(slog.NewTextHandler(&logs, &slog.HandlerOptions{Level: slog.LevelDebug}), cfg.Secrets))
 	s, err := New(cfg, log)
@@ -257,11 +248,7 @@ func TestServiceStopDeadline(t *testing.T) {
 	healthURL := "http://" + s.HealthAddr().String() + "/"
 
 	// The request is at the backend, hanging, when the stop begins.
-	select {
-	case <-arrived:
-	case <-time.After(patience):
-		t.Fatal("the export never reached the backend")
-	}
+	backend.WaitRequests(t, 1)
 	cancel()
 	select {
 	case err = <-done:

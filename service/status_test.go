@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"github.com/otelstep/otelstep/internal/fakebackend"
 	"io"
 	"log/slog"
 	"net/http"
@@ -11,7 +12,6 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
-	"sync/atomic"
 	"testing"
 	"time"
 
@@ -83,20 +83,14 @@ service:
 // sink's state, the scrape target; the endpoint without its userinfo or
 // query, and the token nowhere.
 func TestStatusDocument(t *testing.T) {
-	var answer atomic.Int32
-	answer.Store(http.StatusOK)
-	backend := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		_, _ = io.Copy(io.Discard, r.Body)
-		w.Header().Set("Content-Type", "application/x-protobuf")
-		w.WriteHeader(int(answer.Load()))
-	}))
-	defer backend.Close()
+	backend := fakebackend.New(t)
+	backend.Route("/", "traces") // the endpoint's path, its query after it
 	target := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
 		_, _ = io.WriteString(w, "# TYPE up_test gauge\nup_test 1\n")
 	}))
 	defer target.Close()
 	dir := t.TempDir()
-	cfg := statusConfig(t, dir, filepath.Join(dir, "traces.jsonl"), backend.URL, strings.TrimPrefix(target.URL, "http://"))
+	cfg := statusConfig(t, dir, filepath.Join(dir, "traces.jsonl"), backend.URL(), strings.TrimPrefix(target.URL, "http://"))
 	s, err := New(cfg, slog.New(slog.NewTextHandler(io.Discard, nil)))
 	if err != nil {
 		t.Fatal(err)
@@ -187,8 +181,8 @@ func TestStatusDocument(t *testing.T) {
 	if file.State != "ok" || file.Path != filepath.Join(dir, "traces.jsonl") {
 		t.Errorf("file sink: %+v", file)
 	}
-	if exp.Endpoint != backend.URL+"/" || exp.State != "ok" {
-		t.Errorf("exporter endpoint %q state %q, want %q ok", exp.Endpoint, exp.State, backend.URL+"/")
+	if exp.Endpoint != backend.URL()+"/" || exp.State != "ok" {
+		t.Errorf("exporter endpoint %q state %q, want %q ok", exp.Endpoint, exp.State, backend.URL()+"/")
 	}
 	if tg := targets[0]; tg.Job != "node" || tg.Instance != strings.TrimPrefix(target.URL, "http://") || !strings.HasPrefix(tg.URL, target.URL) ||
 		!*tg.Up || tg.LastScrape == nil {
@@ -198,7 +192,7 @@ func TestStatusDocument(t *testing.T) {
 	// The backend refuses (401): the exporter refused, a permanent error
 	// (it answers the same until the token is put right), the service
 	// unhealthy in the document; GET / as the collector answers, 200.
-	answer.Store(http.StatusUnauthorized)
+	backend.AnswerAll(fakebackend.Reply{Status: http.StatusUnauthorized, ContentType: "application/x-protobuf"})
 	resp, err := http.Post(otlp+"/v1/traces", "application/x-protobuf", bytes.NewReader(traceBody(t)))
 	if err != nil {
 		t.Fatal(err)
@@ -246,10 +240,10 @@ func TestStatusDocumentFailingFile(t *testing.T) {
 	if _, err := os.Stat("/dev/full"); err != nil {
 		t.Skip("needs /dev/full")
 	}
-	backend := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { _, _ = io.Copy(io.Discard, r.Body) }))
-	defer backend.Close()
+	backend := fakebackend.New(t)
+	backend.Route("/", "traces") // the endpoint's path, its query after it
 	dir := t.TempDir()
-	cfg := statusConfig(t, dir, "/dev/full", backend.URL, "127.0.0.1:1")
+	cfg := statusConfig(t, dir, "/dev/full", backend.URL(), "127.0.0.1:1")
 	s, err := New(cfg, slog.New(slog.NewTextHandler(io.Discard, nil)))
 	if err != nil {
 		t.Fatal(err)

@@ -1,20 +1,16 @@
 package service
 
 import (
-	"compress/gzip"
 	"context"
+	"github.com/otelstep/otelstep/internal/fakebackend"
 	"io"
 	"log/slog"
 	"net/http"
-	"net/http/httptest"
 	"path/filepath"
 	"strings"
-	"sync"
 	"testing"
 
 	"github.com/otelstep/otelstep/config"
-	colmetricspb "go.opentelemetry.io/proto/otlp/collector/metrics/v1"
-	"google.golang.org/protobuf/proto"
 )
 
 // telemetryConfig is a traces pipeline from an OTLP/HTTP receiver to a
@@ -96,57 +92,21 @@ func TestTelemetryOnHealthEndpoint(t *testing.T) {
 	}
 }
 
-// ownMetricsBackend is a fake OTLP/HTTP backend of otelstep's own metrics.
-type ownMetricsBackend struct {
-	mu   sync.Mutex
-	reqs []*colmetricspb.ExportMetricsServiceRequest
-	auth []string
-}
-
-func (b *ownMetricsBackend) ServeHTTP(w http.ResponseWriter, r *http.Request) {
-	var body io.Reader = r.Body
-	if r.Header.Get("Content-Encoding") == "gzip" {
-		gz, err := gzip.NewReader(r.Body)
-		if err != nil {
-			http.Error(w, err.Error(), 400)
-			return
-		}
-		body = gz
-	}
-	data, _ := io.ReadAll(body)
-	req := &colmetricspb.ExportMetricsServiceRequest{}
-	if err := proto.Unmarshal(data, req); err != nil {
-		http.Error(w, err.Error(), 400)
-		return
-	}
-	b.mu.Lock()
-	b.reqs = append(b.reqs, req)
-	b.auth = append(b.auth, r.Header.Get("Authorization"))
-	b.mu.Unlock()
-	out, _ := proto.Marshal(&colmetricspb.ExportMetricsServiceResponse{})
-	w.Header().Set("Content-Type", "application/x-protobuf")
-	_, _ = w.Write(out)
-}
-
-// sum is the last value of metric name's point with the attribute
-// key=value, and whether there is one.
-func (b *ownMetricsBackend) sum(name, key, value string) (int64, bool) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
+// sum is the last value of metric name's sum point with the attribute
+// key=value at b, and whether there is one.
+func sum(b *fakebackend.Backend, name, key, value string) (int64, bool) {
 	var v int64
 	found := false
-	for _, req := range b.reqs {
-		for _, rm := range req.ResourceMetrics {
-			for _, sm := range rm.ScopeMetrics {
-				for _, m := range sm.Metrics {
-					if m.Name != name || m.GetSum() == nil {
-						continue
-					}
-					for _, p := range m.GetSum().DataPoints {
-						for _, a := range p.Attributes {
-							if a.Key == key && a.Value.GetStringValue() == value {
-								v, found = p.GetAsInt(), true
-							}
+	for _, rm := range b.Metrics() {
+		for _, sm := range rm.ScopeMetrics {
+			for _, m := range sm.Metrics {
+				if m.Name != name || m.GetSum() == nil {
+					continue
+				}
+				for _, p := range m.GetSum().DataPoints {
+					for _, a := range p.Attributes {
+						if a.Key == key && a.Value.GetStringValue() == value {
+							v, found = p.GetAsInt(), true
 						}
 					}
 				}
@@ -160,9 +120,7 @@ func (b *ownMetricsBackend) sum(name, key, value string) (int64, bool) {
 // last export at stop has everything), with its headers, and /metrics on
 // the health endpoint says where they are.
 func TestTelemetryPeriodicReader(t *testing.T) {
-	be := &ownMetricsBackend{}
-	srv := httptest.NewServer(be)
-	defer srv.Close()
+	be := fakebackend.New(t)
 	cfg := telemetryConfig(t, t.TempDir(), `  telemetry:
     metrics:
       readers:
@@ -171,7 +129,7 @@ func TestTelemetryPeriodicReader(t *testing.T) {
           exporter:
             otlp:
               protocol: http/protobuf
-              endpoint: `+srv.URL+`
+              endpoint: `+be.URL()+`
               headers:
               - name: Authorization
                 value: Bearer ${env:TOKEN}`)
@@ -190,19 +148,17 @@ func TestTelemetryPeriodicReader(t *testing.T) {
 	if err := <-done; err != nil {
 		t.Fatal(err)
 	}
-	if n, _ := be.sum("otelcol_receiver_accepted_spans", "transport", "http"); n != 2 {
+	if n, _ := sum(be, "otelcol_receiver_accepted_spans", "transport", "http"); n != 2 {
 		t.Errorf("accepted spans at the backend: %d", n)
 	}
-	if n, _ := be.sum("otelcol_exporter_sent_spans", "exporter", "file/traces"); n != 2 {
+	if n, _ := sum(be, "otelcol_exporter_sent_spans", "exporter", "file/traces"); n != 2 {
 		t.Errorf("spans written to the file, at the backend: %d", n)
 	}
-	be.mu.Lock()
-	for _, a := range be.auth {
-		if a != "Bearer "+testToken {
-			t.Errorf("Authorization %q", a)
+	for _, r := range be.Requests() {
+		if a := r.Header.Get("Authorization"); a != "Bearer "+testToken || r.Path != "/v1/metrics" || r.Status != 200 {
+			t.Errorf("%s: Authorization %q, answered %d (%v)", r.Path, a, r.Status, r.DecodeErr)
 		}
 	}
-	be.mu.Unlock()
 	if strings.Contains(logs.String(), testToken) {
 		t.Errorf("token logged:\n%s", logs.String())
 	}

@@ -13,10 +13,11 @@
 //     LogRecordDecoder decode them one at a time; ScanSpan and ScanValue
 //     (span_scan.go) read a span record's name, kind, times, status code
 //     and chosen attributes without decoding it.
-//   - Both decoders decode the request, resource and scope messages, which
-//     have one shape in every signal, once for all three
-//     (proto_decode_envelope.go, json_decode_envelope.go); the per-signal
-//     files decode what differs, the metrics, spans and log records.
+//   - The protobuf decoder's per-message code, its validators and record
+//     checks are generated (generated_proto_decode.go,
+//     generated_proto_validate.go); the OTLP/JSON decoder decodes the
+//     request, resource and scope messages, which have one shape in every
+//     signal, once for all three (json_decode_envelope.go).
 //   - Protobuf encoding (proto_encode*.go): ProtoEncoder appends an
 //     export request of any signal to a caller-owned buffer.
 //   - OTLP/JSON decoding (json_decode*.go, json_scan.go): DecodeMetrics,

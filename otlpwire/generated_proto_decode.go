@@ -2,6 +2,19 @@
 
 package otlpwire
 
+import (
+	"github.com/otelstep/otelstep/pipeline"
+	commonpb "go.opentelemetry.io/proto/otlp/common/v1"
+	logspb "go.opentelemetry.io/proto/otlp/logs/v1"
+	metricspb "go.opentelemetry.io/proto/otlp/metrics/v1"
+	resourcepb "go.opentelemetry.io/proto/otlp/resource/v1"
+	tracepb "go.opentelemetry.io/proto/otlp/trace/v1"
+	"math"
+)
+
+// The protobuf decode of each OTLP message: see proto_decode.go for the
+// rules, and internal/gen for where this comes from.
+
 // resourceSpansRequestFields is ExportTraceServiceRequest's field names by number.
 var resourceSpansRequestFields = []string{1: "resource_spans"}
 
@@ -97,3 +110,2145 @@ var scopeLogsFields = []string{1: "scope", 2: "log_records", 3: "schema_url"}
 
 // logRecordFields is LogRecord's field names by number.
 var logRecordFields = []string{1: "time_unix_nano", 2: "severity_number", 3: "severity_text", 5: "body", 6: "attributes", 7: "dropped_attributes_count", 8: "flags", 9: "trace_id", 10: "span_id", 11: "observed_time_unix_nano", 12: "event_name"}
+
+// attrData is a KeyValue allocated together with its value and that value's string_value member.
+type attrData struct {
+	m     commonpb.KeyValue
+	value commonpb.AnyValue
+	str   commonpb.AnyValue_StringValue
+}
+
+// A oneof's message member: its wrapper and its message allocated together.
+type (
+	metricGaugeData struct {
+		w metricspb.Metric_Gauge
+		m metricspb.Gauge
+	}
+	metricSumData struct {
+		w metricspb.Metric_Sum
+		m metricspb.Sum
+	}
+	metricHistogramData struct {
+		w metricspb.Metric_Histogram
+		m metricspb.Histogram
+	}
+	metricExponentialHistogramData struct {
+		w metricspb.Metric_ExponentialHistogram
+		m metricspb.ExponentialHistogram
+	}
+)
+
+// decoderLists holds a list per message type that is a repeated field's element.
+type decoderLists struct {
+	resourceSpans                 list[pipeline.ResourceSpans]
+	scopeSpans                    list[pipeline.ScopeSpans]
+	keyValue                      list[commonpb.KeyValue]
+	entityRef                     list[commonpb.EntityRef]
+	anyValue                      list[commonpb.AnyValue]
+	event                         list[tracepb.Span_Event]
+	link                          list[tracepb.Span_Link]
+	resourceMetrics               list[metricspb.ResourceMetrics]
+	scopeMetrics                  list[metricspb.ScopeMetrics]
+	metric                        list[metricspb.Metric]
+	numberDataPoint               list[metricspb.NumberDataPoint]
+	exemplar                      list[metricspb.Exemplar]
+	histogramDataPoint            list[metricspb.HistogramDataPoint]
+	exponentialHistogramDataPoint list[metricspb.ExponentialHistogramDataPoint]
+	summaryDataPoint              list[metricspb.SummaryDataPoint]
+	valueAtQuantile               list[metricspb.SummaryDataPoint_ValueAtQuantile]
+	resourceLogs                  list[pipeline.ResourceLogs]
+	scopeLogs                     list[pipeline.ScopeLogs]
+}
+
+// decoderSlabs holds a slab per type the decoder allocates otherwise.
+type decoderSlabs struct {
+	attrData                   slab[attrData]
+	anyValueStringValue        slab[commonpb.AnyValue_StringValue]
+	anyValueBoolValue          slab[commonpb.AnyValue_BoolValue]
+	anyValueIntValue           slab[commonpb.AnyValue_IntValue]
+	anyValueDoubleValue        slab[commonpb.AnyValue_DoubleValue]
+	status                     slab[tracepb.Status]
+	metricGauge                slab[metricGaugeData]
+	metricSum                  slab[metricSumData]
+	metricHistogram            slab[metricHistogramData]
+	metricExponentialHistogram slab[metricExponentialHistogramData]
+	numberDataPointAsDouble    slab[metricspb.NumberDataPoint_AsDouble]
+	numberDataPointAsInt       slab[metricspb.NumberDataPoint_AsInt]
+	exemplarAsDouble           slab[metricspb.Exemplar_AsDouble]
+	optionalDouble             slab[float64]
+	packedUint64               slab[uint64]
+	packedDouble               slab[float64]
+	buckets                    slab[metricspb.ExponentialHistogramDataPoint_Buckets]
+	anyValue                   slab[commonpb.AnyValue]
+}
+
+// decoderItems holds a scratch decoder's record message, one per record type.
+type decoderItems struct {
+	span      *tracepb.Span
+	logRecord *logspb.LogRecord
+}
+
+// keepStacks returns lists holding only l's stacks, emptied (clearStack).
+func (l *decoderLists) keepStacks() (keep decoderLists) {
+	keep.resourceSpans.stack = clearStack(l.resourceSpans.stack)
+	keep.scopeSpans.stack = clearStack(l.scopeSpans.stack)
+	keep.keyValue.stack = clearStack(l.keyValue.stack)
+	keep.entityRef.stack = clearStack(l.entityRef.stack)
+	keep.anyValue.stack = clearStack(l.anyValue.stack)
+	keep.event.stack = clearStack(l.event.stack)
+	keep.link.stack = clearStack(l.link.stack)
+	keep.resourceMetrics.stack = clearStack(l.resourceMetrics.stack)
+	keep.scopeMetrics.stack = clearStack(l.scopeMetrics.stack)
+	keep.metric.stack = clearStack(l.metric.stack)
+	keep.numberDataPoint.stack = clearStack(l.numberDataPoint.stack)
+	keep.exemplar.stack = clearStack(l.exemplar.stack)
+	keep.histogramDataPoint.stack = clearStack(l.histogramDataPoint.stack)
+	keep.exponentialHistogramDataPoint.stack = clearStack(l.exponentialHistogramDataPoint.stack)
+	keep.summaryDataPoint.stack = clearStack(l.summaryDataPoint.stack)
+	keep.valueAtQuantile.stack = clearStack(l.valueAtQuantile.stack)
+	keep.resourceLogs.stack = clearStack(l.resourceLogs.stack)
+	keep.scopeLogs.stack = clearStack(l.scopeLogs.stack)
+	return keep
+}
+
+// rewindItem makes every list and slab a record's decode uses hand out its
+// chunk again: nothing decoded into them is in use any more.
+func (d *decoder) rewindItem() {
+	d.lists.keyValue.rewind()
+	d.lists.anyValue.rewind()
+	d.lists.event.rewind()
+	d.lists.link.rewind()
+	d.slabs.attrData.rewind()
+	d.slabs.anyValueStringValue.rewind()
+	d.slabs.anyValueBoolValue.rewind()
+	d.slabs.anyValueIntValue.rewind()
+	d.slabs.anyValueDoubleValue.rewind()
+	d.slabs.status.rewind()
+	d.slabs.anyValue.rewind()
+}
+
+// forget drops a scratch decoder's references to the last record decoded
+// and the bytes it aliases.
+func (d *decoder) forget() {
+	d.rewindItem()
+	clear(d.lists.keyValue.stack[:cap(d.lists.keyValue.stack)])
+	clear(d.lists.anyValue.stack[:cap(d.lists.anyValue.stack)])
+	clear(d.lists.event.stack[:cap(d.lists.event.stack)])
+	clear(d.lists.link.stack[:cap(d.lists.link.stack)])
+	if d.items.span != nil {
+		*d.items.span = tracepb.Span{}
+	}
+	if d.items.logRecord != nil {
+		*d.items.logRecord = logspb.LogRecord{}
+	}
+	d.b, d.s = nil, ""
+}
+
+// traces decodes the body as an ExportTraceServiceRequest.
+func (d *decoder) traces() ([]*pipeline.ResourceSpans, *DecodeError) {
+	// The records, nearly all of the body, are not decoded into d's
+	// slabs: extrapolating the few messages above them over the whole body
+	// would size chunks for thousands. n = 0 turns the extrapolation off;
+	// chunks then grow with use.
+	d.n = 0
+	mark := d.lists.resourceSpans.mark()
+	p, end := 0, len(d.b)
+	for p < end {
+		tag, q := uint64(d.b[p]), p+1
+		var e *DecodeError
+		if tag-8 >= 0x80-8 { // not a one-byte tag (field 1 to 15)
+			if tag, q, e = d.tagSlow(p, end); e != nil {
+				return nil, e
+			}
+		}
+		switch tag {
+		case 1<<3 | wtLen:
+			i := d.lists.resourceSpans.count(mark)
+			a, z, e := d.lenPrefix(q, end)
+			if e != nil {
+				return nil, e.at("resource_spans", i)
+			}
+			x := d.lists.resourceSpans.new(p, d.n)
+			if e := d.resourceSpans(x, a, z); e != nil {
+				return nil, e.at("resource_spans", i)
+			}
+			d.lists.resourceSpans.push(x)
+			p = z
+		default:
+			if p, e = d.other(tag, p, q, end, resourceSpansRequestFields); e != nil {
+				return nil, e
+			}
+		}
+	}
+	return d.lists.resourceSpans.finish(mark, nil, p, d.n), nil
+}
+
+// resourceSpans decodes a ResourceSpans.
+func (d *decoder) resourceSpans(m *pipeline.ResourceSpans, p, end int) *DecodeError {
+	scopeSpansMark := d.lists.scopeSpans.mark()
+	for p < end {
+		tag, q := uint64(d.b[p]), p+1
+		var e *DecodeError
+		if tag-8 >= 0x80-8 { // not a one-byte tag (field 1 to 15)
+			if tag, q, e = d.tagSlow(p, end); e != nil {
+				return e
+			}
+		}
+		switch tag {
+		case 1<<3 | wtLen:
+			a, z, e := d.lenPrefix(q, end)
+			if e != nil {
+				return e.in("resource")
+			}
+			if m.Resource == nil {
+				m.Resource = new(resourcepb.Resource)
+			}
+			if e := d.resource(m.Resource, a, z); e != nil {
+				return e.in("resource")
+			}
+			p = z
+		case 2<<3 | wtLen:
+			i := len(m.ScopeSpans) + d.lists.scopeSpans.count(scopeSpansMark)
+			a, z, e := d.lenPrefix(q, end)
+			if e != nil {
+				return e.at("scope_spans", i)
+			}
+			x := d.lists.scopeSpans.new(p, d.n)
+			if e := d.scopeSpans(x, a, z); e != nil {
+				return e.at("scope_spans", i)
+			}
+			d.lists.scopeSpans.push(x)
+			p = z
+		case 3<<3 | wtLen:
+			if m.SchemaURL, p, e = d.str(q, end); e != nil {
+				return e.in("schema_url")
+			}
+		default:
+			if p, e = d.other(tag, p, q, end, resourceSpansFields); e != nil {
+				return e
+			}
+		}
+	}
+	m.ScopeSpans = d.lists.scopeSpans.finish(scopeSpansMark, m.ScopeSpans, p, d.n)
+	return nil
+}
+
+// resource decodes a Resource.
+func (d *decoder) resource(m *resourcepb.Resource, p, end int) *DecodeError {
+	attributesMark, entityRefsMark := d.lists.keyValue.mark(), d.lists.entityRef.mark()
+	for p < end {
+		tag, q := uint64(d.b[p]), p+1
+		var e *DecodeError
+		if tag-8 >= 0x80-8 { // not a one-byte tag (field 1 to 15)
+			if tag, q, e = d.tagSlow(p, end); e != nil {
+				return e
+			}
+		}
+		switch tag {
+		case 1<<3 | wtLen:
+			i := len(m.Attributes) + d.lists.keyValue.count(attributesMark)
+			a, z, e := d.lenPrefix(q, end)
+			if e != nil {
+				return e.at("attributes", i)
+			}
+			x := d.slabs.attrData.one(p, d.n)
+			if e := d.keyValue(x, a, z, 4); e != nil {
+				return e.at("attributes", i)
+			}
+			d.lists.keyValue.push(&x.m)
+			p = z
+		case 2<<3 | wtVarint:
+			v, z, e := d.varint(q, end)
+			if e != nil {
+				return e.in("dropped_attributes_count")
+			}
+			m.DroppedAttributesCount, p = uint32(v), z
+		case 3<<3 | wtLen:
+			i := len(m.EntityRefs) + d.lists.entityRef.count(entityRefsMark)
+			a, z, e := d.lenPrefix(q, end)
+			if e != nil {
+				return e.at("entity_refs", i)
+			}
+			x := d.lists.entityRef.new(p, d.n)
+			if e := d.entityRef(x, a, z); e != nil {
+				return e.at("entity_refs", i)
+			}
+			d.lists.entityRef.push(x)
+			p = z
+		default:
+			if p, e = d.other(tag, p, q, end, resourceFields); e != nil {
+				return e
+			}
+		}
+	}
+	m.Attributes = d.lists.keyValue.finish(attributesMark, m.Attributes, p, d.n)
+	m.EntityRefs = d.lists.entityRef.finish(entityRefsMark, m.EntityRefs, p, d.n)
+	return nil
+}
+
+// keyValue decodes a KeyValue at depth lv.
+func (d *decoder) keyValue(x *attrData, p, end, lv int) *DecodeError {
+	if lv > maxDepth {
+		return d.errf(p, "nesting deeper than %d messages", maxDepth)
+	}
+	m := &x.m
+	for p < end {
+		tag, q := uint64(d.b[p]), p+1
+		var e *DecodeError
+		if tag-8 >= 0x80-8 { // not a one-byte tag (field 1 to 15)
+			if tag, q, e = d.tagSlow(p, end); e != nil {
+				return e
+			}
+		}
+		switch tag {
+		case 1<<3 | wtLen:
+			if m.Key, p, e = d.str(q, end); e != nil {
+				return e.in("key")
+			}
+		case 2<<3 | wtLen:
+			a, z, e := d.lenPrefix(q, end)
+			if e != nil {
+				return e.in("value")
+			}
+			m.Value = &x.value // merges into the value already there, if any
+			if e := d.anyValue(m.Value, a, z, lv+1, &x.str); e != nil {
+				return e.in("value")
+			}
+			p = z
+		case 3<<3 | wtVarint:
+			v, z, e := d.varint(q, end)
+			if e != nil {
+				return e.in("key_strindex")
+			}
+			m.KeyStrindex, p = int32(v), z
+		default:
+			if p, e = d.other(tag, p, q, end, keyValueFields); e != nil {
+				return e
+			}
+		}
+	}
+	return nil
+}
+
+// anyValue decodes an AnyValue at depth lv.
+// Its string_value member goes into sv if not nil: storage that belongs to it alone.
+func (d *decoder) anyValue(m *commonpb.AnyValue, p, end, lv int, sv *commonpb.AnyValue_StringValue) *DecodeError {
+	if lv > maxDepth {
+		return d.errf(p, "nesting deeper than %d messages", maxDepth)
+	}
+	for p < end {
+		tag, q := uint64(d.b[p]), p+1
+		var e *DecodeError
+		if tag-8 >= 0x80-8 { // not a one-byte tag (field 1 to 15)
+			if tag, q, e = d.tagSlow(p, end); e != nil {
+				return e
+			}
+		}
+		switch tag {
+		case 1<<3 | wtLen:
+			s, z, e := d.str(q, end)
+			if e != nil {
+				return e.in("string_value")
+			}
+			w := sv
+			if w == nil {
+				w = d.slabs.anyValueStringValue.one(p, d.n)
+			}
+			w.StringValue = s
+			m.Value, p = w, z
+		case 2<<3 | wtVarint:
+			v, z, e := d.varint(q, end)
+			if e != nil {
+				return e.in("bool_value")
+			}
+			w := d.slabs.anyValueBoolValue.one(p, d.n)
+			w.BoolValue = v != 0
+			m.Value, p = w, z
+		case 3<<3 | wtVarint:
+			v, z, e := d.varint(q, end)
+			if e != nil {
+				return e.in("int_value")
+			}
+			w := d.slabs.anyValueIntValue.one(p, d.n)
+			w.IntValue = int64(v)
+			m.Value, p = w, z
+		case 4<<3 | wtI64:
+			v, z, e := d.fixed64(q, end)
+			if e != nil {
+				return e.in("double_value")
+			}
+			w := d.slabs.anyValueDoubleValue.one(p, d.n)
+			w.DoubleValue = math.Float64frombits(v)
+			m.Value, p = w, z
+		case 5<<3 | wtLen:
+			a, z, e := d.lenPrefix(q, end)
+			if e != nil {
+				return e.in("array_value")
+			}
+			w, ok := m.Value.(*commonpb.AnyValue_ArrayValue)
+			if !ok || w.ArrayValue == nil {
+				w = &commonpb.AnyValue_ArrayValue{ArrayValue: &commonpb.ArrayValue{}}
+			}
+			if e := d.arrayValue(w.ArrayValue, a, z, lv+1); e != nil {
+				return e.in("array_value")
+			}
+			m.Value, p = w, z
+		case 6<<3 | wtLen:
+			a, z, e := d.lenPrefix(q, end)
+			if e != nil {
+				return e.in("kvlist_value")
+			}
+			w, ok := m.Value.(*commonpb.AnyValue_KvlistValue)
+			if !ok || w.KvlistValue == nil {
+				w = &commonpb.AnyValue_KvlistValue{KvlistValue: &commonpb.KeyValueList{}}
+			}
+			if e := d.keyValueList(w.KvlistValue, a, z, lv+1); e != nil {
+				return e.in("kvlist_value")
+			}
+			m.Value, p = w, z
+		case 7<<3 | wtLen:
+			a, z, e := d.lenPrefix(q, end)
+			if e != nil {
+				return e.in("bytes_value")
+			}
+			// A oneof member is set even when empty: non-nil, as
+			// proto.Unmarshal leaves it.
+			m.Value, p = &commonpb.AnyValue_BytesValue{BytesValue: d.b[a:z:z]}, z
+		case 8<<3 | wtVarint:
+			v, z, e := d.varint(q, end)
+			if e != nil {
+				return e.in("string_value_strindex")
+			}
+			m.Value, p = &commonpb.AnyValue_StringValueStrindex{StringValueStrindex: int32(v)}, z
+		default:
+			if p, e = d.other(tag, p, q, end, anyValueFields); e != nil {
+				return e
+			}
+		}
+	}
+	return nil
+}
+
+// arrayValue decodes an ArrayValue at depth lv.
+func (d *decoder) arrayValue(m *commonpb.ArrayValue, p, end, lv int) *DecodeError {
+	if lv > maxDepth {
+		return d.errf(p, "nesting deeper than %d messages", maxDepth)
+	}
+	valuesMark := d.lists.anyValue.mark()
+	for p < end {
+		tag, q := uint64(d.b[p]), p+1
+		var e *DecodeError
+		if tag-8 >= 0x80-8 { // not a one-byte tag (field 1 to 15)
+			if tag, q, e = d.tagSlow(p, end); e != nil {
+				return e
+			}
+		}
+		switch tag {
+		case 1<<3 | wtLen:
+			i := len(m.Values) + d.lists.anyValue.count(valuesMark)
+			a, z, e := d.lenPrefix(q, end)
+			if e != nil {
+				return e.at("values", i)
+			}
+			x := d.lists.anyValue.new(p, d.n)
+			if e := d.anyValue(x, a, z, lv+1, nil); e != nil {
+				return e.at("values", i)
+			}
+			d.lists.anyValue.push(x)
+			p = z
+		default:
+			if p, e = d.other(tag, p, q, end, valuesFields); e != nil {
+				return e
+			}
+		}
+	}
+	m.Values = d.lists.anyValue.finish(valuesMark, m.Values, p, d.n)
+	return nil
+}
+
+// keyValueList decodes a KeyValueList at depth lv.
+func (d *decoder) keyValueList(m *commonpb.KeyValueList, p, end, lv int) *DecodeError {
+	if lv > maxDepth {
+		return d.errf(p, "nesting deeper than %d messages", maxDepth)
+	}
+	valuesMark := d.lists.keyValue.mark()
+	for p < end {
+		tag, q := uint64(d.b[p]), p+1
+		var e *DecodeError
+		if tag-8 >= 0x80-8 { // not a one-byte tag (field 1 to 15)
+			if tag, q, e = d.tagSlow(p, end); e != nil {
+				return e
+			}
+		}
+		switch tag {
+		case 1<<3 | wtLen:
+			i := len(m.Values) + d.lists.keyValue.count(valuesMark)
+			a, z, e := d.lenPrefix(q, end)
+			if e != nil {
+				return e.at("values", i)
+			}
+			x := d.slabs.attrData.one(p, d.n)
+			if e := d.keyValue(x, a, z, lv+1); e != nil {
+				return e.at("values", i)
+			}
+			d.lists.keyValue.push(&x.m)
+			p = z
+		default:
+			if p, e = d.other(tag, p, q, end, valuesFields); e != nil {
+				return e
+			}
+		}
+	}
+	m.Values = d.lists.keyValue.finish(valuesMark, m.Values, p, d.n)
+	return nil
+}
+
+// entityRef decodes an EntityRef.
+func (d *decoder) entityRef(m *commonpb.EntityRef, p, end int) *DecodeError {
+	for p < end {
+		tag, q := uint64(d.b[p]), p+1
+		var e *DecodeError
+		if tag-8 >= 0x80-8 { // not a one-byte tag (field 1 to 15)
+			if tag, q, e = d.tagSlow(p, end); e != nil {
+				return e
+			}
+		}
+		switch tag {
+		case 1<<3 | wtLen:
+			if m.SchemaUrl, p, e = d.str(q, end); e != nil {
+				return e.in("schema_url")
+			}
+		case 2<<3 | wtLen:
+			if m.Type, p, e = d.str(q, end); e != nil {
+				return e.in("type")
+			}
+		case 3<<3 | wtLen:
+			s, z, e := d.str(q, end)
+			if e != nil {
+				return e.at("id_keys", len(m.IdKeys))
+			}
+			m.IdKeys, p = append(m.IdKeys, s), z
+		case 4<<3 | wtLen:
+			s, z, e := d.str(q, end)
+			if e != nil {
+				return e.at("description_keys", len(m.DescriptionKeys))
+			}
+			m.DescriptionKeys, p = append(m.DescriptionKeys, s), z
+		default:
+			if p, e = d.other(tag, p, q, end, entityRefFields); e != nil {
+				return e
+			}
+		}
+	}
+	return nil
+}
+
+// scopeSpans decodes a ScopeSpans.
+func (d *decoder) scopeSpans(m *pipeline.ScopeSpans, p, end int) *DecodeError {
+	from, n, start, last, contiguous := p, 0, -1, -1, true
+	for p < end {
+		tag, q := uint64(d.b[p]), p+1
+		var e *DecodeError
+		if tag-8 >= 0x80-8 { // not a one-byte tag (field 1 to 15)
+			if tag, q, e = d.tagSlow(p, end); e != nil {
+				return e
+			}
+		}
+		switch tag {
+		case 1<<3 | wtLen:
+			a, z, e := d.lenPrefix(q, end)
+			if e != nil {
+				return e.in("scope")
+			}
+			if m.Scope == nil {
+				m.Scope = new(commonpb.InstrumentationScope)
+			}
+			if e := d.scope(m.Scope, a, z); e != nil {
+				return e.in("scope")
+			}
+			p = z
+		case 2<<3 | wtLen:
+			a, z, e := d.lenPrefix(q, end)
+			if e != nil {
+				return e.at("spans", n)
+			}
+			if e := d.checkSpan(a, z); e != nil {
+				return e.at("spans", n)
+			}
+			n++
+			if start < 0 {
+				start = p
+			} else if p != last {
+				contiguous = false
+			}
+			p, last = z, z
+		case 3<<3 | wtLen:
+			if m.SchemaURL, p, e = d.str(q, end); e != nil {
+				return e.in("schema_url")
+			}
+		default:
+			if p, e = d.other(tag, p, q, end, scopeSpansFields); e != nil {
+				return e
+			}
+		}
+	}
+	// The records: [start, last) of the body while they are contiguous, as
+	// they are from every SDK, else copied together.
+	switch {
+	case n == 0:
+	case contiguous:
+		m.Records = d.b[start:last:last]
+	default:
+		m.Records = d.gatherRecords(from, end, 2)
+	}
+	return nil
+}
+
+// scope decodes an InstrumentationScope.
+func (d *decoder) scope(m *commonpb.InstrumentationScope, p, end int) *DecodeError {
+	attributesMark := d.lists.keyValue.mark()
+	for p < end {
+		tag, q := uint64(d.b[p]), p+1
+		var e *DecodeError
+		if tag-8 >= 0x80-8 { // not a one-byte tag (field 1 to 15)
+			if tag, q, e = d.tagSlow(p, end); e != nil {
+				return e
+			}
+		}
+		switch tag {
+		case 1<<3 | wtLen:
+			if m.Name, p, e = d.str(q, end); e != nil {
+				return e.in("name")
+			}
+		case 2<<3 | wtLen:
+			if m.Version, p, e = d.str(q, end); e != nil {
+				return e.in("version")
+			}
+		case 3<<3 | wtLen:
+			i := len(m.Attributes) + d.lists.keyValue.count(attributesMark)
+			a, z, e := d.lenPrefix(q, end)
+			if e != nil {
+				return e.at("attributes", i)
+			}
+			x := d.slabs.attrData.one(p, d.n)
+			if e := d.keyValue(x, a, z, 5); e != nil {
+				return e.at("attributes", i)
+			}
+			d.lists.keyValue.push(&x.m)
+			p = z
+		case 4<<3 | wtVarint:
+			v, z, e := d.varint(q, end)
+			if e != nil {
+				return e.in("dropped_attributes_count")
+			}
+			m.DroppedAttributesCount, p = uint32(v), z
+		default:
+			if p, e = d.other(tag, p, q, end, scopeFields); e != nil {
+				return e
+			}
+		}
+	}
+	m.Attributes = d.lists.keyValue.finish(attributesMark, m.Attributes, p, d.n)
+	return nil
+}
+
+// span decodes a Span.
+func (d *decoder) span(m *tracepb.Span, p, end int) *DecodeError {
+	attributesMark, eventsMark, linksMark := d.lists.keyValue.mark(), d.lists.event.mark(), d.lists.link.mark()
+	for p < end {
+		tag, q := uint64(d.b[p]), p+1
+		var e *DecodeError
+		if tag-8 >= 0x80-8 { // not a one-byte tag (field 1 to 15)
+			if tag, q, e = d.tagSlow(p, end); e != nil {
+				return e
+			}
+		}
+		switch tag {
+		case 1<<3 | wtLen:
+			if m.TraceId, p, e = d.id(q, end, TraceIDSize); e != nil {
+				return e.in("trace_id")
+			}
+		case 2<<3 | wtLen:
+			if m.SpanId, p, e = d.id(q, end, SpanIDSize); e != nil {
+				return e.in("span_id")
+			}
+		case 3<<3 | wtLen:
+			if m.TraceState, p, e = d.str(q, end); e != nil {
+				return e.in("trace_state")
+			}
+		case 4<<3 | wtLen:
+			if m.ParentSpanId, p, e = d.id(q, end, SpanIDSize); e != nil {
+				return e.in("parent_span_id")
+			}
+		case 5<<3 | wtLen:
+			if m.Name, p, e = d.str(q, end); e != nil {
+				return e.in("name")
+			}
+		case 6<<3 | wtVarint:
+			v, z, e := d.varint(q, end)
+			if e != nil {
+				return e.in("kind")
+			}
+			m.Kind, p = tracepb.Span_SpanKind(int32(v)), z
+		case 7<<3 | wtI64:
+			if m.StartTimeUnixNano, p, e = d.fixed64(q, end); e != nil {
+				return e.in("start_time_unix_nano")
+			}
+		case 8<<3 | wtI64:
+			if m.EndTimeUnixNano, p, e = d.fixed64(q, end); e != nil {
+				return e.in("end_time_unix_nano")
+			}
+		case 9<<3 | wtLen:
+			i := len(m.Attributes) + d.lists.keyValue.count(attributesMark)
+			a, z, e := d.lenPrefix(q, end)
+			if e != nil {
+				return e.at("attributes", i)
+			}
+			x := d.slabs.attrData.one(p, d.n)
+			if e := d.keyValue(x, a, z, 5); e != nil {
+				return e.at("attributes", i)
+			}
+			d.lists.keyValue.push(&x.m)
+			p = z
+		case 10<<3 | wtVarint:
+			v, z, e := d.varint(q, end)
+			if e != nil {
+				return e.in("dropped_attributes_count")
+			}
+			m.DroppedAttributesCount, p = uint32(v), z
+		case 11<<3 | wtLen:
+			i := len(m.Events) + d.lists.event.count(eventsMark)
+			a, z, e := d.lenPrefix(q, end)
+			if e != nil {
+				return e.at("events", i)
+			}
+			x := d.lists.event.new(p, d.n)
+			if e := d.event(x, a, z); e != nil {
+				return e.at("events", i)
+			}
+			d.lists.event.push(x)
+			p = z
+		case 12<<3 | wtVarint:
+			v, z, e := d.varint(q, end)
+			if e != nil {
+				return e.in("dropped_events_count")
+			}
+			m.DroppedEventsCount, p = uint32(v), z
+		case 13<<3 | wtLen:
+			i := len(m.Links) + d.lists.link.count(linksMark)
+			a, z, e := d.lenPrefix(q, end)
+			if e != nil {
+				return e.at("links", i)
+			}
+			x := d.lists.link.new(p, d.n)
+			if e := d.link(x, a, z); e != nil {
+				return e.at("links", i)
+			}
+			d.lists.link.push(x)
+			p = z
+		case 14<<3 | wtVarint:
+			v, z, e := d.varint(q, end)
+			if e != nil {
+				return e.in("dropped_links_count")
+			}
+			m.DroppedLinksCount, p = uint32(v), z
+		case 15<<3 | wtLen:
+			a, z, e := d.lenPrefix(q, end)
+			if e != nil {
+				return e.in("status")
+			}
+			if m.Status == nil {
+				m.Status = d.slabs.status.one(p, d.n)
+			}
+			if e := d.status(m.Status, a, z); e != nil {
+				return e.in("status")
+			}
+			p = z
+		case 16<<3 | wtI32:
+			if m.Flags, p, e = d.fixed32(q, end); e != nil {
+				return e.in("flags")
+			}
+		default:
+			if p, e = d.other(tag, p, q, end, spanFields); e != nil {
+				return e
+			}
+		}
+	}
+	m.Attributes = d.lists.keyValue.finish(attributesMark, m.Attributes, p, d.n)
+	m.Events = d.lists.event.finish(eventsMark, m.Events, p, d.n)
+	m.Links = d.lists.link.finish(linksMark, m.Links, p, d.n)
+	return nil
+}
+
+// event decodes a Span_Event.
+func (d *decoder) event(m *tracepb.Span_Event, p, end int) *DecodeError {
+	attributesMark := d.lists.keyValue.mark()
+	for p < end {
+		tag, q := uint64(d.b[p]), p+1
+		var e *DecodeError
+		if tag-8 >= 0x80-8 { // not a one-byte tag (field 1 to 15)
+			if tag, q, e = d.tagSlow(p, end); e != nil {
+				return e
+			}
+		}
+		switch tag {
+		case 1<<3 | wtI64:
+			if m.TimeUnixNano, p, e = d.fixed64(q, end); e != nil {
+				return e.in("time_unix_nano")
+			}
+		case 2<<3 | wtLen:
+			if m.Name, p, e = d.str(q, end); e != nil {
+				return e.in("name")
+			}
+		case 3<<3 | wtLen:
+			i := len(m.Attributes) + d.lists.keyValue.count(attributesMark)
+			a, z, e := d.lenPrefix(q, end)
+			if e != nil {
+				return e.at("attributes", i)
+			}
+			x := d.slabs.attrData.one(p, d.n)
+			if e := d.keyValue(x, a, z, 6); e != nil {
+				return e.at("attributes", i)
+			}
+			d.lists.keyValue.push(&x.m)
+			p = z
+		case 4<<3 | wtVarint:
+			v, z, e := d.varint(q, end)
+			if e != nil {
+				return e.in("dropped_attributes_count")
+			}
+			m.DroppedAttributesCount, p = uint32(v), z
+		default:
+			if p, e = d.other(tag, p, q, end, eventFields); e != nil {
+				return e
+			}
+		}
+	}
+	m.Attributes = d.lists.keyValue.finish(attributesMark, m.Attributes, p, d.n)
+	return nil
+}
+
+// link decodes a Span_Link.
+func (d *decoder) link(m *tracepb.Span_Link, p, end int) *DecodeError {
+	attributesMark := d.lists.keyValue.mark()
+	for p < end {
+		tag, q := uint64(d.b[p]), p+1
+		var e *DecodeError
+		if tag-8 >= 0x80-8 { // not a one-byte tag (field 1 to 15)
+			if tag, q, e = d.tagSlow(p, end); e != nil {
+				return e
+			}
+		}
+		switch tag {
+		case 1<<3 | wtLen:
+			if m.TraceId, p, e = d.id(q, end, TraceIDSize); e != nil {
+				return e.in("trace_id")
+			}
+		case 2<<3 | wtLen:
+			if m.SpanId, p, e = d.id(q, end, SpanIDSize); e != nil {
+				return e.in("span_id")
+			}
+		case 3<<3 | wtLen:
+			if m.TraceState, p, e = d.str(q, end); e != nil {
+				return e.in("trace_state")
+			}
+		case 4<<3 | wtLen:
+			i := len(m.Attributes) + d.lists.keyValue.count(attributesMark)
+			a, z, e := d.lenPrefix(q, end)
+			if e != nil {
+				return e.at("attributes", i)
+			}
+			x := d.slabs.attrData.one(p, d.n)
+			if e := d.keyValue(x, a, z, 6); e != nil {
+				return e.at("attributes", i)
+			}
+			d.lists.keyValue.push(&x.m)
+			p = z
+		case 5<<3 | wtVarint:
+			v, z, e := d.varint(q, end)
+			if e != nil {
+				return e.in("dropped_attributes_count")
+			}
+			m.DroppedAttributesCount, p = uint32(v), z
+		case 6<<3 | wtI32:
+			if m.Flags, p, e = d.fixed32(q, end); e != nil {
+				return e.in("flags")
+			}
+		default:
+			if p, e = d.other(tag, p, q, end, linkFields); e != nil {
+				return e
+			}
+		}
+	}
+	m.Attributes = d.lists.keyValue.finish(attributesMark, m.Attributes, p, d.n)
+	return nil
+}
+
+// status decodes a Status.
+func (d *decoder) status(m *tracepb.Status, p, end int) *DecodeError {
+	for p < end {
+		tag, q := uint64(d.b[p]), p+1
+		var e *DecodeError
+		if tag-8 >= 0x80-8 { // not a one-byte tag (field 1 to 15)
+			if tag, q, e = d.tagSlow(p, end); e != nil {
+				return e
+			}
+		}
+		switch tag {
+		case 2<<3 | wtLen:
+			if m.Message, p, e = d.str(q, end); e != nil {
+				return e.in("message")
+			}
+		case 3<<3 | wtVarint:
+			v, z, e := d.varint(q, end)
+			if e != nil {
+				return e.in("code")
+			}
+			m.Code, p = tracepb.Status_StatusCode(int32(v)), z
+		default:
+			if p, e = d.other(tag, p, q, end, statusFields); e != nil {
+				return e
+			}
+		}
+	}
+	return nil
+}
+
+// metrics decodes the body as an ExportMetricsServiceRequest.
+func (d *decoder) metrics() ([]*metricspb.ResourceMetrics, *DecodeError) {
+	mark := d.lists.resourceMetrics.mark()
+	p, end := 0, len(d.b)
+	for p < end {
+		tag, q := uint64(d.b[p]), p+1
+		var e *DecodeError
+		if tag-8 >= 0x80-8 { // not a one-byte tag (field 1 to 15)
+			if tag, q, e = d.tagSlow(p, end); e != nil {
+				return nil, e
+			}
+		}
+		switch tag {
+		case 1<<3 | wtLen:
+			i := d.lists.resourceMetrics.count(mark)
+			a, z, e := d.lenPrefix(q, end)
+			if e != nil {
+				return nil, e.at("resource_metrics", i)
+			}
+			x := d.lists.resourceMetrics.new(p, d.n)
+			if e := d.resourceMetrics(x, a, z); e != nil {
+				return nil, e.at("resource_metrics", i)
+			}
+			d.lists.resourceMetrics.push(x)
+			p = z
+		default:
+			if p, e = d.other(tag, p, q, end, resourceMetricsRequestFields); e != nil {
+				return nil, e
+			}
+		}
+	}
+	return d.lists.resourceMetrics.finish(mark, nil, p, d.n), nil
+}
+
+// resourceMetrics decodes a ResourceMetrics.
+func (d *decoder) resourceMetrics(m *metricspb.ResourceMetrics, p, end int) *DecodeError {
+	scopeMetricsMark := d.lists.scopeMetrics.mark()
+	for p < end {
+		tag, q := uint64(d.b[p]), p+1
+		var e *DecodeError
+		if tag-8 >= 0x80-8 { // not a one-byte tag (field 1 to 15)
+			if tag, q, e = d.tagSlow(p, end); e != nil {
+				return e
+			}
+		}
+		switch tag {
+		case 1<<3 | wtLen:
+			a, z, e := d.lenPrefix(q, end)
+			if e != nil {
+				return e.in("resource")
+			}
+			if m.Resource == nil {
+				m.Resource = new(resourcepb.Resource)
+			}
+			if e := d.resource(m.Resource, a, z); e != nil {
+				return e.in("resource")
+			}
+			p = z
+		case 2<<3 | wtLen:
+			i := len(m.ScopeMetrics) + d.lists.scopeMetrics.count(scopeMetricsMark)
+			a, z, e := d.lenPrefix(q, end)
+			if e != nil {
+				return e.at("scope_metrics", i)
+			}
+			x := d.lists.scopeMetrics.new(p, d.n)
+			if e := d.scopeMetrics(x, a, z); e != nil {
+				return e.at("scope_metrics", i)
+			}
+			d.lists.scopeMetrics.push(x)
+			p = z
+		case 3<<3 | wtLen:
+			if m.SchemaUrl, p, e = d.str(q, end); e != nil {
+				return e.in("schema_url")
+			}
+		default:
+			if p, e = d.other(tag, p, q, end, resourceMetricsFields); e != nil {
+				return e
+			}
+		}
+	}
+	m.ScopeMetrics = d.lists.scopeMetrics.finish(scopeMetricsMark, m.ScopeMetrics, p, d.n)
+	return nil
+}
+
+// scopeMetrics decodes a ScopeMetrics.
+func (d *decoder) scopeMetrics(m *metricspb.ScopeMetrics, p, end int) *DecodeError {
+	metricsMark := d.lists.metric.mark()
+	for p < end {
+		tag, q := uint64(d.b[p]), p+1
+		var e *DecodeError
+		if tag-8 >= 0x80-8 { // not a one-byte tag (field 1 to 15)
+			if tag, q, e = d.tagSlow(p, end); e != nil {
+				return e
+			}
+		}
+		switch tag {
+		case 1<<3 | wtLen:
+			a, z, e := d.lenPrefix(q, end)
+			if e != nil {
+				return e.in("scope")
+			}
+			if m.Scope == nil {
+				m.Scope = new(commonpb.InstrumentationScope)
+			}
+			if e := d.scope(m.Scope, a, z); e != nil {
+				return e.in("scope")
+			}
+			p = z
+		case 2<<3 | wtLen:
+			i := len(m.Metrics) + d.lists.metric.count(metricsMark)
+			a, z, e := d.lenPrefix(q, end)
+			if e != nil {
+				return e.at("metrics", i)
+			}
+			x := d.lists.metric.new(p, d.n)
+			if e := d.metric(x, a, z); e != nil {
+				return e.at("metrics", i)
+			}
+			d.lists.metric.push(x)
+			p = z
+		case 3<<3 | wtLen:
+			if m.SchemaUrl, p, e = d.str(q, end); e != nil {
+				return e.in("schema_url")
+			}
+		default:
+			if p, e = d.other(tag, p, q, end, scopeMetricsFields); e != nil {
+				return e
+			}
+		}
+	}
+	m.Metrics = d.lists.metric.finish(metricsMark, m.Metrics, p, d.n)
+	return nil
+}
+
+// metric decodes a Metric.
+func (d *decoder) metric(m *metricspb.Metric, p, end int) *DecodeError {
+	metadataMark := d.lists.keyValue.mark()
+	for p < end {
+		tag, q := uint64(d.b[p]), p+1
+		var e *DecodeError
+		if tag-8 >= 0x80-8 { // not a one-byte tag (field 1 to 15)
+			if tag, q, e = d.tagSlow(p, end); e != nil {
+				return e
+			}
+		}
+		switch tag {
+		case 1<<3 | wtLen:
+			if m.Name, p, e = d.str(q, end); e != nil {
+				return e.in("name")
+			}
+		case 2<<3 | wtLen:
+			if m.Description, p, e = d.str(q, end); e != nil {
+				return e.in("description")
+			}
+		case 3<<3 | wtLen:
+			if m.Unit, p, e = d.str(q, end); e != nil {
+				return e.in("unit")
+			}
+		case 5<<3 | wtLen:
+			a, z, e := d.lenPrefix(q, end)
+			if e != nil {
+				return e.in("gauge")
+			}
+			w, ok := m.Data.(*metricspb.Metric_Gauge)
+			if !ok || w.Gauge == nil {
+				x := d.slabs.metricGauge.one(p, d.n)
+				x.w.Gauge = &x.m
+				w = &x.w
+			}
+			if e := d.gauge(w.Gauge, a, z); e != nil {
+				return e.in("gauge")
+			}
+			m.Data, p = w, z
+		case 7<<3 | wtLen:
+			a, z, e := d.lenPrefix(q, end)
+			if e != nil {
+				return e.in("sum")
+			}
+			w, ok := m.Data.(*metricspb.Metric_Sum)
+			if !ok || w.Sum == nil {
+				x := d.slabs.metricSum.one(p, d.n)
+				x.w.Sum = &x.m
+				w = &x.w
+			}
+			if e := d.sum(w.Sum, a, z); e != nil {
+				return e.in("sum")
+			}
+			m.Data, p = w, z
+		case 9<<3 | wtLen:
+			a, z, e := d.lenPrefix(q, end)
+			if e != nil {
+				return e.in("histogram")
+			}
+			w, ok := m.Data.(*metricspb.Metric_Histogram)
+			if !ok || w.Histogram == nil {
+				x := d.slabs.metricHistogram.one(p, d.n)
+				x.w.Histogram = &x.m
+				w = &x.w
+			}
+			if e := d.histogram(w.Histogram, a, z); e != nil {
+				return e.in("histogram")
+			}
+			m.Data, p = w, z
+		case 10<<3 | wtLen:
+			a, z, e := d.lenPrefix(q, end)
+			if e != nil {
+				return e.in("exponential_histogram")
+			}
+			w, ok := m.Data.(*metricspb.Metric_ExponentialHistogram)
+			if !ok || w.ExponentialHistogram == nil {
+				x := d.slabs.metricExponentialHistogram.one(p, d.n)
+				x.w.ExponentialHistogram = &x.m
+				w = &x.w
+			}
+			if e := d.exponentialHistogram(w.ExponentialHistogram, a, z); e != nil {
+				return e.in("exponential_histogram")
+			}
+			m.Data, p = w, z
+		case 11<<3 | wtLen:
+			a, z, e := d.lenPrefix(q, end)
+			if e != nil {
+				return e.in("summary")
+			}
+			w, ok := m.Data.(*metricspb.Metric_Summary)
+			if !ok || w.Summary == nil {
+				w = &metricspb.Metric_Summary{Summary: &metricspb.Summary{}}
+			}
+			if e := d.summary(w.Summary, a, z); e != nil {
+				return e.in("summary")
+			}
+			m.Data, p = w, z
+		case 12<<3 | wtLen:
+			i := len(m.Metadata) + d.lists.keyValue.count(metadataMark)
+			a, z, e := d.lenPrefix(q, end)
+			if e != nil {
+				return e.at("metadata", i)
+			}
+			x := d.slabs.attrData.one(p, d.n)
+			if e := d.keyValue(x, a, z, 5); e != nil {
+				return e.at("metadata", i)
+			}
+			d.lists.keyValue.push(&x.m)
+			p = z
+		default:
+			if p, e = d.other(tag, p, q, end, metricFields); e != nil {
+				return e
+			}
+		}
+	}
+	m.Metadata = d.lists.keyValue.finish(metadataMark, m.Metadata, p, d.n)
+	return nil
+}
+
+// gauge decodes a Gauge.
+func (d *decoder) gauge(m *metricspb.Gauge, p, end int) *DecodeError {
+	dataPointsMark := d.lists.numberDataPoint.mark()
+	for p < end {
+		tag, q := uint64(d.b[p]), p+1
+		var e *DecodeError
+		if tag-8 >= 0x80-8 { // not a one-byte tag (field 1 to 15)
+			if tag, q, e = d.tagSlow(p, end); e != nil {
+				return e
+			}
+		}
+		switch tag {
+		case 1<<3 | wtLen:
+			i := len(m.DataPoints) + d.lists.numberDataPoint.count(dataPointsMark)
+			a, z, e := d.lenPrefix(q, end)
+			if e != nil {
+				return e.at("data_points", i)
+			}
+			x := d.lists.numberDataPoint.new(p, d.n)
+			if e := d.numberDataPoint(x, a, z); e != nil {
+				return e.at("data_points", i)
+			}
+			d.lists.numberDataPoint.push(x)
+			p = z
+		default:
+			if p, e = d.other(tag, p, q, end, gaugeFields); e != nil {
+				return e
+			}
+		}
+	}
+	m.DataPoints = d.lists.numberDataPoint.finish(dataPointsMark, m.DataPoints, p, d.n)
+	return nil
+}
+
+// numberDataPoint decodes a NumberDataPoint.
+func (d *decoder) numberDataPoint(m *metricspb.NumberDataPoint, p, end int) *DecodeError {
+	exemplarsMark, attributesMark := d.lists.exemplar.mark(), d.lists.keyValue.mark()
+	for p < end {
+		tag, q := uint64(d.b[p]), p+1
+		var e *DecodeError
+		if tag-8 >= 0x80-8 { // not a one-byte tag (field 1 to 15)
+			if tag, q, e = d.tagSlow(p, end); e != nil {
+				return e
+			}
+		}
+		switch tag {
+		case 2<<3 | wtI64:
+			if m.StartTimeUnixNano, p, e = d.fixed64(q, end); e != nil {
+				return e.in("start_time_unix_nano")
+			}
+		case 3<<3 | wtI64:
+			if m.TimeUnixNano, p, e = d.fixed64(q, end); e != nil {
+				return e.in("time_unix_nano")
+			}
+		case 4<<3 | wtI64:
+			v, z, e := d.fixed64(q, end)
+			if e != nil {
+				return e.in("as_double")
+			}
+			w := d.slabs.numberDataPointAsDouble.one(p, d.n)
+			w.AsDouble = math.Float64frombits(v)
+			m.Value, p = w, z
+		case 5<<3 | wtLen:
+			i := len(m.Exemplars) + d.lists.exemplar.count(exemplarsMark)
+			a, z, e := d.lenPrefix(q, end)
+			if e != nil {
+				return e.at("exemplars", i)
+			}
+			x := d.lists.exemplar.new(p, d.n)
+			if e := d.exemplar(x, a, z); e != nil {
+				return e.at("exemplars", i)
+			}
+			d.lists.exemplar.push(x)
+			p = z
+		case 6<<3 | wtI64:
+			v, z, e := d.fixed64(q, end)
+			if e != nil {
+				return e.in("as_int")
+			}
+			w := d.slabs.numberDataPointAsInt.one(p, d.n)
+			w.AsInt = int64(v)
+			m.Value, p = w, z
+		case 7<<3 | wtLen:
+			i := len(m.Attributes) + d.lists.keyValue.count(attributesMark)
+			a, z, e := d.lenPrefix(q, end)
+			if e != nil {
+				return e.at("attributes", i)
+			}
+			x := d.slabs.attrData.one(p, d.n)
+			if e := d.keyValue(x, a, z, 7); e != nil {
+				return e.at("attributes", i)
+			}
+			d.lists.keyValue.push(&x.m)
+			p = z
+		case 8<<3 | wtVarint:
+			v, z, e := d.varint(q, end)
+			if e != nil {
+				return e.in("flags")
+			}
+			m.Flags, p = uint32(v), z
+		default:
+			if p, e = d.other(tag, p, q, end, numberPointFields); e != nil {
+				return e
+			}
+		}
+	}
+	m.Exemplars = d.lists.exemplar.finish(exemplarsMark, m.Exemplars, p, d.n)
+	m.Attributes = d.lists.keyValue.finish(attributesMark, m.Attributes, p, d.n)
+	return nil
+}
+
+// exemplar decodes an Exemplar.
+func (d *decoder) exemplar(m *metricspb.Exemplar, p, end int) *DecodeError {
+	filteredAttributesMark := d.lists.keyValue.mark()
+	for p < end {
+		tag, q := uint64(d.b[p]), p+1
+		var e *DecodeError
+		if tag-8 >= 0x80-8 { // not a one-byte tag (field 1 to 15)
+			if tag, q, e = d.tagSlow(p, end); e != nil {
+				return e
+			}
+		}
+		switch tag {
+		case 2<<3 | wtI64:
+			if m.TimeUnixNano, p, e = d.fixed64(q, end); e != nil {
+				return e.in("time_unix_nano")
+			}
+		case 3<<3 | wtI64:
+			v, z, e := d.fixed64(q, end)
+			if e != nil {
+				return e.in("as_double")
+			}
+			w := d.slabs.exemplarAsDouble.one(p, d.n)
+			w.AsDouble = math.Float64frombits(v)
+			m.Value, p = w, z
+		case 4<<3 | wtLen:
+			if m.SpanId, p, e = d.id(q, end, SpanIDSize); e != nil {
+				return e.in("span_id")
+			}
+		case 5<<3 | wtLen:
+			if m.TraceId, p, e = d.id(q, end, TraceIDSize); e != nil {
+				return e.in("trace_id")
+			}
+		case 6<<3 | wtI64:
+			v, z, e := d.fixed64(q, end)
+			if e != nil {
+				return e.in("as_int")
+			}
+			m.Value, p = &metricspb.Exemplar_AsInt{AsInt: int64(v)}, z
+		case 7<<3 | wtLen:
+			i := len(m.FilteredAttributes) + d.lists.keyValue.count(filteredAttributesMark)
+			a, z, e := d.lenPrefix(q, end)
+			if e != nil {
+				return e.at("filtered_attributes", i)
+			}
+			x := d.slabs.attrData.one(p, d.n)
+			if e := d.keyValue(x, a, z, 8); e != nil {
+				return e.at("filtered_attributes", i)
+			}
+			d.lists.keyValue.push(&x.m)
+			p = z
+		default:
+			if p, e = d.other(tag, p, q, end, exemplarFields); e != nil {
+				return e
+			}
+		}
+	}
+	m.FilteredAttributes = d.lists.keyValue.finish(filteredAttributesMark, m.FilteredAttributes, p, d.n)
+	return nil
+}
+
+// sum decodes a Sum.
+func (d *decoder) sum(m *metricspb.Sum, p, end int) *DecodeError {
+	dataPointsMark := d.lists.numberDataPoint.mark()
+	for p < end {
+		tag, q := uint64(d.b[p]), p+1
+		var e *DecodeError
+		if tag-8 >= 0x80-8 { // not a one-byte tag (field 1 to 15)
+			if tag, q, e = d.tagSlow(p, end); e != nil {
+				return e
+			}
+		}
+		switch tag {
+		case 1<<3 | wtLen:
+			i := len(m.DataPoints) + d.lists.numberDataPoint.count(dataPointsMark)
+			a, z, e := d.lenPrefix(q, end)
+			if e != nil {
+				return e.at("data_points", i)
+			}
+			x := d.lists.numberDataPoint.new(p, d.n)
+			if e := d.numberDataPoint(x, a, z); e != nil {
+				return e.at("data_points", i)
+			}
+			d.lists.numberDataPoint.push(x)
+			p = z
+		case 2<<3 | wtVarint:
+			v, z, e := d.varint(q, end)
+			if e != nil {
+				return e.in("aggregation_temporality")
+			}
+			m.AggregationTemporality, p = metricspb.AggregationTemporality(int32(v)), z
+		case 3<<3 | wtVarint:
+			v, z, e := d.varint(q, end)
+			if e != nil {
+				return e.in("is_monotonic")
+			}
+			m.IsMonotonic, p = v != 0, z
+		default:
+			if p, e = d.other(tag, p, q, end, sumFields); e != nil {
+				return e
+			}
+		}
+	}
+	m.DataPoints = d.lists.numberDataPoint.finish(dataPointsMark, m.DataPoints, p, d.n)
+	return nil
+}
+
+// histogram decodes a Histogram.
+func (d *decoder) histogram(m *metricspb.Histogram, p, end int) *DecodeError {
+	dataPointsMark := d.lists.histogramDataPoint.mark()
+	for p < end {
+		tag, q := uint64(d.b[p]), p+1
+		var e *DecodeError
+		if tag-8 >= 0x80-8 { // not a one-byte tag (field 1 to 15)
+			if tag, q, e = d.tagSlow(p, end); e != nil {
+				return e
+			}
+		}
+		switch tag {
+		case 1<<3 | wtLen:
+			i := len(m.DataPoints) + d.lists.histogramDataPoint.count(dataPointsMark)
+			a, z, e := d.lenPrefix(q, end)
+			if e != nil {
+				return e.at("data_points", i)
+			}
+			x := d.lists.histogramDataPoint.new(p, d.n)
+			if e := d.histogramDataPoint(x, a, z); e != nil {
+				return e.at("data_points", i)
+			}
+			d.lists.histogramDataPoint.push(x)
+			p = z
+		case 2<<3 | wtVarint:
+			v, z, e := d.varint(q, end)
+			if e != nil {
+				return e.in("aggregation_temporality")
+			}
+			m.AggregationTemporality, p = metricspb.AggregationTemporality(int32(v)), z
+		default:
+			if p, e = d.other(tag, p, q, end, histogramFields); e != nil {
+				return e
+			}
+		}
+	}
+	m.DataPoints = d.lists.histogramDataPoint.finish(dataPointsMark, m.DataPoints, p, d.n)
+	return nil
+}
+
+// histogramDataPoint decodes a HistogramDataPoint.
+func (d *decoder) histogramDataPoint(m *metricspb.HistogramDataPoint, p, end int) *DecodeError {
+	exemplarsMark, attributesMark := d.lists.exemplar.mark(), d.lists.keyValue.mark()
+	for p < end {
+		tag, q := uint64(d.b[p]), p+1
+		var e *DecodeError
+		if tag-8 >= 0x80-8 { // not a one-byte tag (field 1 to 15)
+			if tag, q, e = d.tagSlow(p, end); e != nil {
+				return e
+			}
+		}
+		switch tag {
+		case 2<<3 | wtI64:
+			if m.StartTimeUnixNano, p, e = d.fixed64(q, end); e != nil {
+				return e.in("start_time_unix_nano")
+			}
+		case 3<<3 | wtI64:
+			if m.TimeUnixNano, p, e = d.fixed64(q, end); e != nil {
+				return e.in("time_unix_nano")
+			}
+		case 4<<3 | wtI64:
+			if m.Count, p, e = d.fixed64(q, end); e != nil {
+				return e.in("count")
+			}
+		case 5<<3 | wtI64:
+			v, z, e := d.fixed64(q, end)
+			if e != nil {
+				return e.in("sum")
+			}
+			x := d.slabs.optionalDouble.one(p, d.n)
+			*x = math.Float64frombits(v)
+			m.Sum, p = x, z
+		case 6<<3 | wtLen:
+			if m.BucketCounts, p, e = d.packedFixed64(m.BucketCounts, q, end); e != nil {
+				return e.in("bucket_counts")
+			}
+		case 6<<3 | wtI64:
+			v, z, e := d.fixed64(q, end)
+			if e != nil {
+				return e.in("bucket_counts")
+			}
+			m.BucketCounts, p = append(m.BucketCounts, v), z
+		case 7<<3 | wtLen:
+			if m.ExplicitBounds, p, e = d.packedDouble(m.ExplicitBounds, q, end); e != nil {
+				return e.in("explicit_bounds")
+			}
+		case 7<<3 | wtI64:
+			v, z, e := d.fixed64(q, end)
+			if e != nil {
+				return e.in("explicit_bounds")
+			}
+			m.ExplicitBounds, p = append(m.ExplicitBounds, math.Float64frombits(v)), z
+		case 8<<3 | wtLen:
+			i := len(m.Exemplars) + d.lists.exemplar.count(exemplarsMark)
+			a, z, e := d.lenPrefix(q, end)
+			if e != nil {
+				return e.at("exemplars", i)
+			}
+			x := d.lists.exemplar.new(p, d.n)
+			if e := d.exemplar(x, a, z); e != nil {
+				return e.at("exemplars", i)
+			}
+			d.lists.exemplar.push(x)
+			p = z
+		case 9<<3 | wtLen:
+			i := len(m.Attributes) + d.lists.keyValue.count(attributesMark)
+			a, z, e := d.lenPrefix(q, end)
+			if e != nil {
+				return e.at("attributes", i)
+			}
+			x := d.slabs.attrData.one(p, d.n)
+			if e := d.keyValue(x, a, z, 7); e != nil {
+				return e.at("attributes", i)
+			}
+			d.lists.keyValue.push(&x.m)
+			p = z
+		case 10<<3 | wtVarint:
+			v, z, e := d.varint(q, end)
+			if e != nil {
+				return e.in("flags")
+			}
+			m.Flags, p = uint32(v), z
+		case 11<<3 | wtI64:
+			v, z, e := d.fixed64(q, end)
+			if e != nil {
+				return e.in("min")
+			}
+			x := d.slabs.optionalDouble.one(p, d.n)
+			*x = math.Float64frombits(v)
+			m.Min, p = x, z
+		case 12<<3 | wtI64:
+			v, z, e := d.fixed64(q, end)
+			if e != nil {
+				return e.in("max")
+			}
+			x := d.slabs.optionalDouble.one(p, d.n)
+			*x = math.Float64frombits(v)
+			m.Max, p = x, z
+		default:
+			if p, e = d.other(tag, p, q, end, histogramPointFields); e != nil {
+				return e
+			}
+		}
+	}
+	m.Exemplars = d.lists.exemplar.finish(exemplarsMark, m.Exemplars, p, d.n)
+	m.Attributes = d.lists.keyValue.finish(attributesMark, m.Attributes, p, d.n)
+	return nil
+}
+
+// exponentialHistogram decodes an ExponentialHistogram.
+func (d *decoder) exponentialHistogram(m *metricspb.ExponentialHistogram, p, end int) *DecodeError {
+	dataPointsMark := d.lists.exponentialHistogramDataPoint.mark()
+	for p < end {
+		tag, q := uint64(d.b[p]), p+1
+		var e *DecodeError
+		if tag-8 >= 0x80-8 { // not a one-byte tag (field 1 to 15)
+			if tag, q, e = d.tagSlow(p, end); e != nil {
+				return e
+			}
+		}
+		switch tag {
+		case 1<<3 | wtLen:
+			i := len(m.DataPoints) + d.lists.exponentialHistogramDataPoint.count(dataPointsMark)
+			a, z, e := d.lenPrefix(q, end)
+			if e != nil {
+				return e.at("data_points", i)
+			}
+			x := d.lists.exponentialHistogramDataPoint.new(p, d.n)
+			if e := d.exponentialHistogramDataPoint(x, a, z); e != nil {
+				return e.at("data_points", i)
+			}
+			d.lists.exponentialHistogramDataPoint.push(x)
+			p = z
+		case 2<<3 | wtVarint:
+			v, z, e := d.varint(q, end)
+			if e != nil {
+				return e.in("aggregation_temporality")
+			}
+			m.AggregationTemporality, p = metricspb.AggregationTemporality(int32(v)), z
+		default:
+			if p, e = d.other(tag, p, q, end, histogramFields); e != nil {
+				return e
+			}
+		}
+	}
+	m.DataPoints = d.lists.exponentialHistogramDataPoint.finish(dataPointsMark, m.DataPoints, p, d.n)
+	return nil
+}
+
+// exponentialHistogramDataPoint decodes an ExponentialHistogramDataPoint.
+func (d *decoder) exponentialHistogramDataPoint(m *metricspb.ExponentialHistogramDataPoint, p, end int) *DecodeError {
+	attributesMark, exemplarsMark := d.lists.keyValue.mark(), d.lists.exemplar.mark()
+	for p < end {
+		tag, q := uint64(d.b[p]), p+1
+		var e *DecodeError
+		if tag-8 >= 0x80-8 { // not a one-byte tag (field 1 to 15)
+			if tag, q, e = d.tagSlow(p, end); e != nil {
+				return e
+			}
+		}
+		switch tag {
+		case 1<<3 | wtLen:
+			i := len(m.Attributes) + d.lists.keyValue.count(attributesMark)
+			a, z, e := d.lenPrefix(q, end)
+			if e != nil {
+				return e.at("attributes", i)
+			}
+			x := d.slabs.attrData.one(p, d.n)
+			if e := d.keyValue(x, a, z, 7); e != nil {
+				return e.at("attributes", i)
+			}
+			d.lists.keyValue.push(&x.m)
+			p = z
+		case 2<<3 | wtI64:
+			if m.StartTimeUnixNano, p, e = d.fixed64(q, end); e != nil {
+				return e.in("start_time_unix_nano")
+			}
+		case 3<<3 | wtI64:
+			if m.TimeUnixNano, p, e = d.fixed64(q, end); e != nil {
+				return e.in("time_unix_nano")
+			}
+		case 4<<3 | wtI64:
+			if m.Count, p, e = d.fixed64(q, end); e != nil {
+				return e.in("count")
+			}
+		case 5<<3 | wtI64:
+			v, z, e := d.fixed64(q, end)
+			if e != nil {
+				return e.in("sum")
+			}
+			x := d.slabs.optionalDouble.one(p, d.n)
+			*x = math.Float64frombits(v)
+			m.Sum, p = x, z
+		case 6<<3 | wtVarint:
+			v, z, e := d.varint(q, end)
+			if e != nil {
+				return e.in("scale")
+			}
+			m.Scale, p = sint32(v), z
+		case 7<<3 | wtI64:
+			if m.ZeroCount, p, e = d.fixed64(q, end); e != nil {
+				return e.in("zero_count")
+			}
+		case 8<<3 | wtLen:
+			a, z, e := d.lenPrefix(q, end)
+			if e != nil {
+				return e.in("positive")
+			}
+			if m.Positive == nil {
+				m.Positive = d.slabs.buckets.one(p, d.n)
+			}
+			if e := d.buckets(m.Positive, a, z); e != nil {
+				return e.in("positive")
+			}
+			p = z
+		case 9<<3 | wtLen:
+			a, z, e := d.lenPrefix(q, end)
+			if e != nil {
+				return e.in("negative")
+			}
+			if m.Negative == nil {
+				m.Negative = d.slabs.buckets.one(p, d.n)
+			}
+			if e := d.buckets(m.Negative, a, z); e != nil {
+				return e.in("negative")
+			}
+			p = z
+		case 10<<3 | wtVarint:
+			v, z, e := d.varint(q, end)
+			if e != nil {
+				return e.in("flags")
+			}
+			m.Flags, p = uint32(v), z
+		case 11<<3 | wtLen:
+			i := len(m.Exemplars) + d.lists.exemplar.count(exemplarsMark)
+			a, z, e := d.lenPrefix(q, end)
+			if e != nil {
+				return e.at("exemplars", i)
+			}
+			x := d.lists.exemplar.new(p, d.n)
+			if e := d.exemplar(x, a, z); e != nil {
+				return e.at("exemplars", i)
+			}
+			d.lists.exemplar.push(x)
+			p = z
+		case 12<<3 | wtI64:
+			v, z, e := d.fixed64(q, end)
+			if e != nil {
+				return e.in("min")
+			}
+			x := d.slabs.optionalDouble.one(p, d.n)
+			*x = math.Float64frombits(v)
+			m.Min, p = x, z
+		case 13<<3 | wtI64:
+			v, z, e := d.fixed64(q, end)
+			if e != nil {
+				return e.in("max")
+			}
+			x := d.slabs.optionalDouble.one(p, d.n)
+			*x = math.Float64frombits(v)
+			m.Max, p = x, z
+		case 14<<3 | wtI64:
+			v, z, e := d.fixed64(q, end)
+			if e != nil {
+				return e.in("zero_threshold")
+			}
+			m.ZeroThreshold, p = math.Float64frombits(v), z
+		default:
+			if p, e = d.other(tag, p, q, end, expHistogramPointFields); e != nil {
+				return e
+			}
+		}
+	}
+	m.Attributes = d.lists.keyValue.finish(attributesMark, m.Attributes, p, d.n)
+	m.Exemplars = d.lists.exemplar.finish(exemplarsMark, m.Exemplars, p, d.n)
+	return nil
+}
+
+// buckets decodes an ExponentialHistogramDataPoint_Buckets.
+func (d *decoder) buckets(m *metricspb.ExponentialHistogramDataPoint_Buckets, p, end int) *DecodeError {
+	for p < end {
+		tag, q := uint64(d.b[p]), p+1
+		var e *DecodeError
+		if tag-8 >= 0x80-8 { // not a one-byte tag (field 1 to 15)
+			if tag, q, e = d.tagSlow(p, end); e != nil {
+				return e
+			}
+		}
+		switch tag {
+		case 1<<3 | wtVarint:
+			v, z, e := d.varint(q, end)
+			if e != nil {
+				return e.in("offset")
+			}
+			m.Offset, p = sint32(v), z
+		case 2<<3 | wtLen:
+			if m.BucketCounts, p, e = d.packedVarint(m.BucketCounts, q, end); e != nil {
+				return e.in("bucket_counts")
+			}
+		case 2<<3 | wtVarint:
+			v, z, e := d.varint(q, end)
+			if e != nil {
+				return e.in("bucket_counts")
+			}
+			m.BucketCounts, p = append(m.BucketCounts, v), z
+		default:
+			if p, e = d.other(tag, p, q, end, bucketsFields); e != nil {
+				return e
+			}
+		}
+	}
+	return nil
+}
+
+// summary decodes a Summary.
+func (d *decoder) summary(m *metricspb.Summary, p, end int) *DecodeError {
+	dataPointsMark := d.lists.summaryDataPoint.mark()
+	for p < end {
+		tag, q := uint64(d.b[p]), p+1
+		var e *DecodeError
+		if tag-8 >= 0x80-8 { // not a one-byte tag (field 1 to 15)
+			if tag, q, e = d.tagSlow(p, end); e != nil {
+				return e
+			}
+		}
+		switch tag {
+		case 1<<3 | wtLen:
+			i := len(m.DataPoints) + d.lists.summaryDataPoint.count(dataPointsMark)
+			a, z, e := d.lenPrefix(q, end)
+			if e != nil {
+				return e.at("data_points", i)
+			}
+			x := d.lists.summaryDataPoint.new(p, d.n)
+			if e := d.summaryDataPoint(x, a, z); e != nil {
+				return e.at("data_points", i)
+			}
+			d.lists.summaryDataPoint.push(x)
+			p = z
+		default:
+			if p, e = d.other(tag, p, q, end, summaryFields); e != nil {
+				return e
+			}
+		}
+	}
+	m.DataPoints = d.lists.summaryDataPoint.finish(dataPointsMark, m.DataPoints, p, d.n)
+	return nil
+}
+
+// summaryDataPoint decodes a SummaryDataPoint.
+func (d *decoder) summaryDataPoint(m *metricspb.SummaryDataPoint, p, end int) *DecodeError {
+	quantileValuesMark, attributesMark := d.lists.valueAtQuantile.mark(), d.lists.keyValue.mark()
+	for p < end {
+		tag, q := uint64(d.b[p]), p+1
+		var e *DecodeError
+		if tag-8 >= 0x80-8 { // not a one-byte tag (field 1 to 15)
+			if tag, q, e = d.tagSlow(p, end); e != nil {
+				return e
+			}
+		}
+		switch tag {
+		case 2<<3 | wtI64:
+			if m.StartTimeUnixNano, p, e = d.fixed64(q, end); e != nil {
+				return e.in("start_time_unix_nano")
+			}
+		case 3<<3 | wtI64:
+			if m.TimeUnixNano, p, e = d.fixed64(q, end); e != nil {
+				return e.in("time_unix_nano")
+			}
+		case 4<<3 | wtI64:
+			if m.Count, p, e = d.fixed64(q, end); e != nil {
+				return e.in("count")
+			}
+		case 5<<3 | wtI64:
+			v, z, e := d.fixed64(q, end)
+			if e != nil {
+				return e.in("sum")
+			}
+			m.Sum, p = math.Float64frombits(v), z
+		case 6<<3 | wtLen:
+			i := len(m.QuantileValues) + d.lists.valueAtQuantile.count(quantileValuesMark)
+			a, z, e := d.lenPrefix(q, end)
+			if e != nil {
+				return e.at("quantile_values", i)
+			}
+			x := d.lists.valueAtQuantile.new(p, d.n)
+			if e := d.valueAtQuantile(x, a, z); e != nil {
+				return e.at("quantile_values", i)
+			}
+			d.lists.valueAtQuantile.push(x)
+			p = z
+		case 7<<3 | wtLen:
+			i := len(m.Attributes) + d.lists.keyValue.count(attributesMark)
+			a, z, e := d.lenPrefix(q, end)
+			if e != nil {
+				return e.at("attributes", i)
+			}
+			x := d.slabs.attrData.one(p, d.n)
+			if e := d.keyValue(x, a, z, 7); e != nil {
+				return e.at("attributes", i)
+			}
+			d.lists.keyValue.push(&x.m)
+			p = z
+		case 8<<3 | wtVarint:
+			v, z, e := d.varint(q, end)
+			if e != nil {
+				return e.in("flags")
+			}
+			m.Flags, p = uint32(v), z
+		default:
+			if p, e = d.other(tag, p, q, end, summaryPointFields); e != nil {
+				return e
+			}
+		}
+	}
+	m.QuantileValues = d.lists.valueAtQuantile.finish(quantileValuesMark, m.QuantileValues, p, d.n)
+	m.Attributes = d.lists.keyValue.finish(attributesMark, m.Attributes, p, d.n)
+	return nil
+}
+
+// valueAtQuantile decodes a SummaryDataPoint_ValueAtQuantile.
+func (d *decoder) valueAtQuantile(m *metricspb.SummaryDataPoint_ValueAtQuantile, p, end int) *DecodeError {
+	for p < end {
+		tag, q := uint64(d.b[p]), p+1
+		var e *DecodeError
+		if tag-8 >= 0x80-8 { // not a one-byte tag (field 1 to 15)
+			if tag, q, e = d.tagSlow(p, end); e != nil {
+				return e
+			}
+		}
+		switch tag {
+		case 1<<3 | wtI64:
+			v, z, e := d.fixed64(q, end)
+			if e != nil {
+				return e.in("quantile")
+			}
+			m.Quantile, p = math.Float64frombits(v), z
+		case 2<<3 | wtI64:
+			v, z, e := d.fixed64(q, end)
+			if e != nil {
+				return e.in("value")
+			}
+			m.Value, p = math.Float64frombits(v), z
+		default:
+			if p, e = d.other(tag, p, q, end, quantileFields); e != nil {
+				return e
+			}
+		}
+	}
+	return nil
+}
+
+// logs decodes the body as an ExportLogsServiceRequest.
+func (d *decoder) logs() ([]*pipeline.ResourceLogs, *DecodeError) {
+	// The records, nearly all of the body, are not decoded into d's
+	// slabs: extrapolating the few messages above them over the whole body
+	// would size chunks for thousands. n = 0 turns the extrapolation off;
+	// chunks then grow with use.
+	d.n = 0
+	mark := d.lists.resourceLogs.mark()
+	p, end := 0, len(d.b)
+	for p < end {
+		tag, q := uint64(d.b[p]), p+1
+		var e *DecodeError
+		if tag-8 >= 0x80-8 { // not a one-byte tag (field 1 to 15)
+			if tag, q, e = d.tagSlow(p, end); e != nil {
+				return nil, e
+			}
+		}
+		switch tag {
+		case 1<<3 | wtLen:
+			i := d.lists.resourceLogs.count(mark)
+			a, z, e := d.lenPrefix(q, end)
+			if e != nil {
+				return nil, e.at("resource_logs", i)
+			}
+			x := d.lists.resourceLogs.new(p, d.n)
+			if e := d.resourceLogs(x, a, z); e != nil {
+				return nil, e.at("resource_logs", i)
+			}
+			d.lists.resourceLogs.push(x)
+			p = z
+		default:
+			if p, e = d.other(tag, p, q, end, resourceLogsRequestFields); e != nil {
+				return nil, e
+			}
+		}
+	}
+	return d.lists.resourceLogs.finish(mark, nil, p, d.n), nil
+}
+
+// resourceLogs decodes a ResourceLogs.
+func (d *decoder) resourceLogs(m *pipeline.ResourceLogs, p, end int) *DecodeError {
+	scopeLogsMark := d.lists.scopeLogs.mark()
+	for p < end {
+		tag, q := uint64(d.b[p]), p+1
+		var e *DecodeError
+		if tag-8 >= 0x80-8 { // not a one-byte tag (field 1 to 15)
+			if tag, q, e = d.tagSlow(p, end); e != nil {
+				return e
+			}
+		}
+		switch tag {
+		case 1<<3 | wtLen:
+			a, z, e := d.lenPrefix(q, end)
+			if e != nil {
+				return e.in("resource")
+			}
+			if m.Resource == nil {
+				m.Resource = new(resourcepb.Resource)
+			}
+			if e := d.resource(m.Resource, a, z); e != nil {
+				return e.in("resource")
+			}
+			p = z
+		case 2<<3 | wtLen:
+			i := len(m.ScopeLogs) + d.lists.scopeLogs.count(scopeLogsMark)
+			a, z, e := d.lenPrefix(q, end)
+			if e != nil {
+				return e.at("scope_logs", i)
+			}
+			x := d.lists.scopeLogs.new(p, d.n)
+			if e := d.scopeLogs(x, a, z); e != nil {
+				return e.at("scope_logs", i)
+			}
+			d.lists.scopeLogs.push(x)
+			p = z
+		case 3<<3 | wtLen:
+			if m.SchemaURL, p, e = d.str(q, end); e != nil {
+				return e.in("schema_url")
+			}
+		default:
+			if p, e = d.other(tag, p, q, end, resourceLogsFields); e != nil {
+				return e
+			}
+		}
+	}
+	m.ScopeLogs = d.lists.scopeLogs.finish(scopeLogsMark, m.ScopeLogs, p, d.n)
+	return nil
+}
+
+// scopeLogs decodes a ScopeLogs.
+func (d *decoder) scopeLogs(m *pipeline.ScopeLogs, p, end int) *DecodeError {
+	from, n, start, last, contiguous := p, 0, -1, -1, true
+	for p < end {
+		tag, q := uint64(d.b[p]), p+1
+		var e *DecodeError
+		if tag-8 >= 0x80-8 { // not a one-byte tag (field 1 to 15)
+			if tag, q, e = d.tagSlow(p, end); e != nil {
+				return e
+			}
+		}
+		switch tag {
+		case 1<<3 | wtLen:
+			a, z, e := d.lenPrefix(q, end)
+			if e != nil {
+				return e.in("scope")
+			}
+			if m.Scope == nil {
+				m.Scope = new(commonpb.InstrumentationScope)
+			}
+			if e := d.scope(m.Scope, a, z); e != nil {
+				return e.in("scope")
+			}
+			p = z
+		case 2<<3 | wtLen:
+			a, z, e := d.lenPrefix(q, end)
+			if e != nil {
+				return e.at("log_records", n)
+			}
+			if e := d.checkLogRecord(a, z); e != nil {
+				return e.at("log_records", n)
+			}
+			n++
+			if start < 0 {
+				start = p
+			} else if p != last {
+				contiguous = false
+			}
+			p, last = z, z
+		case 3<<3 | wtLen:
+			if m.SchemaURL, p, e = d.str(q, end); e != nil {
+				return e.in("schema_url")
+			}
+		default:
+			if p, e = d.other(tag, p, q, end, scopeLogsFields); e != nil {
+				return e
+			}
+		}
+	}
+	// The records: [start, last) of the body while they are contiguous, as
+	// they are from every SDK, else copied together.
+	switch {
+	case n == 0:
+	case contiguous:
+		m.Records = d.b[start:last:last]
+	default:
+		m.Records = d.gatherRecords(from, end, 2)
+	}
+	return nil
+}
+
+// logRecord decodes a LogRecord.
+func (d *decoder) logRecord(m *logspb.LogRecord, p, end int) *DecodeError {
+	attributesMark := d.lists.keyValue.mark()
+	for p < end {
+		tag, q := uint64(d.b[p]), p+1
+		var e *DecodeError
+		if tag-8 >= 0x80-8 { // not a one-byte tag (field 1 to 15)
+			if tag, q, e = d.tagSlow(p, end); e != nil {
+				return e
+			}
+		}
+		switch tag {
+		case 1<<3 | wtI64:
+			if m.TimeUnixNano, p, e = d.fixed64(q, end); e != nil {
+				return e.in("time_unix_nano")
+			}
+		case 2<<3 | wtVarint:
+			v, z, e := d.varint(q, end)
+			if e != nil {
+				return e.in("severity_number")
+			}
+			m.SeverityNumber, p = logspb.SeverityNumber(int32(v)), z
+		case 3<<3 | wtLen:
+			if m.SeverityText, p, e = d.str(q, end); e != nil {
+				return e.in("severity_text")
+			}
+		case 5<<3 | wtLen:
+			a, z, e := d.lenPrefix(q, end)
+			if e != nil {
+				return e.in("body")
+			}
+			if m.Body == nil {
+				m.Body = d.slabs.anyValue.one(p, d.n)
+			}
+			if e := d.anyValue(m.Body, a, z, 5, nil); e != nil {
+				return e.in("body")
+			}
+			p = z
+		case 6<<3 | wtLen:
+			i := len(m.Attributes) + d.lists.keyValue.count(attributesMark)
+			a, z, e := d.lenPrefix(q, end)
+			if e != nil {
+				return e.at("attributes", i)
+			}
+			x := d.slabs.attrData.one(p, d.n)
+			if e := d.keyValue(x, a, z, 5); e != nil {
+				return e.at("attributes", i)
+			}
+			d.lists.keyValue.push(&x.m)
+			p = z
+		case 7<<3 | wtVarint:
+			v, z, e := d.varint(q, end)
+			if e != nil {
+				return e.in("dropped_attributes_count")
+			}
+			m.DroppedAttributesCount, p = uint32(v), z
+		case 8<<3 | wtI32:
+			if m.Flags, p, e = d.fixed32(q, end); e != nil {
+				return e.in("flags")
+			}
+		case 9<<3 | wtLen:
+			if m.TraceId, p, e = d.id(q, end, TraceIDSize); e != nil {
+				return e.in("trace_id")
+			}
+		case 10<<3 | wtLen:
+			if m.SpanId, p, e = d.id(q, end, SpanIDSize); e != nil {
+				return e.in("span_id")
+			}
+		case 11<<3 | wtI64:
+			if m.ObservedTimeUnixNano, p, e = d.fixed64(q, end); e != nil {
+				return e.in("observed_time_unix_nano")
+			}
+		case 12<<3 | wtLen:
+			if m.EventName, p, e = d.str(q, end); e != nil {
+				return e.in("event_name")
+			}
+		default:
+			if p, e = d.other(tag, p, q, end, logRecordFields); e != nil {
+				return e
+			}
+		}
+	}
+	m.Attributes = d.lists.keyValue.finish(attributesMark, m.Attributes, p, d.n)
+	return nil
+}
+
+// checkSpan checks the Span record in [a, z) of d.b: validSpan, or when
+// that says no, decoding it into the scratch decoder's Span, which names
+// the error.
+func (d *decoder) checkSpan(a, z int) *DecodeError {
+	if d.validSpan(a, z) {
+		return nil
+	}
+	sd := d.scratchDecoder()
+	return sd.span(sd.span0(), a, z)
+}
+
+// span0 returns the scratch decoder's Span, zeroed.
+func (d *decoder) span0() *tracepb.Span {
+	if d.items.span == nil {
+		d.items.span = new(tracepb.Span)
+	} else {
+		*d.items.span = tracepb.Span{}
+	}
+	return d.items.span
+}
+
+// checkLogRecord checks the LogRecord record in [a, z) of d.b: validLogRecord, or when
+// that says no, decoding it into the scratch decoder's LogRecord, which names
+// the error.
+func (d *decoder) checkLogRecord(a, z int) *DecodeError {
+	if d.validLogRecord(a, z) {
+		return nil
+	}
+	sd := d.scratchDecoder()
+	return sd.logRecord(sd.logRecord0(), a, z)
+}
+
+// logRecord0 returns the scratch decoder's LogRecord, zeroed.
+func (d *decoder) logRecord0() *logspb.LogRecord {
+	if d.items.logRecord == nil {
+		d.items.logRecord = new(logspb.LogRecord)
+	} else {
+		*d.items.logRecord = logspb.LogRecord{}
+	}
+	return d.items.logRecord
+}

@@ -3,6 +3,7 @@ package otlpwire
 import (
 	"encoding/binary"
 	"fmt"
+	"math"
 	"strconv"
 	"strings"
 	"sync"
@@ -10,21 +11,20 @@ import (
 	"unsafe"
 
 	"github.com/otelstep/otelstep/pipeline"
-	commonpb "go.opentelemetry.io/proto/otlp/common/v1"
-	logspb "go.opentelemetry.io/proto/otlp/logs/v1"
 	metricspb "go.opentelemetry.io/proto/otlp/metrics/v1"
-	tracepb "go.opentelemetry.io/proto/otlp/trace/v1"
 	"google.golang.org/protobuf/encoding/protowire"
 )
 
 // A reflection-free protobuf decoder for the three OTLP export requests.
 //
-// proto.Unmarshal was about a third of the process CPU on an OTLP traces
-// load: it walks the message descriptors through reflection-driven coders
-// and allocates every string, byte slice and message on its own. This
-// decoder is written out message by message (field numbers checked against
-// the generated .pb.go files of go.opentelemetry.io/proto/otlp v1.11.1) and
-// fills the same generated types.
+// proto.Unmarshal walks the message descriptors through reflection-driven
+// coders and allocates every string, byte slice and message on its own.
+// This decoder's per-message code (generated_proto_decode.go: the field
+// tables, the decode switch of every message, the lists and slabs) is
+// generated from the descriptors of go.opentelemetry.io/proto/otlp and
+// otelstep's choices (internal/gen/choices.go); it fills the same
+// generated types, and pipeline types above the records. This file holds
+// the rules and the primitives.
 //
 // Memory. The body is copied once into a buffer the result owns; every
 // string field is a substring of one string over that buffer and every
@@ -194,80 +194,15 @@ type decoder struct {
 	// received (a SpanDecoder's span records).
 	checked bool
 
-	kvs   list[commonpb.KeyValue] // lists of &attrData.kv
-	attrs slab[attrData]
-	avs   list[commonpb.AnyValue]
-	ents  list[commonpb.EntityRef]
-	strs  slab[commonpb.AnyValue_StringValue]
-	ints  slab[commonpb.AnyValue_IntValue]
-	dbls  slab[commonpb.AnyValue_DoubleValue]
-	bols  slab[commonpb.AnyValue_BoolValue]
-
-	// scratch decodes one span at a time into sp and rewinds (see
-	// checkSpan): created on first use and pooled with the decoder.
+	// scratch decodes one record at a time and rewinds (see checkSpan):
+	// created on first use and pooled with the decoder.
 	scratch *decoder
-	sp      *tracepb.Span
-	lr      *logspb.LogRecord
 
-	rss    list[pipeline.ResourceSpans]
-	sss    list[pipeline.ScopeSpans]
-	events list[tracepb.Span_Event]
-	links  list[tracepb.Span_Link]
-	stats  slab[tracepb.Status]
-
-	rls list[pipeline.ResourceLogs]
-	sls list[pipeline.ScopeLogs]
-
-	rms      list[metricspb.ResourceMetrics]
-	sms      list[metricspb.ScopeMetrics]
-	mets     list[metricspb.Metric]
-	gauges   slab[gaugeData]
-	sums     slab[sumData]
-	nps      list[metricspb.NumberDataPoint]
-	npDbls   slab[metricspb.NumberDataPoint_AsDouble]
-	npInts   slab[metricspb.NumberDataPoint_AsInt]
-	hps      list[metricspb.HistogramDataPoint]
-	ehps     list[metricspb.ExponentialHistogramDataPoint]
-	sps      list[metricspb.SummaryDataPoint]
-	quants   list[metricspb.SummaryDataPoint_ValueAtQuantile]
-	exs      list[metricspb.Exemplar]
-	f64ptrs  slab[float64] // HistogramDataPoint sum/min/max
-	u64s     slab[uint64]  // bucket counts
-	f64s     slab[float64] // explicit bounds
-	buckets  slab[metricspb.ExponentialHistogramDataPoint_Buckets]
-	exDbls   slab[metricspb.Exemplar_AsDouble]
-	histos   slab[histogramData]
-	expHists slab[expHistogramData]
+	// The memory the result is carved from (generated from the schema).
+	lists decoderLists
+	slabs decoderSlabs
+	items decoderItems // a scratch decoder's record messages
 }
-
-// attrData is a KeyValue with the AnyValue and the string member its value
-// almost always is, allocated together (one slab instead of three; a value
-// of another kind leaves sv unused).
-type attrData struct {
-	kv commonpb.KeyValue
-	av commonpb.AnyValue
-	sv commonpb.AnyValue_StringValue
-}
-
-// A metric's data member and its message are allocated together.
-type (
-	gaugeData struct {
-		w metricspb.Metric_Gauge
-		m metricspb.Gauge
-	}
-	sumData struct {
-		w metricspb.Metric_Sum
-		m metricspb.Sum
-	}
-	histogramData struct {
-		w metricspb.Metric_Histogram
-		m metricspb.Histogram
-	}
-	expHistogramData struct {
-		w metricspb.Metric_ExponentialHistogram
-		m metricspb.ExponentialHistogram
-	}
-)
 
 // Decoders are pooled for their scratch stacks only: getDecoder starts
 // every slab empty, so no chunk is ever shared by two requests.
@@ -290,18 +225,11 @@ func getDecoder(buf []byte) *decoder {
 // slab chunks, stack contents) and pools the decoder with the storage of
 // its scratch stacks (a stack left out here is merely not reused).
 func putDecoder(d *decoder) {
-	var keep decoder
-	keep.kvs.stack, keep.avs.stack, keep.ents.stack = clearStack(d.kvs.stack), clearStack(d.avs.stack), clearStack(d.ents.stack)
-	keep.rss.stack, keep.sss.stack = clearStack(d.rss.stack), clearStack(d.sss.stack)
-	keep.events.stack, keep.links.stack = clearStack(d.events.stack), clearStack(d.links.stack)
-	keep.rls.stack, keep.sls.stack = clearStack(d.rls.stack), clearStack(d.sls.stack)
+	keep := decoder{lists: d.lists.keepStacks()}
 	if sd := d.scratch; sd != nil {
 		sd.forget()
 		keep.scratch = sd
 	}
-	keep.rms.stack, keep.sms.stack, keep.mets.stack = clearStack(d.rms.stack), clearStack(d.sms.stack), clearStack(d.mets.stack)
-	keep.nps.stack, keep.hps.stack, keep.ehps.stack = clearStack(d.nps.stack), clearStack(d.hps.stack), clearStack(d.ehps.stack)
-	keep.sps.stack, keep.quants.stack, keep.exs.stack = clearStack(d.sps.stack), clearStack(d.quants.stack), clearStack(d.exs.stack)
 	*d = keep
 	decoderPool.Put(d)
 }
@@ -529,3 +457,89 @@ const (
 	wtLen    = uint64(protowire.BytesType)
 	wtI32    = uint64(protowire.Fixed32Type)
 )
+
+// sint32 decodes a zigzag-encoded sint32 as proto.Unmarshal does: the low
+// 32 bits of the varint.
+func sint32(v uint64) int32 { return int32(protowire.DecodeZigZag(v & math.MaxUint32)) }
+
+// packedFixed64 appends the packed fixed64 values of the length-delimited
+// field at q to dst. A length that is not a multiple of 8 is an error, as
+// in proto.Unmarshal (its last element is truncated).
+func (d *decoder) packedFixed64(dst []uint64, q, end int) ([]uint64, int, *DecodeError) {
+	a, z, e := d.lenPrefix(q, end)
+	if e != nil {
+		return nil, 0, e
+	}
+	n := z - a
+	if n%8 != 0 {
+		return nil, 0, d.errf(a, "packed fixed64 length %d is not a multiple of 8", n)
+	}
+	if n == 0 {
+		return dst, z, nil
+	}
+	out := d.slabs.packedUint64.alloc(n/8, a, d.n)
+	for i := range out {
+		out[i] = binary.LittleEndian.Uint64(d.b[a+8*i:])
+	}
+	if len(dst) > 0 {
+		out = append(dst, out...)
+	}
+	return out, z, nil
+}
+
+// packedDouble is packedFixed64 for doubles.
+func (d *decoder) packedDouble(dst []float64, q, end int) ([]float64, int, *DecodeError) {
+	a, z, e := d.lenPrefix(q, end)
+	if e != nil {
+		return nil, 0, e
+	}
+	n := z - a
+	if n%8 != 0 {
+		return nil, 0, d.errf(a, "packed double length %d is not a multiple of 8", n)
+	}
+	if n == 0 {
+		return dst, z, nil
+	}
+	out := d.slabs.packedDouble.alloc(n/8, a, d.n)
+	for i := range out {
+		out[i] = math.Float64frombits(binary.LittleEndian.Uint64(d.b[a+8*i:]))
+	}
+	if len(dst) > 0 {
+		out = append(dst, out...)
+	}
+	return out, z, nil
+}
+
+// packedVarint appends the packed varints of the length-delimited field at q
+// to dst.
+func (d *decoder) packedVarint(dst []uint64, q, end int) ([]uint64, int, *DecodeError) {
+	a, z, e := d.lenPrefix(q, end)
+	if e != nil {
+		return nil, 0, e
+	}
+	if a == z {
+		return dst, z, nil
+	}
+	// Each varint ends with the one byte of it below 0x80.
+	n := 0
+	for _, c := range d.b[a:z] {
+		if c < 0x80 {
+			n++
+		}
+	}
+	if d.b[z-1] >= 0x80 {
+		return nil, 0, d.errf(z-1, "packed varint truncated")
+	}
+	out := d.slabs.packedUint64.alloc(n, a, d.n)
+	for i, p := 0, a; p < z; i++ {
+		v, next, e := d.varint(p, z)
+		if e != nil {
+			return nil, 0, e
+		}
+		out[i], p = v, next
+	}
+	if len(dst) > 0 {
+		out = append(dst, out...)
+	}
+	return out, z, nil
+}

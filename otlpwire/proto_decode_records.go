@@ -3,6 +3,9 @@ package otlpwire
 import (
 	"unsafe"
 
+	"github.com/otelstep/otelstep/pipeline"
+	"google.golang.org/protobuf/encoding/protowire"
+
 	logspb "go.opentelemetry.io/proto/otlp/logs/v1"
 	tracepb "go.opentelemetry.io/proto/otlp/trace/v1"
 )
@@ -67,23 +70,6 @@ func (d *decoder) trusted(rec []byte) *decoder {
 	return d
 }
 
-// forget drops a scratch decoder's references to the last item and the
-// bytes it aliases.
-func (d *decoder) forget() {
-	d.rewindItem()
-	clear(d.kvs.stack[:cap(d.kvs.stack)])
-	clear(d.avs.stack[:cap(d.avs.stack)])
-	clear(d.events.stack[:cap(d.events.stack)])
-	clear(d.links.stack[:cap(d.links.stack)])
-	if d.sp != nil {
-		*d.sp = tracepb.Span{}
-	}
-	if d.lr != nil {
-		*d.lr = logspb.LogRecord{}
-	}
-	d.b, d.s = nil, ""
-}
-
 // scratchDecoder returns d's scratch decoder, reading d's body: n stays 0,
 // so a scratch slab's chunks are sized by use, not by the rest of the body
 // (see slab.rewind).
@@ -98,56 +84,22 @@ func (d *decoder) scratchDecoder() *decoder {
 	return sd
 }
 
-// checkSpan checks the span in [a, z) of d.b: validSpan, or when that says
-// no, decoding it into the scratch decoder's Span, which names the error
-// (proto_validate.go).
-func (d *decoder) checkSpan(a, z int) *DecodeError {
-	if d.validSpan(a, z) {
-		return nil
+// gatherRecords copies the records (field num) of the message in [p,
+// end), all checked already, into one buffer.
+func (d *decoder) gatherRecords(p, end int, num protowire.Number) pipeline.Records {
+	var out pipeline.Records
+	for rest := d.b[p:end]; ; {
+		n, typ, l := protowire.ConsumeTag(rest)
+		if l < 0 {
+			return out
+		}
+		m := protowire.ConsumeFieldValue(n, typ, rest[l:])
+		if m < 0 {
+			return out
+		}
+		if n == num && typ == protowire.BytesType {
+			out = append(out, rest[:l+m]...)
+		}
+		rest = rest[l+m:]
 	}
-	sd := d.scratchDecoder()
-	return sd.span(sd.span0(), a, z)
-}
-
-// checkLogRecord is checkSpan for a log record.
-func (d *decoder) checkLogRecord(a, z int) *DecodeError {
-	if d.validLogRecord(a, z) {
-		return nil
-	}
-	sd := d.scratchDecoder()
-	return sd.logRecord(sd.logRecord0(), a, z)
-}
-
-// span0 and logRecord0 return the scratch decoder's item, zeroed.
-func (d *decoder) span0() *tracepb.Span {
-	if d.sp == nil {
-		d.sp = new(tracepb.Span)
-	} else {
-		*d.sp = tracepb.Span{}
-	}
-	return d.sp
-}
-
-func (d *decoder) logRecord0() *logspb.LogRecord {
-	if d.lr == nil {
-		d.lr = new(logspb.LogRecord)
-	} else {
-		*d.lr = logspb.LogRecord{}
-	}
-	return d.lr
-}
-
-// rewindItem makes every slab a span's or a log record's decoding uses hand
-// out its chunk again: nothing decoded into them is in use any more.
-func (d *decoder) rewindItem() {
-	d.kvs.rewind()
-	d.attrs.rewind()
-	d.avs.rewind()
-	d.strs.rewind()
-	d.ints.rewind()
-	d.dbls.rewind()
-	d.bols.rewind()
-	d.events.rewind()
-	d.links.rewind()
-	d.stats.rewind()
 }

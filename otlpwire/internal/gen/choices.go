@@ -26,6 +26,23 @@ type MessageChoice struct {
 	// FieldsVar names the message's field table (field names by number, for
 	// errors and the schema test); messages of one shape share one.
 	FieldsVar string
+	// Name is the stem of the Go names of the message's code (the decode
+	// method, its lists and slabs) where the Go type's last part, lower-cased
+	// first, does not serve: "scope" for InstrumentationScope; a request's
+	// is its signal's.
+	Name string
+	// AllocWith names the type a repeated element of the message is
+	// allocated as, together with its singular message field value and that
+	// value's string member (KeyValue: the attribute, nearly always a
+	// string, in one allocation instead of three).
+	AllocWith string
+	// ValidShape names a hand-written check of the message's common
+	// shapes the validator tries first (func (d *decoder) NAME(p, end, lv
+	// int) (ok, decided bool)).
+	ValidShape string
+	// New: a singular field of the message gets a message of its own (new)
+	// rather than one from a slab; see FieldChoice.New.
+	New bool
 }
 
 // FieldChoice is how otelstep's codec treats one field.
@@ -41,6 +58,16 @@ type FieldChoice struct {
 	// producer's pipeline.AttrSet) from the encodings stored with the set
 	// when given a pipeline.SharedAttrs.
 	SharedAttrs bool
+	// PipelineName is the field's name in the message's Pipeline type
+	// where it differs from the generated type's: "SchemaURL", and
+	// "Records" for the items of a Record message.
+	PipelineName string
+	// New: the protobuf decoder allocates the field's message or oneof
+	// wrapper with new rather than from a slab. For what is rare, or few
+	// per request and early in the body: a slab extrapolates its chunk's
+	// size from how many it handed out so far over the rest of the body,
+	// and one early occurrence would size a chunk for thousands.
+	New bool
 }
 
 const (
@@ -55,12 +82,12 @@ const (
 )
 
 var messageChoices = map[protoreflect.FullName]MessageChoice{
-	coltrace + "ExportTraceServiceRequest":            {FieldsVar: "resourceSpansRequestFields"},
-	colmet + "ExportMetricsServiceRequest":            {FieldsVar: "resourceMetricsRequestFields"},
-	collogs + "ExportLogsServiceRequest":              {FieldsVar: "resourceLogsRequestFields"},
-	resource + "Resource":                             {FieldsVar: "resourceFields"},
-	common + "InstrumentationScope":                   {FieldsVar: "scopeFields"},
-	common + "KeyValue":                               {FieldsVar: "keyValueFields"},
+	coltrace + "ExportTraceServiceRequest":            {FieldsVar: "resourceSpansRequestFields", Name: "traces"},
+	colmet + "ExportMetricsServiceRequest":            {FieldsVar: "resourceMetricsRequestFields", Name: "metrics"},
+	collogs + "ExportLogsServiceRequest":              {FieldsVar: "resourceLogsRequestFields", Name: "logs"},
+	resource + "Resource":                             {FieldsVar: "resourceFields", New: true},
+	common + "InstrumentationScope":                   {FieldsVar: "scopeFields", Name: "scope", New: true},
+	common + "KeyValue":                               {FieldsVar: "keyValueFields", AllocWith: "attrData", ValidShape: "keyValueShape"},
 	common + "AnyValue":                               {FieldsVar: "anyValueFields"},
 	common + "ArrayValue":                             {FieldsVar: "valuesFields"},
 	common + "KeyValueList":                           {FieldsVar: "valuesFields"},
@@ -106,6 +133,18 @@ var fieldChoices = map[string]FieldChoice{
 	metrics + "NumberDataPoint.attributes":    {SharedAttrs: true},
 	metrics + "HistogramDataPoint.attributes": {SharedAttrs: true},
 	metrics + "SummaryDataPoint.attributes":   {SharedAttrs: true},
+	common + "AnyValue.array_value":           {New: true},
+	common + "AnyValue.kvlist_value":          {New: true},
+	common + "AnyValue.bytes_value":           {New: true},
+	common + "AnyValue.string_value_strindex": {New: true},
+	metrics + "Metric.summary":                {New: true},
+	metrics + "Exemplar.as_int":               {New: true},
+	trace + "ResourceSpans.schema_url":        {PipelineName: "SchemaURL"},
+	trace + "ScopeSpans.schema_url":           {PipelineName: "SchemaURL"},
+	trace + "ScopeSpans.spans":                {PipelineName: "Records"},
+	logs + "ResourceLogs.schema_url":          {PipelineName: "SchemaURL"},
+	logs + "ScopeLogs.schema_url":             {PipelineName: "SchemaURL"},
+	logs + "ScopeLogs.log_records":            {PipelineName: "Records"},
 }
 
 // applyChoices sets each message's and field's choice from the tables,

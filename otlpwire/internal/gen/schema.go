@@ -79,6 +79,8 @@ type Field struct {
 	Oneof    *Oneof // the real oneof the field is a member of, or nil
 	Message  *Message
 	Enum     string // for an enum, its Go type as otlpwire spells it: "tracepb.Span_SpanKind"
+	// Optional: a proto3 optional scalar (explicit presence), a pointer in Go.
+	Optional bool
 	Choice   FieldChoice
 }
 
@@ -167,6 +169,7 @@ func (s *Schema) walk(md protoreflect.MessageDescriptor) (*Message, error) {
 			Kind:     fd.Kind(),
 			Repeated: fd.Cardinality() == protoreflect.Repeated,
 			Packed:   fd.IsPacked(),
+			Optional: fd.HasPresence() && fd.Message() == nil && fd.ContainingOneof() != nil && fd.ContainingOneof().IsSynthetic(),
 		}
 		if od := fd.ContainingOneof(); od != nil && !od.IsSynthetic() {
 			f.Oneof = oneofs[od.FullName()]
@@ -258,4 +261,35 @@ func goPackage(fd protoreflect.FileDescriptor) (Package, error) {
 		alias = "col" + alias
 	}
 	return Package{Path: path, Alias: alias}, nil
+}
+
+// Stem is the stem of the Go names of m's code: Choice.Name, else the Go
+// type's last part with its first letter lower-cased ("event" for
+// Span_Event).
+func (m *Message) Stem() string {
+	if m.Choice.Name != "" {
+		return m.Choice.Name
+	}
+	n := m.GoName
+	if i := strings.LastIndexByte(n, '_'); i >= 0 {
+		n = n[i+1:]
+	}
+	return strings.ToLower(n[:1]) + n[1:]
+}
+
+// Type is the Go type the decoders fill for m: its Pipeline type if it has
+// one, else the generated type.
+func (m *Message) Type() string {
+	if m.Choice.Pipeline != "" {
+		return m.Choice.Pipeline
+	}
+	return m.GoType()
+}
+
+// GoField is f's field in its message's Type.
+func (f *Field) GoField() string {
+	if f.Parent.Choice.Pipeline != "" && f.Choice.PipelineName != "" {
+		return f.Choice.PipelineName
+	}
+	return f.GoName
 }

@@ -118,9 +118,9 @@ const httpWorkers = 2
 
 // DefaultQueueBytes is HTTPOptions.QueueBytes when unset: with a backend
 // down or hung, what waits for it stays within a job's memory whatever the
-// batches' sizes (1000 requests of a few MB each were gigabytes). What the
-// queue drops is in the JSONL, and the backfill sends it from there once
-// the backend answers again, so a small queue loses nothing.
+// batches' sizes (1000 requests of a few MB each would be gigabytes).
+// What the queue drops is in the JSONL, and the backfill sends it from
+// there once the backend answers again, so a small queue loses nothing.
 const DefaultQueueBytes = 16 << 20
 
 // HTTP is the OTLP/HTTP exporter sink (protobuf, compressed as configured:

@@ -2211,6 +2211,30 @@ func (d *decoder) logRecord(m *logspb.LogRecord, p, end int) *DecodeError {
 	return nil
 }
 
+// SpanDecoder decodes Span records one at a time into a Span it reuses,
+// so encoding received records allocates nothing per record. The zero
+// value is ready to use; it is not safe for concurrent use.
+type SpanDecoder struct {
+	d decoder
+}
+
+// Decode decodes one Span record's payload (as pipeline.Records.All
+// yields it). The Span and everything it refers to are valid until the
+// next Decode and alias rec: read them, never keep or change them. What
+// the receivers' decoder checked it does not check again (see trusted).
+func (r *SpanDecoder) Decode(rec []byte) (*tracepb.Span, error) {
+	d := r.d.trusted(rec)
+	m := d.span0()
+	if e := d.span(m, 0, len(rec)); e != nil {
+		return nil, e.in("span").done()
+	}
+	return m, nil
+}
+
+// Reset drops every reference to the last Span decoded (and the bytes it
+// aliases), keeping the scratch storage: for a pooled SpanDecoder.
+func (r *SpanDecoder) Reset() { r.d.forget() }
+
 // checkSpan checks the Span record in [a, z) of d.b: validSpan, or when
 // that says no, decoding it into the scratch decoder's Span, which names
 // the error.
@@ -2231,6 +2255,30 @@ func (d *decoder) span0() *tracepb.Span {
 	}
 	return d.items.span
 }
+
+// LogRecordDecoder decodes LogRecord records one at a time into a LogRecord it reuses,
+// so encoding received records allocates nothing per record. The zero
+// value is ready to use; it is not safe for concurrent use.
+type LogRecordDecoder struct {
+	d decoder
+}
+
+// Decode decodes one LogRecord record's payload (as pipeline.Records.All
+// yields it). The LogRecord and everything it refers to are valid until the
+// next Decode and alias rec: read them, never keep or change them. What
+// the receivers' decoder checked it does not check again (see trusted).
+func (r *LogRecordDecoder) Decode(rec []byte) (*logspb.LogRecord, error) {
+	d := r.d.trusted(rec)
+	m := d.logRecord0()
+	if e := d.logRecord(m, 0, len(rec)); e != nil {
+		return nil, e.in("log_record").done()
+	}
+	return m, nil
+}
+
+// Reset drops every reference to the last LogRecord decoded (and the bytes it
+// aliases), keeping the scratch storage: for a pooled LogRecordDecoder.
+func (r *LogRecordDecoder) Reset() { r.d.forget() }
 
 // checkLogRecord checks the LogRecord record in [a, z) of d.b: validLogRecord, or when
 // that says no, decoding it into the scratch decoder's LogRecord, which names

@@ -5,60 +5,19 @@ import (
 
 	"github.com/otelstep/otelstep/pipeline"
 	"google.golang.org/protobuf/encoding/protowire"
-
-	logspb "go.opentelemetry.io/proto/otlp/logs/v1"
-	tracepb "go.opentelemetry.io/proto/otlp/trace/v1"
 )
 
-// SpanDecoder decodes span records one at a time into a Span it reuses,
-// so encoding received spans allocates nothing per span. The zero value is
-// ready to use; it is not safe for concurrent use.
-type SpanDecoder struct {
-	d decoder
-}
-
-// Decode decodes one span record's payload (as pipeline.Records.All yields it). The
-// Span and everything it refers to are valid until the next Decode and
-// alias rec: read them, never keep or change them.
-//
-// Strings are not checked for UTF-8 again (a third of the time): the
-// decoder checked every record it kept when it was received. A string
-// that is not UTF-8 (in a record from elsewhere) comes back as it is, and
-// the OTLP/JSON encoder writes U+FFFD for its bad bytes. Nor are the ids'
-// lengths (ValidID): they come back as they are.
-func (r *SpanDecoder) Decode(rec []byte) (*tracepb.Span, error) {
-	d := r.d.trusted(rec)
-	sp := d.span0()
-	if e := d.span(sp, 0, len(rec)); e != nil {
-		return nil, e.in("span").done()
-	}
-	return sp, nil
-}
-
-// Reset drops every reference to the last span decoded (and the bytes it
-// aliases), keeping the scratch storage: for a pooled SpanDecoder.
-func (r *SpanDecoder) Reset() { r.d.forget() }
-
-// LogRecordDecoder is SpanDecoder for log records.
-type LogRecordDecoder struct {
-	d decoder
-}
-
-// Decode decodes one log record's record payload; see SpanDecoder.Decode.
-func (r *LogRecordDecoder) Decode(rec []byte) (*logspb.LogRecord, error) {
-	d := r.d.trusted(rec)
-	lr := d.logRecord0()
-	if e := d.logRecord(lr, 0, len(rec)); e != nil {
-		return nil, e.in("log_record").done()
-	}
-	return lr, nil
-}
-
-// Reset drops every reference to the last log record decoded; see
-// SpanDecoder.Reset.
-func (r *LogRecordDecoder) Reset() { r.d.forget() }
+// The record decoders (SpanDecoder, LogRecordDecoder: generated) decode
+// the records a batch kept (pipeline.Records) one at a time into a scratch
+// decoder.
 
 // trusted readies d, a scratch decoder, for one checked record.
+//
+// Strings are not checked for UTF-8 again: the decoder checked every
+// record it kept when it was received. A string that is not UTF-8 (in a
+// record from elsewhere) comes back as it is, and the OTLP/JSON encoder
+// writes U+FFFD for its bad bytes. Nor are the ids' lengths (ValidID):
+// they come back as they are.
 func (d *decoder) trusted(rec []byte) *decoder {
 	d.rewindItem()
 	d.checked = true

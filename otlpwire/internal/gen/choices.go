@@ -62,6 +62,14 @@ type FieldChoice struct {
 	// where it differs from the generated type's: "SchemaURL", and
 	// "Records" for the items of a Record message.
 	PipelineName string
+	// Scan is what ScanSpan does with a field of a Span record (and of a
+	// message it scans): the SpanSummary field it reads the value into,
+	// "message" to scan the message's fields that have a Scan, or
+	// "attributes" to look the attributes up by key.
+	Scan string
+	// ValueKind names an AnyValue member's ValueKind where "Value" and the
+	// field's name without "_value" does not serve.
+	ValueKind string
 	// New: the protobuf decoder allocates the field's message or oneof
 	// wrapper with new rather than from a slab. For what is rare, or few
 	// per request and early in the body: a slab extrapolates its chunk's
@@ -133,10 +141,17 @@ var fieldChoices = map[string]FieldChoice{
 	metrics + "NumberDataPoint.attributes":    {SharedAttrs: true},
 	metrics + "HistogramDataPoint.attributes": {SharedAttrs: true},
 	metrics + "SummaryDataPoint.attributes":   {SharedAttrs: true},
+	trace + "Span.name":                       {Scan: "Name"},
+	trace + "Span.kind":                       {Scan: "Kind"},
+	trace + "Span.start_time_unix_nano":       {Scan: "Start"},
+	trace + "Span.end_time_unix_nano":         {Scan: "End"},
+	trace + "Span.attributes":                 {Scan: "attributes"},
+	trace + "Span.status":                     {Scan: "message"},
+	trace + "Status.code":                     {Scan: "StatusCode"},
+	common + "AnyValue.string_value_strindex": {New: true, ValueKind: "ValueStrindex"},
 	common + "AnyValue.array_value":           {New: true},
 	common + "AnyValue.kvlist_value":          {New: true},
 	common + "AnyValue.bytes_value":           {New: true},
-	common + "AnyValue.string_value_strindex": {New: true},
 	metrics + "Metric.summary":                {New: true},
 	metrics + "Exemplar.as_int":               {New: true},
 	trace + "ResourceSpans.schema_url":        {PipelineName: "SchemaURL"},

@@ -15,12 +15,11 @@
 //     and chosen attributes without decoding it.
 //   - The protobuf decoder's per-message code, its validators and record
 //     checks are generated (generated_proto_decode.go,
-//     generated_proto_validate.go); the OTLP/JSON decoder decodes the
-//     request, resource and scope messages, which have one shape in every
-//     signal, once for all three (json_decode_envelope.go).
+//     generated_proto_validate.go), and so is the OTLP/JSON decoder's
+//     (generated_json_decode.go).
 //   - Protobuf encoding (proto_encode*.go): ProtoEncoder appends an
 //     export request of any signal to a caller-owned buffer.
-//   - OTLP/JSON decoding (json_decode*.go, json_scan.go): DecodeMetrics,
+//   - OTLP/JSON decoding (json_decode*.go, json_scan*.go): DecodeMetrics,
 //     DecodeTraces and DecodeLogs.
 //   - OTLP/JSON encoding (json_encode*.go): AppendMetrics, AppendTraces,
 //     AppendLogs and MetricsEncoder, one JSONL line per request.

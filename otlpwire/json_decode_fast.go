@@ -5,16 +5,16 @@ import (
 )
 
 // Attributes are most of an OTLP request, and every encoder we know writes
-// them exactly as {"key":"k","value":{"stringValue":"v"}}. keyValue and
-// anyValue first try to match that shape byte for byte, skipping the
-// general member loop. On anything else (whitespace, other members or value
+// them exactly as {"key":"k","value":{"stringValue":"v"}}. decodeKeyValue
+// and decodeAnyValue (their Quick choice in otlpwire/internal/gen) first try
+// to match that shape byte for byte, skipping the general member loop. On anything else (whitespace, other members or value
 // types, snake_case, errors) they rewind to the start of the object and take
 // the general path, which gives the same result and errors; once a value has
 // been decoded, they continue with the general member loop instead of
 // rewinding, so no input is decoded twice.
 
 // quickKeyValue decodes a KeyValue that starts {"key":"k","value":, with no
-// whitespace, the value being decoded by singleAnyValue and any further
+// whitespace, the value being decoded by decodeAnyValueSpare and any further
 // members by members with field. done reports whether it decoded the object
 // (err is then its error); if not, d.pos is unchanged. It never rewinds
 // after decoding the value, so nested values are decoded once.
@@ -33,7 +33,9 @@ func (d *jsonDecoder) quickKeyValue(kv *commonpb.KeyValue, field func(int) error
 	d.depth++ // the KeyValue, as message counts it
 	kv.Key = key
 	if !d.null() { // null leaves the value absent, as in message
-		if kv.Value, err = d.singleAnyValue(); err != nil {
+		x := d.poolSpareAnyValue.new(d)
+		kv.Value = &x.msg
+		if err := d.decodeAnyValueSpare(&x.msg, &x.spare); err != nil {
 			return true, within(err, "value")
 		}
 	}
@@ -51,36 +53,31 @@ func (d *jsonDecoder) quickKeyValue(kv *commonpb.KeyValue, field func(int) error
 		d.depth--
 		return true, nil
 	}
-	return true, d.members(keyValueField, 0, 1<<kvKey|1<<kvValue, field)
+	return true, d.members(jsonKeyValueIndex, 0, 1<<jsonKeyValueKey|1<<jsonKeyValueValue, field)
 }
 
-// quickStringValue decodes {"stringValue":"s"} with no whitespace into v
-// (see anyValueWith for str) and reports whether it did; if not, d.pos is
-// unchanged.
-func (d *jsonDecoder) quickStringValue(v *commonpb.AnyValue, str *commonpb.AnyValue_StringValue) bool {
+// quickAnyValue decodes {"stringValue":"s"} with no whitespace into v, its
+// wrapper being spare or, if nil, one from the pool, and reports whether it
+// did; if not, d.pos is unchanged. Its error is always nil: anything else
+// is left to the general path.
+func (d *jsonDecoder) quickAnyValue(v *commonpb.AnyValue, spare *commonpb.AnyValue_StringValue, _ func(int) error) (bool, error) {
 	const head = `{"stringValue":`
 	start := d.pos
 	if d.depth >= maxJSONDepth || !d.skipLiteral(head) {
-		return false
+		return false, nil
 	}
 	s, ok := d.quickString()
 	if !ok || d.peek() != '}' {
 		d.pos = start
-		return false
+		return false, nil
 	}
 	d.pos++
-	v.Value = d.stringValue(s, str)
-	return true
-}
-
-// stringValue returns the oneof wrapper for a string AnyValue, in str if
-// not nil.
-func (d *jsonDecoder) stringValue(s string, str *commonpb.AnyValue_StringValue) *commonpb.AnyValue_StringValue {
-	if str == nil {
-		str = d.strValues.new(d)
+	if spare == nil {
+		spare = d.poolAnyValueStringValue.new(d)
 	}
-	str.StringValue = s
-	return str
+	spare.StringValue = s
+	v.Value = spare
+	return true, nil
 }
 
 // skipLiteral consumes lit if the input continues with it.

@@ -145,10 +145,17 @@ func nestedList[T any](d *jsonDecoder, p *pool[T], decode func(*T) error) ([]*T,
 	}
 }
 
+// scalarPool is the storage for lists of one scalar type: scratch to
+// collect a list in (reused: scalar lists never nest) and the slab its
+// exact-size copies are carved from.
+type scalarPool[T any] struct {
+	scratch []T
+	lists   jsonSlab[T]
+}
+
 // scalars decodes a JSON array of scalars with decode, collecting them in
-// scratch (reused across lists: scalar lists never nest) and returning an
-// exact-size copy from storage.
-func scalars[T any](d *jsonDecoder, scratch *[]T, storage *jsonSlab[T], decode func() (T, error)) ([]T, error) {
+// p's scratch and returning an exact-size copy from p's lists.
+func scalars[T any](d *jsonDecoder, p *scalarPool[T], decode func() (T, error)) ([]T, error) {
 	start := d.pos
 	if d.peek() != '[' {
 		return nil, d.typeError(start, "an array")
@@ -159,7 +166,7 @@ func scalars[T any](d *jsonDecoder, scratch *[]T, storage *jsonSlab[T], decode f
 		d.pos++
 		return nil, nil
 	}
-	buf := (*scratch)[:0]
+	buf := p.scratch[:0]
 	for i := 0; ; i++ {
 		v, err := decode()
 		if err != nil {
@@ -174,8 +181,8 @@ func scalars[T any](d *jsonDecoder, scratch *[]T, storage *jsonSlab[T], decode f
 			break
 		}
 	}
-	*scratch = buf
-	out := storage.alloc(len(buf), d.pos, len(d.b))
+	p.scratch = buf
+	out := p.lists.alloc(len(buf), d.pos, len(d.b))
 	copy(out, buf)
 	return out, nil
 }

@@ -21,11 +21,12 @@ const maxJSONDepth = 10000
 // jsonDecoder scans one OTLP/JSON document in b. Each string value is copied
 // out of b on its own, so decoded messages do not keep the input alive.
 type jsonDecoder struct {
-	b     []byte
-	pos   int    // next byte to read
-	depth int    // messages open, counted as protojson counts them
-	buf   []byte // scratch for unescaping strings
-	pools        // storage for the decoded messages
+	b         []byte
+	pos       int    // next byte to read
+	depth     int    // messages open, counted as protojson counts them
+	buf       []byte // scratch for unescaping strings
+	jsonPools        // storage for the decoded messages
+	idBytes   jsonSlab[byte]
 
 	strCache [internBuckets]string // see intern
 }

@@ -19,8 +19,7 @@ func (d *jsonDecoder) boolValue() (bool, error) {
 	return false, d.typeError(d.pos, "true or false")
 }
 
-// enumValue reads an enum as a number or a value name. An unknown name means
-// the default value, as with protojson's DiscardUnknown.
+// enumValue reads an enum as a number or a value name.
 func (d *jsonDecoder) enumValue(names map[string]int32) (int32, error) {
 	const want = "an enum name or 32-bit integer"
 	start := d.pos

@@ -83,12 +83,12 @@ func (p *pool[T]) new(d *jsonDecoder) *T {
 	return &p.items.alloc(1, d.pos, len(d.b))[0]
 }
 
-// jsonList decodes a JSON array of messages, each with decode into storage from
-// p. Elements may not be null, as in protojson.
+// jsonList decodes a JSON array of messages, each with decode into storage
+// from p. Elements may not be null, as in protojson.
 //
-// The jsonList is built in place at the start of the current chunk of jsonList
-// storage, so elements are written once and the jsonList needs no copy. A jsonList
-// nested in another jsonList of the same type (an arrayValue inside an
+// The list is built in place at the start of the current chunk of list
+// storage, so elements are written once and the list needs no copy. A list
+// nested in another list of the same type (an arrayValue inside an
 // arrayValue) cannot share that space and uses a slice of its own.
 func jsonList[T any](d *jsonDecoder, p *pool[T], decode func(*T) error) ([]*T, error) {
 	start := d.pos
@@ -125,7 +125,7 @@ func jsonList[T any](d *jsonDecoder, p *pool[T], decode func(*T) error) ([]*T, e
 	}
 }
 
-// nestedList is list for a list inside another of the same type, after the
+// nestedList is jsonList for a list inside another of the same type, after the
 // '[' and with at least one element.
 func nestedList[T any](d *jsonDecoder, p *pool[T], decode func(*T) error) ([]*T, error) {
 	var out []*T

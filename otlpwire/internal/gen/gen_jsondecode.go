@@ -24,8 +24,13 @@ import (
 // than 32 fields or more than one oneof, the member loop's limits) rather
 // than leave it out.
 func genJSONDecode(s *Schema) ([]File, error) {
+	return genJSONDecodeWith(s, jsonDecodeChoices)
+}
+
+// genJSONDecodeWith is genJSONDecode with the JSON decode choices given.
+func genJSONDecodeWith(s *Schema, choices map[string]jsonDecodeChoice) ([]File, error) {
 	g := &jsonDecodeGen{s: s, imports: map[string]string{}, pools: map[string]string{}}
-	if err := g.applyChoices(jsonDecodeChoices); err != nil {
+	if err := g.applyChoices(choices); err != nil {
 		return nil, err
 	}
 	for _, m := range s.Messages {

@@ -2,9 +2,9 @@ package main
 
 import (
 	"bufio"
-	"compress/gzip"
 	"context"
 	"fmt"
+	"github.com/otelstep/otelstep/internal/fakebackend"
 	"io"
 	"net/http"
 	"net/http/httptest"
@@ -19,7 +19,6 @@ import (
 	"github.com/otelstep/otelstep/bench"
 	"github.com/otelstep/otelstep/internal/proctest"
 	"github.com/otelstep/otelstep/otlpwire"
-	"github.com/otelstep/otelstep/pipeline"
 	"github.com/prometheus/prometheus/model/labels"
 	"github.com/prometheus/prometheus/model/textparse"
 	"go.opentelemetry.io/otel/attribute"
@@ -164,104 +163,72 @@ func writeConfig(t *testing.T, dir, cfg string) string {
 	return path
 }
 
-// backend is a fake OTLP/HTTP backend behind a routing proxy: it answers 200
-// to everything but counts a resource without the Authorization attribute as
-// dropped, as the real proxy silently does.
-type backend struct {
-	mu        sync.Mutex
+// backend is the fake OTLP/HTTP backend behind a routing proxy: it answers
+// 200 to everything, and seen counts a resource without the Authorization
+// attribute as dropped, as the real proxy silently does.
+type backend struct{ *fakebackend.Backend }
+
+func newBackend(t *testing.T) *backend { return &backend{fakebackend.New(t)} }
+
+// seen is what a backend received, as the routing proxy sees it.
+type seen struct {
 	metrics   []*metricspb.ResourceMetrics
-	spans     map[string]bool
-	logs      map[string]bool
+	spans     map[string]bool // by name
+	logs      map[string]bool // by string body
 	resources []*resourcepb.Resource
 	// resourceSignals[i] is the signal resources[i] came in.
 	resourceSignals []string
-	dropped         int
-	badHeader       int
-	requests        int
+	// dropped counts resources without the token's attribute; badHeader
+	// requests without the token's header.
+	dropped, badHeader, requests int
 	// canon counts every resource-level message received (ResourceMetrics,
 	// ResourceSpans, ResourceLogs) in canonical form, to compare what two
 	// backends received.
 	canon map[string]int
 }
 
-func (b *backend) ServeHTTP(w http.ResponseWriter, r *http.Request) {
-	var body io.Reader = r.Body
-	if r.Header.Get("Content-Encoding") == "gzip" {
-		zr, err := gzip.NewReader(r.Body)
-		if err != nil {
-			http.Error(w, err.Error(), 400)
-			return
+func (b *backend) seen() *seen {
+	s := &seen{spans: map[string]bool{}, logs: map[string]bool{}, canon: map[string]int{}}
+	for _, r := range b.Requests() {
+		s.requests++
+		if r.Header.Get("Authorization") != "Bearer "+testToken {
+			s.badHeader++
 		}
-		body = zr
-	}
-	data, err := io.ReadAll(body)
-	if err != nil {
-		http.Error(w, err.Error(), 400)
-		return
-	}
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	b.requests++
-	if r.Header.Get("Authorization") != "Bearer "+testToken {
-		b.badHeader++
-	}
-	check := func(res *resourcepb.Resource, sig string) {
-		b.resources = append(b.resources, res)
-		b.resourceSignals = append(b.resourceSignals, sig)
-		if attr(res, "Authorization") != testToken {
-			b.dropped++
+		if r.Status != 200 {
+			continue
 		}
-	}
-	sig, ok := pipeline.SignalOfPath(r.URL.Path)
-	if !ok {
-		http.NotFound(w, r)
-		return
-	}
-	batch, err := otlpwire.UnmarshalRequest(sig, data)
-	var rss []*tracepb.ResourceSpans
-	var rls []*logspb.ResourceLogs
-	if err == nil {
-		// Spans and log records as messages: the decoder keeps them as records.
-		rss, err = pipeline.TracesProto(batch.Traces)
-	}
-	if err == nil {
-		rls, err = pipeline.LogsProto(batch.Logs)
-	}
-	if err != nil {
-		http.Error(w, err.Error(), 400)
-		return
-	}
-	for _, rm := range batch.Metrics {
-		check(rm.Resource, "metrics")
-		b.metrics = append(b.metrics, rm)
-		b.count("metrics", rm)
-	}
-	for _, rs := range rss {
-		check(rs.Resource, "traces")
-		b.count("traces", rs)
-		for _, ss := range rs.ScopeSpans {
-			for _, sp := range ss.Spans {
-				b.spans[sp.Name] = true
+		check := func(res *resourcepb.Resource, sig string, m proto.Message) {
+			s.resources = append(s.resources, res)
+			s.resourceSignals = append(s.resourceSignals, sig)
+			if attr(res, "Authorization") != testToken {
+				s.dropped++
+			}
+			s.canon[sig+"\x00"+canonical(m)]++
+		}
+		for _, rm := range r.Metrics.GetResourceMetrics() {
+			check(rm.Resource, "metrics", rm)
+			s.metrics = append(s.metrics, rm)
+		}
+		for _, rs := range r.Traces.GetResourceSpans() {
+			check(rs.Resource, "traces", rs)
+			for _, sp := range fakebackend.Spans([]*tracepb.ResourceSpans{rs}) {
+				s.spans[sp.Name] = true
+			}
+		}
+		for _, rl := range r.Logs.GetResourceLogs() {
+			check(rl.Resource, "logs", rl)
+			for _, lr := range fakebackend.LogRecords([]*logspb.ResourceLogs{rl}) {
+				s.logs[lr.Body.GetStringValue()] = true
 			}
 		}
 	}
-	for _, rl := range rls {
-		check(rl.Resource, "logs")
-		b.count("logs", rl)
-		for _, sl := range rl.ScopeLogs {
-			for _, lr := range sl.LogRecords {
-				b.logs[lr.Body.GetStringValue()] = true
-			}
-		}
-	}
-	w.Header().Set("Content-Type", "application/x-protobuf")
-	w.WriteHeader(200)
+	return s
 }
 
-// count records m canonically: its resource's attributes sorted by key (the
-// order an attribute was stamped in does not matter to the backend),
+// canonical is m with its resource's attributes sorted by key (the order
+// an attribute was stamped in does not matter to the backend), as
 // deterministic protobuf.
-func (b *backend) count(sig string, m proto.Message) {
+func canonical(m proto.Message) string {
 	m = proto.Clone(m)
 	type withResource interface{ GetResource() *resourcepb.Resource }
 	if r := m.(withResource).GetResource(); r != nil {
@@ -271,10 +238,7 @@ func (b *backend) count(sig string, m proto.Message) {
 	if err != nil {
 		panic(err)
 	}
-	if b.canon == nil {
-		b.canon = map[string]int{}
-	}
-	b.canon[sig+"\x00"+string(data)]++
+	return string(data)
 }
 
 func attr(r *resourcepb.Resource, key string) string {
@@ -342,9 +306,7 @@ func TestEndToEnd(t *testing.T) {
 	dir := t.TempDir()
 	vllm := pageServer(t, "testdata/vllm.txt")
 	node := pageServer(t, "testdata/node.txt")
-	be := &backend{spans: map[string]bool{}, logs: map[string]bool{}}
-	backendSrv := httptest.NewServer(be)
-	defer backendSrv.Close()
+	be := newBackend(t)
 
 	grpcAddr, httpAddr, healthAddr := freePort(t), freePort(t), freePort(t)
 	deadAddr := freePort(t) // dcgm is down: it must not stop the others
@@ -354,7 +316,7 @@ func TestEndToEnd(t *testing.T) {
 		"localhost:9100", strings.TrimPrefix(node.URL, "http://"),
 		"localhost:9400", deadAddr,
 		"0.0.0.0:4317", grpcAddr, "0.0.0.0:4318", httpAddr, "0.0.0.0:13133", healthAddr,
-		"https://otlp.example.com", backendSrv.URL,
+		"https://otlp.example.com", be.URL(),
 		"/remote/jobs/gym-job-20260921T100000Z-abc123/scicode/otel", filepath.Join(dir, "job", "otel"),
 	)
 	jobByInstance.Store(strings.TrimPrefix(vllm.URL, "http://"), "vllm-policy")
@@ -405,19 +367,17 @@ func TestEndToEnd(t *testing.T) {
 	// The first scrapes are spread over the first 250ms and batched for
 	// 200ms: wait until every target's first scrape reached the backend, so
 	// that a second up point can only be the final scrape at SIGTERM.
-	for deadline := time.Now().Add(patience); ; time.Sleep(10 * time.Millisecond) {
-		be.mu.Lock()
-		jobs := map[string]bool{}
-		for _, rm := range be.metrics {
+	var jobs map[string]bool
+	wctx, cancel := context.WithTimeout(context.Background(), patience)
+	defer cancel()
+	if err := be.WaitContext(wctx, func([]*fakebackend.Request) bool {
+		jobs = map[string]bool{}
+		for _, rm := range be.Metrics() {
 			jobs[jobOf(rm)] = true
 		}
-		be.mu.Unlock()
-		if jobs["vllm-policy"] && jobs["node"] && jobs["dcgm"] {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("the first scrapes did not reach the backend in %v (jobs seen: %v)", patience, jobs)
-		}
+		return jobs["vllm-policy"] && jobs["node"] && jobs["dcgm"]
+	}); err != nil {
+		t.Fatalf("the first scrapes did not reach the backend in %v (jobs seen: %v)", patience, jobs)
 	}
 	stopAt := time.Now()
 	o.Stop(t)
@@ -479,11 +439,10 @@ func TestEndToEnd(t *testing.T) {
 		}
 	})
 
-	be.mu.Lock()
-	defer be.mu.Unlock()
 	backendMetrics := map[string]map[string]bool{}
 	backendPoints := 0
-	for _, rm := range be.metrics {
+	got := be.seen()
+	for _, rm := range got.metrics {
 		collectNames(backendMetrics, rm)
 		backendPoints += points(rm)
 	}
@@ -519,22 +478,22 @@ func TestEndToEnd(t *testing.T) {
 	}
 	for i := range nSpans {
 		n := fmt.Sprintf("span-%d", i)
-		if !jsonlSpans[n] || !be.spans[n] {
-			t.Errorf("%s: in jsonl %v, at backend %v", n, jsonlSpans[n], be.spans[n])
+		if !jsonlSpans[n] || !got.spans[n] {
+			t.Errorf("%s: in jsonl %v, at backend %v", n, jsonlSpans[n], got.spans[n])
 		}
 	}
 	for i := range nLogs {
 		n := fmt.Sprintf("log-%d", i)
-		if !jsonlLogs[n] || !be.logs[n] {
-			t.Errorf("%s: in jsonl %v, at backend %v", n, jsonlLogs[n], be.logs[n])
+		if !jsonlLogs[n] || !got.logs[n] {
+			t.Errorf("%s: in jsonl %v, at backend %v", n, jsonlLogs[n], got.logs[n])
 		}
 	}
-	if be.dropped != 0 || be.badHeader != 0 {
-		t.Errorf("backend dropped %d resources without Authorization; %d requests with a bad header", be.dropped, be.badHeader)
+	if got.dropped != 0 || got.badHeader != 0 {
+		t.Errorf("backend dropped %d resources without Authorization; %d requests with a bad header", got.dropped, got.badHeader)
 	}
 	want := map[string]string{"service.name": "my-registered-service", "user": "someone", "run_id": "gym-job-20260921T100000Z-abc123",
 		"slurm_job_id": "12345", "benchmark": "scicode", "cluster": "cluster-a", "model": "/checkpoint", "Authorization": testToken}
-	for _, res := range be.resources {
+	for _, res := range got.resources {
 		for k, v := range want {
 			if got := attr(res, k); got != v {
 				t.Errorf("resource attribute %s = %q, want %q", k, got, v)
@@ -553,7 +512,7 @@ func TestEndToEnd(t *testing.T) {
 	if !strings.Contains(stderr.String(), "level=DEBUG") {
 		t.Error("debug level from the config was not applied")
 	}
-	t.Logf("backend: %d requests, %d resources, %d points; jsonl: %d points", be.requests, len(be.resources), backendPoints, jsonlPoints)
+	t.Logf("backend: %d requests, %d resources, %d points; jsonl: %d points", got.requests, len(got.resources), backendPoints, jsonlPoints)
 	checkReport(t, filepath.Join(dir, "job"), testToken, nSpans, nLogs)
 	checkReplay(t, otel, be)
 }

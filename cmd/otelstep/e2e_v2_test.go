@@ -5,7 +5,6 @@ import (
 	"context"
 	"fmt"
 	"net/http"
-	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"slices"
@@ -142,9 +141,7 @@ func TestEndToEndV2(t *testing.T) {
 	dir := t.TempDir()
 	vllm := pageServer(t, "testdata/vllm.txt")
 	node := pageServer(t, "testdata/node.txt")
-	be := &backend{spans: map[string]bool{}, logs: map[string]bool{}}
-	backendSrv := httptest.NewServer(be)
-	defer backendSrv.Close()
+	be := newBackend(t)
 
 	grpcAddr, httpAddr, healthAddr, deadAddr := freePort(t), freePort(t), freePort(t), freePort(t)
 	cfg, err := os.ReadFile("testdata/collector-v2.yaml")
@@ -156,7 +153,7 @@ func TestEndToEndV2(t *testing.T) {
 		"localhost:9100", strings.TrimPrefix(node.URL, "http://"),
 		"localhost:9400", deadAddr,
 		"0.0.0.0:4317", grpcAddr, "0.0.0.0:4318", httpAddr, "0.0.0.0:13133", healthAddr,
-		"https://otlp.example.com", backendSrv.URL,
+		"https://otlp.example.com", be.URL(),
 		"/remote/jobs/gym-job-20260921T100000Z-abc123/scicode/otel", filepath.Join(dir, "job", "otel"),
 	)
 	cfgPath := filepath.Join(dir, "collector.yaml")
@@ -273,11 +270,10 @@ func TestEndToEndV2(t *testing.T) {
 		}
 	})
 
-	be.mu.Lock()
-	defer be.mu.Unlock()
 	atBackend := map[string]*spanSeries{}
 	backendPoints := map[string]int{}
-	for _, rm := range be.metrics {
+	got := be.seen()
+	for _, rm := range got.metrics {
 		for _, f := range spanMetricsOf(rm, atBackend) {
 			t.Errorf("backend: %s", f)
 		}
@@ -334,7 +330,7 @@ func TestEndToEndV2(t *testing.T) {
 	// the metrics pipeline's identity rule runs after the stamp).
 	overrides := map[string]bool{}
 	nameless := 0
-	for i, res := range be.resources {
+	for i, res := range got.resources {
 		o := attr(res, "service.name.override")
 		overrides[o] = true
 		if attr(res, "service.name") != "my-registered-service" {
@@ -342,8 +338,8 @@ func TestEndToEndV2(t *testing.T) {
 		}
 		if o == "" {
 			nameless++
-			if be.resourceSignals[i] != "traces" || len(res.Attributes) != 8 {
-				t.Errorf("a %s resource at the backend without service.name.override: %v", be.resourceSignals[i], res.Attributes)
+			if got.resourceSignals[i] != "traces" || len(res.Attributes) != 8 {
+				t.Errorf("a %s resource at the backend without service.name.override: %v", got.resourceSignals[i], res.Attributes)
 			}
 		}
 	}
@@ -356,12 +352,12 @@ func TestEndToEndV2(t *testing.T) {
 		}
 	}
 	for i := range nLogs {
-		if n := fmt.Sprintf("v2-log-%d", i); !be.logs[n] {
+		if n := fmt.Sprintf("v2-log-%d", i); !got.logs[n] {
 			t.Errorf("log record %s did not reach the backend", n)
 		}
 	}
-	if be.dropped != 0 || be.badHeader != 0 {
-		t.Errorf("backend dropped %d resources without Authorization; %d requests with a bad header", be.dropped, be.badHeader)
+	if got.dropped != 0 || got.badHeader != 0 {
+		t.Errorf("backend dropped %d resources without Authorization; %d requests with a bad header", got.dropped, got.badHeader)
 	}
 	assertNoToken(t, dir, cfgPath, o.Out.String())
 }

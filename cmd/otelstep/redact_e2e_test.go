@@ -3,13 +3,12 @@ package main
 import (
 	"encoding/base64"
 	"fmt"
+	"github.com/otelstep/otelstep/internal/fakebackend"
 	"net/http"
-	"net/http/httptest"
 	"net/url"
 	"os"
 	"path/filepath"
 	"strings"
-	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -19,17 +18,10 @@ import (
 	"google.golang.org/protobuf/encoding/protowire"
 )
 
-// echoBackend answers every request with an error whose body echoes the
-// token: as it is, cut short, base64, URL-encoded and JSON-quoted, placed
-// before, across and after byte 256 of the message.
-type echoBackend struct {
-	mu     sync.Mutex
-	bodies []string
-	next   int
-	served map[string]int // by path
-}
-
-func newEchoBackend() *echoBackend {
+// echoBodies are error bodies that echo the token: as it is, cut short,
+// base64, URL-encoded and JSON-quoted, placed before, across and after
+// byte 256 of the message.
+func echoBodies() []string {
 	h := "Bearer " + testToken
 	forms := map[string]string{
 		"raw":       h,
@@ -41,46 +33,38 @@ func newEchoBackend() *echoBackend {
 	for _, n := range []int{redact.Window(len(testToken)), len(testToken) / 2, len(testToken) - 1} {
 		forms[fmt.Sprintf("cut to %d", n)] = "Bearer " + testToken[:n]
 	}
-	e := &echoBackend{served: map[string]int{}}
+	var bodies []string
 	for _, form := range forms {
 		for _, pad := range []int{0, 200, 210, 215, 220, 225, 230, 300, 2000} {
-			e.bodies = append(e.bodies, "invalid credentials "+strings.Repeat(".", pad)+form+" (refused)")
+			bodies = append(bodies, "invalid credentials "+strings.Repeat(".", pad)+form+" (refused)")
 		}
 	}
-	return e
+	return bodies
 }
 
-func (e *echoBackend) ServeHTTP(w http.ResponseWriter, r *http.Request) {
-	e.mu.Lock()
-	i := e.next
-	e.next++
-	e.served[r.URL.Path]++
-	e.mu.Unlock()
-	body := e.bodies[i%len(e.bodies)]
-	kind := i % 3
-	if r.URL.Path == "/v1/metrics" {
-		kind = i % 2 // otelstep's own metrics: the SDK's retries would take seconds
-	}
-	switch kind {
-	case 0: // a protobuf google.rpc.Status, not retried
-		w.Header().Set("Content-Type", "application/x-protobuf")
-		w.WriteHeader(http.StatusBadRequest)
-		_, _ = w.Write(protowire.AppendString(protowire.AppendTag(nil, 2, protowire.BytesType), body))
-	case 1: // plain text, not retried
-		w.Header().Set("Content-Type", "text/plain")
-		w.WriteHeader(http.StatusUnauthorized)
-		_, _ = w.Write([]byte(body))
-	default: // retried: logged at debug
-		w.Header().Set("Content-Type", "text/plain")
-		w.WriteHeader(http.StatusServiceUnavailable)
-		_, _ = w.Write([]byte(body))
-	}
-}
-
-func (e *echoBackend) count(path string) int {
-	e.mu.Lock()
-	defer e.mu.Unlock()
-	return e.served[path]
+// newEchoBackend answers every request with an error whose body is one of
+// echoBodies in turn.
+func newEchoBackend(t *testing.T) (*fakebackend.Backend, []string) {
+	bodies := echoBodies()
+	b := fakebackend.New(t)
+	b.Answer(func(r *fakebackend.Request) fakebackend.Reply {
+		i := r.N - 1
+		body := bodies[i%len(bodies)]
+		kind := i % 3
+		if r.Path == "/v1/metrics" {
+			kind = i % 2 // otelstep's own metrics: the SDK's retries would take seconds
+		}
+		switch kind {
+		case 0: // a protobuf google.rpc.Status, not retried
+			return fakebackend.Reply{Status: http.StatusBadRequest, ContentType: "application/x-protobuf",
+				Body: protowire.AppendString(protowire.AppendTag(nil, 2, protowire.BytesType), body)}
+		case 1: // plain text, not retried
+			return fakebackend.Reply{Status: http.StatusUnauthorized, ContentType: "text/plain", Body: []byte(body)}
+		default: // retried: logged at debug
+			return fakebackend.Reply{Status: http.StatusServiceUnavailable, ContentType: "text/plain", Body: []byte(body)}
+		}
+	})
+	return b, bodies
 }
 
 // A backend that echoes the token in its error bodies, in any form, cut or
@@ -89,11 +73,9 @@ func (e *echoBackend) count(path string) int {
 // exporter, not from the exporter of otelstep's own metrics.
 func TestBackendEchoesNeverLogged(t *testing.T) {
 	dir := t.TempDir()
-	echo := newEchoBackend()
-	srv := httptest.NewServer(echo)
-	defer srv.Close()
+	echo, bodies := newEchoBackend(t)
 	httpAddr, health := freePort(t), freePort(t)
-	cfgPath := ownMetricsConfig(t, dir, httpAddr, health, srv.URL, `    retry_on_failure:
+	cfgPath := ownMetricsConfig(t, dir, httpAddr, health, echo.URL(), `    retry_on_failure:
       initial_interval: 1ms
       max_interval: 1ms
       max_elapsed_time: 1s
@@ -107,21 +89,26 @@ func TestBackendEchoesNeverLogged(t *testing.T) {
           exporter:
             otlp:
               protocol: http/protobuf
-              endpoint: `+srv.URL+`
+              endpoint: `+echo.URL()+`
               headers:
               - name: Authorization
                 value: Bearer ${env:OTEL_TOKEN}`)
 	p := startOtelstep(t, buildBinary(t), cfgPath, health, "OTEL_TOKEN="+testToken)
-	for range len(echo.bodies) {
+	for range len(bodies) {
 		sendSpans(t, httpAddr, 1)
 	}
-	deadline := time.Now().Add(patience)
-	for echo.count("/v1/traces") < len(echo.bodies) || echo.count("/v1/metrics") < 3 {
-		if time.Now().After(deadline) {
-			t.Fatalf("the backend answered %d trace and %d metrics requests", echo.count("/v1/traces"), echo.count("/v1/metrics"))
+	echo.Wait(t, fmt.Sprintf("%d trace and 3 metrics requests answered", len(bodies)), func(reqs []*fakebackend.Request) bool {
+		traces, metrics := 0, 0
+		for _, r := range reqs {
+			switch r.Path {
+			case "/v1/traces":
+				traces++
+			case "/v1/metrics":
+				metrics++
+			}
 		}
-		time.Sleep(10 * time.Millisecond)
-	}
+		return traces >= len(bodies) && metrics >= 3
+	})
 	// Stopped without p.stop, which prints the log on a failure: its final
 	// export of otelstep's metrics fails (exit 1), and the log is checked
 	// below without being printed.

@@ -2,7 +2,6 @@ package main
 
 import (
 	"fmt"
-	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"strings"
@@ -25,13 +24,11 @@ func logsLine(prefix string, n int) string {
 // whose lines an earlier run skipped exits 1, saying so once, until
 // --accept-skipped acknowledges them.
 func TestReplayEdgesExitStatus(t *testing.T) {
-	be := &backend{spans: map[string]bool{}, logs: map[string]bool{}}
-	srv := httptest.NewServer(be)
-	defer srv.Close()
+	be := newBackend(t)
 	dir := t.TempDir()
 	env := []string{"OTEL_TOKEN=" + testToken}
 	replay := func(f string, extra ...string) (int, string) {
-		args := append([]string{"replay", "--endpoint", srv.URL, "--progress", "none", "--state", filepath.Join(dir, "st")}, extra...)
+		args := append([]string{"replay", "--endpoint", be.URL(), "--progress", "none", "--state", filepath.Join(dir, "st")}, extra...)
 		return runBinary(t, env, append(args, f)...)
 	}
 
@@ -39,14 +36,13 @@ func TestReplayEdgesExitStatus(t *testing.T) {
 	line := logsLine("long", 2000)
 	os.WriteFile(long, []byte(logsLine("short", 1)+"\n"+line+"\n"), 0o644)
 	code, out := replay(long, "--batch-bytes", "4096")
-	be.mu.Lock()
-	requests, got := be.requests, 0
+	seen := be.seen()
+	requests, got := seen.requests, 0
 	for i := range 2000 {
-		if be.logs[fmt.Sprintf("long-%d", i)] {
+		if seen.logs[fmt.Sprintf("long-%d", i)] {
 			got++
 		}
 	}
-	be.mu.Unlock()
 	if code != 0 || got != 2000 || requests < len(line)/4096 {
 		t.Errorf("a line of %d bytes with --batch-bytes 4096: exit %d, %d of 2000 records in %d requests:\n%s", len(line), code, got, requests, shown(out))
 	}
@@ -54,7 +50,7 @@ func TestReplayEdgesExitStatus(t *testing.T) {
 	tooLong := filepath.Join(dir, "toolong.jsonl")
 	os.WriteFile(tooLong, []byte(logsLine("fits", 1)+"\n"+logsLine("over", 200)+"\n"), 0o644)
 	code, out = replay(tooLong, "--max-line-bytes", "1000")
-	if code != 1 || !strings.Contains(out, tooLong+":2: line too long") || !be.logs["fits-0"] {
+	if code != 1 || !strings.Contains(out, tooLong+":2: line too long") || !be.seen().logs["fits-0"] {
 		t.Errorf("a line over --max-line-bytes: exit %d, want 1 naming it:\n%s", code, shown(out))
 	}
 
@@ -69,8 +65,8 @@ func TestReplayEdgesExitStatus(t *testing.T) {
 	fh.WriteString(whole[len(whole)/2:] + "\n")
 	fh.Close()
 	code, out = replay(partial)
-	if code != 0 || !be.logs["part-0"] {
-		t.Errorf("the line finished: exit %d, sent %v:\n%s", code, be.logs["part-0"], shown(out))
+	if code != 0 || !be.seen().logs["part-0"] {
+		t.Errorf("the line finished: exit %d, sent %v:\n%s", code, be.seen().logs["part-0"], shown(out))
 	}
 
 	corrupt := filepath.Join(dir, "corrupt.jsonl")
@@ -98,7 +94,7 @@ func TestReplayEdgesExitStatus(t *testing.T) {
 	enum := filepath.Join(dir, "enum.jsonl")
 	os.WriteFile(enum, []byte(`{"resourceSpans":[{"scopeSpans":[{"spans":[{"traceId":"0102030405060708090a0b0c0d0e0f10","spanId":"0102030405060708","name":"nope","kind":"SPAN_KIND_NOPE"}]}]}]}`+"\n"), 0o644)
 	code, out = replay(enum)
-	if code != 1 || !strings.Contains(out, enum+":1: corrupt") || !strings.Contains(out, "kind") || !strings.Contains(out, "unknown enum name") || be.spans["nope"] {
+	if code != 1 || !strings.Contains(out, enum+":1: corrupt") || !strings.Contains(out, "kind") || !strings.Contains(out, "unknown enum name") || be.seen().spans["nope"] {
 		t.Errorf("an unknown enum name: exit %d, want 1 naming the line, nothing sent:\n%s", code, shown(out))
 	}
 
@@ -106,7 +102,7 @@ func TestReplayEdgesExitStatus(t *testing.T) {
 	cut := filepath.Join(dir, "cut.jsonl")
 	os.WriteFile(cut, []byte(logsLine("before-cut", 1)+"\n"+whole[:len(whole)/3]), 0o644)
 	code, out = replay(cut, "--strict")
-	if code != 1 || !strings.Contains(out, cut+":2: the last line has no newline yet") || !strings.Contains(out, "--strict: 1 file ends in a line with no newline") || !be.logs["before-cut-0"] {
+	if code != 1 || !strings.Contains(out, cut+":2: the last line has no newline yet") || !strings.Contains(out, "--strict: 1 file ends in a line with no newline") || !be.seen().logs["before-cut-0"] {
 		t.Errorf("a cut last line with --strict: exit %d, want 1:\n%s", code, shown(out))
 	}
 	code, out = replay(cut)

@@ -2,24 +2,17 @@ package main
 
 import (
 	"bytes"
-	"compress/gzip"
 	"fmt"
-	"io"
-	"net/http"
-	"net/http/httptest"
+	"github.com/otelstep/otelstep/internal/fakebackend"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"regexp"
 	"strconv"
 	"strings"
-	"sync"
 	"syscall"
 	"testing"
 	"time"
-
-	coltracepb "go.opentelemetry.io/proto/otlp/collector/trace/v1"
-	"google.golang.org/protobuf/proto"
 )
 
 // checkReplay replays the live run's JSONL folder into a second backend and
@@ -29,11 +22,9 @@ import (
 // Then the same command again sends nothing.
 func checkReplay(t *testing.T, otel string, live *backend) {
 	t.Helper()
-	be := &backend{spans: map[string]bool{}, logs: map[string]bool{}}
-	srv := httptest.NewServer(be)
-	defer srv.Close()
+	be := newBackend(t)
 	env := []string{"OTEL_TOKEN=" + testToken}
-	code, out := runBinary(t, env, "replay", "--endpoint", srv.URL, "--progress", "plain", otel)
+	code, out := runBinary(t, env, "replay", "--endpoint", be.URL(), "--progress", "plain", otel)
 	if code != 0 {
 		t.Fatalf("replay exited %d:\n%s", code, out)
 	}
@@ -41,30 +32,28 @@ func checkReplay(t *testing.T, otel string, live *backend) {
 	if strings.Contains(out, testToken) {
 		t.Error("token found in replay's output")
 	}
-	be.mu.Lock()
-	if be.dropped != 0 || be.badHeader != 0 {
-		t.Errorf("replay: %d resources without the token attribute, %d requests with a bad header", be.dropped, be.badHeader)
+	got := be.seen()
+	if got.dropped != 0 || got.badHeader != 0 {
+		t.Errorf("replay: %d resources without the token attribute, %d requests with a bad header", got.dropped, got.badHeader)
 	}
-	if len(be.canon) == 0 {
+	if len(got.canon) == 0 {
 		t.Fatal("replay delivered nothing")
 	}
-	for k, n := range live.canon {
-		if be.canon[k] != n {
-			t.Errorf("a %s message the live backend got %d times reached the replay backend %d times", strings.SplitN(k, "\x00", 2)[0], n, be.canon[k])
+	liveGot := live.seen()
+	for k, n := range liveGot.canon {
+		if got.canon[k] != n {
+			t.Errorf("a %s message the live backend got %d times reached the replay backend %d times", strings.SplitN(k, "\x00", 2)[0], n, got.canon[k])
 		}
 	}
-	for k, n := range be.canon {
-		if _, ok := live.canon[k]; !ok {
+	for k, n := range got.canon {
+		if _, ok := liveGot.canon[k]; !ok {
 			t.Errorf("replay sent a %s message (%d times) the live backend never got", strings.SplitN(k, "\x00", 2)[0], n)
 		}
 	}
-	first := be.requests
-	be.mu.Unlock()
+	first := got.requests
 
-	code, out = runBinary(t, env, "replay", "--endpoint", srv.URL, otel)
-	be.mu.Lock()
-	again := be.requests - first
-	be.mu.Unlock()
+	code, out = runBinary(t, env, "replay", "--endpoint", be.URL(), otel)
+	again := be.seen().requests - first
 	if code != 0 || again != 0 {
 		t.Errorf("second replay: exit %d, %d requests, want 0 and 0:\n%s", code, again, out)
 	}
@@ -82,9 +71,7 @@ func checkReplay(t *testing.T, otel string, live *backend) {
 }
 
 func TestReplayMissingToken(t *testing.T) {
-	be := &backend{spans: map[string]bool{}, logs: map[string]bool{}}
-	srv := httptest.NewServer(be)
-	defer srv.Close()
+	be := newBackend(t)
 	dir := t.TempDir()
 	f := filepath.Join(dir, "traces.jsonl")
 	if err := os.WriteFile(f, []byte(`{"resourceSpans":[]}`+"\n"), 0o644); err != nil {
@@ -92,8 +79,8 @@ func TestReplayMissingToken(t *testing.T) {
 	}
 	env := []string{"OTEL_TOKEN=", "MY_TOKEN="}
 	for _, args := range [][]string{
-		{"replay", "--endpoint", srv.URL, f},
-		{"replay", "--endpoint", srv.URL, "--token-env", "MY_TOKEN", f},
+		{"replay", "--endpoint", be.URL(), f},
+		{"replay", "--endpoint", be.URL(), "--token-env", "MY_TOKEN", f},
 	} {
 		code, out := runBinary(t, env, args...)
 		name := "OTEL_TOKEN"
@@ -104,29 +91,27 @@ func TestReplayMissingToken(t *testing.T) {
 			t.Errorf("%v: exit %d, want 2 and a message naming %s:\n%s", args, code, name, out)
 		}
 	}
-	if be.requests != 0 {
-		t.Errorf("%d requests sent without a token", be.requests)
+	if be.seen().requests != 0 {
+		t.Errorf("%d requests sent without a token", be.seen().requests)
 	}
-	code, out := runBinary(t, []string{"OTEL_TOKEN=x"}, "replay", "--endpoint", srv.URL, filepath.Join(dir, "nope", "*.jsonl"))
+	code, out := runBinary(t, []string{"OTEL_TOKEN=x"}, "replay", "--endpoint", be.URL(), filepath.Join(dir, "nope", "*.jsonl"))
 	if code != 2 || !strings.Contains(out, "matches nothing") {
 		t.Errorf("bad path: exit %d:\n%s", code, out)
 	}
 }
 
 func TestReplayExitStatus(t *testing.T) {
-	be := &backend{spans: map[string]bool{}, logs: map[string]bool{}}
-	srv := httptest.NewServer(be)
-	defer srv.Close()
+	be := newBackend(t)
 	dir := t.TempDir()
 	f := filepath.Join(dir, "logs.jsonl")
 	good := `{"resourceLogs":[{"scopeLogs":[{"logRecords":[{"body":{"stringValue":"one"}}]}]}]}`
 	os.WriteFile(f, []byte(good+"\n{\"resourceLogs\":[{]}\n"), 0o644)
 	env := []string{"OTEL_TOKEN=" + testToken}
-	code, out := runBinary(t, env, "replay", "--endpoint", srv.URL, "--state", filepath.Join(dir, "st"), f)
+	code, out := runBinary(t, env, "replay", "--endpoint", be.URL(), "--state", filepath.Join(dir, "st"), f)
 	if code != 1 || !strings.Contains(out, f+":2: corrupt") || !strings.Contains(out, "not everything was sent") {
 		t.Errorf("corrupt line: exit %d, want 1 naming %s:2:\n%s", code, f, out)
 	}
-	if !be.logs["one"] {
+	if !be.seen().logs["one"] {
 		t.Error("the good line was not sent")
 	}
 }
@@ -135,39 +120,8 @@ func TestReplayExitStatus(t *testing.T) {
 // slow: it exits non-zero saying it stopped, and the same command then
 // sends the rest, nothing twice.
 func TestReplaySignalStopsCleanly(t *testing.T) {
-	var mu sync.Mutex
-	got := map[string]int{}
-	requests := 0
-	started := make(chan struct{}, 1)
-	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		zr, err := gzip.NewReader(r.Body)
-		if err != nil {
-			http.Error(w, err.Error(), 400)
-			return
-		}
-		data, _ := io.ReadAll(zr)
-		var req coltracepb.ExportTraceServiceRequest
-		if err := proto.Unmarshal(data, &req); err != nil {
-			http.Error(w, err.Error(), 400)
-			return
-		}
-		time.Sleep(20 * time.Millisecond)
-		mu.Lock()
-		defer mu.Unlock()
-		requests++
-		for _, rs := range req.ResourceSpans {
-			for _, ss := range rs.ScopeSpans {
-				for _, sp := range ss.Spans {
-					got[sp.Name]++
-				}
-			}
-		}
-		select {
-		case started <- struct{}{}:
-		default:
-		}
-	}))
-	defer srv.Close()
+	be := fakebackend.New(t)
+	be.AnswerAll(fakebackend.Reply{Delay: 20 * time.Millisecond})
 	dir := t.TempDir()
 	f := filepath.Join(dir, "traces.jsonl")
 	var buf bytes.Buffer
@@ -177,7 +131,7 @@ func TestReplaySignalStopsCleanly(t *testing.T) {
 	}
 	os.WriteFile(f, buf.Bytes(), 0o644)
 	// --from-start: the hint printed at the stop must not repeat it.
-	args := []string{"replay", "--endpoint", srv.URL, "--from-start", "--batch-bytes", "1", "--concurrency", "2", f}
+	args := []string{"replay", "--endpoint", be.URL(), "--from-start", "--batch-bytes", "1", "--concurrency", "2", f}
 	cmd := exec.Command(buildBinary(t), args...)
 	cmd.Env = append(os.Environ(), "OTEL_TOKEN="+testToken)
 	var out bytes.Buffer
@@ -185,16 +139,14 @@ func TestReplaySignalStopsCleanly(t *testing.T) {
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
-	<-started
+	be.WaitRequests(t, 1)
 	cmd.Process.Signal(syscall.SIGINT)
 	err := cmd.Wait()
 	ee, ok := err.(*exec.ExitError)
 	if !ok || ee.ExitCode() != 1 || !strings.Contains(out.String(), "stopped before the end") {
 		t.Fatalf("after SIGINT: %v, want exit 1 saying it stopped:\n%s", err, out.String())
 	}
-	mu.Lock()
-	first := requests
-	mu.Unlock()
+	first := be.Count(nil)
 	if first >= n {
 		t.Fatalf("SIGINT stopped nothing: %d requests", first)
 	}
@@ -227,8 +179,17 @@ func TestReplaySignalStopsCleanly(t *testing.T) {
 	if firstLines != earlier {
 		t.Errorf("the stopped run says %d lines, the resumed one %d sent earlier:\n%s\n%s", firstLines, earlier, out.String(), out2)
 	}
-	mu.Lock()
-	defer mu.Unlock()
+	// Every request that arrived, answered or not (the client gone
+	// during the backend's delay).
+	got := map[string]int{}
+	for _, r := range be.Requests() {
+		if r.Header.Get("Content-Encoding") != "gzip" || r.Traces == nil {
+			t.Errorf("request %d: %s %q %v", r.N, r.Path, r.Header.Get("Content-Encoding"), r.DecodeErr)
+		}
+		for _, sp := range fakebackend.Spans(r.Traces.GetResourceSpans()) {
+			got[sp.Name]++
+		}
+	}
 	for i := range n {
 		if c := got[fmt.Sprintf("s-%d", i)]; c != 1 {
 			t.Errorf("s-%d arrived %d times", i, c)

@@ -1,121 +1,22 @@
 package main
 
 import (
-	"compress/gzip"
+	"context"
 	"fmt"
+	"github.com/otelstep/otelstep/internal/fakebackend"
 	"io"
+	"maps"
 	"net/http"
-	"net/http/httptest"
 	"path/filepath"
 	"strings"
-	"sync"
 	"testing"
-	"time"
-
-	colmetricspb "go.opentelemetry.io/proto/otlp/collector/metrics/v1"
-	metricspb "go.opentelemetry.io/proto/otlp/metrics/v1"
-	"google.golang.org/protobuf/proto"
 )
 
-// ownMetrics is the second fake backend: it takes otelstep's own metrics
-// over OTLP/HTTP and keeps the last value of every sum and gauge point.
-type ownMetrics struct {
-	mu       sync.Mutex
-	requests int
-	auth     []string
-	resource map[string]string
-	last     map[string]map[string]float64 // name -> "k=v,k=v" -> value
-	got      chan struct{}                 // a send per request, never blocking
-}
-
-func newOwnMetrics(t *testing.T) (*ownMetrics, *httptest.Server) {
-	o := &ownMetrics{last: map[string]map[string]float64{}, resource: map[string]string{}, got: make(chan struct{}, 1)}
-	srv := httptest.NewServer(o)
-	t.Cleanup(srv.Close)
-	return o, srv
-}
-
-func (o *ownMetrics) ServeHTTP(w http.ResponseWriter, r *http.Request) {
-	var body io.Reader = r.Body
-	if r.Header.Get("Content-Encoding") == "gzip" {
-		zr, err := gzip.NewReader(r.Body)
-		if err != nil {
-			http.Error(w, err.Error(), 400)
-			return
-		}
-		body = zr
-	}
-	data, _ := io.ReadAll(body)
-	req := &colmetricspb.ExportMetricsServiceRequest{}
-	if err := proto.Unmarshal(data, req); err != nil || r.URL.Path != "/v1/metrics" {
-		http.Error(w, fmt.Sprintf("%s: %v", r.URL.Path, err), 400)
-		return
-	}
-	o.mu.Lock()
-	o.requests++
-	o.auth = append(o.auth, r.Header.Get("Authorization"))
-	for _, rm := range req.ResourceMetrics {
-		for _, a := range rm.GetResource().GetAttributes() {
-			o.resource[a.Key] = a.Value.GetStringValue()
-		}
-		for _, sm := range rm.ScopeMetrics {
-			for _, m := range sm.Metrics {
-				pts := m.GetSum().GetDataPoints()
-				if g := m.GetGauge(); g != nil {
-					pts = g.DataPoints
-				}
-				if o.last[m.Name] == nil {
-					o.last[m.Name] = map[string]float64{}
-				}
-				for _, p := range pts {
-					var kv []string
-					for _, a := range p.Attributes {
-						kv = append(kv, a.Key+"="+a.Value.GetStringValue())
-					}
-					var v float64
-					switch x := p.Value.(type) {
-					case *metricspb.NumberDataPoint_AsInt:
-						v = float64(x.AsInt)
-					case *metricspb.NumberDataPoint_AsDouble:
-						v = x.AsDouble
-					}
-					o.last[m.Name][strings.Join(kv, ",")] = v
-				}
-				if h := m.GetHistogram(); h != nil {
-					for _, p := range h.DataPoints {
-						var kv []string
-						for _, a := range p.Attributes {
-							kv = append(kv, a.Key+"="+a.Value.GetStringValue())
-						}
-						o.last[m.Name][strings.Join(kv, ",")] = float64(p.Count)
-					}
-				}
-			}
-		}
-	}
-	o.mu.Unlock()
-	w.Header().Set("Content-Type", "application/x-protobuf")
-	out, _ := proto.Marshal(&colmetricspb.ExportMetricsServiceResponse{})
-	_, _ = w.Write(out)
-	select {
-	case o.got <- struct{}{}:
-	default:
-	}
-}
-
-// value is the last value of name's point with attributes attrs
-// ("k=v,k=v" in the order otelstep sends them).
-func (o *ownMetrics) value(name, attrs string) (float64, bool) {
-	o.mu.Lock()
-	defer o.mu.Unlock()
-	v, ok := o.last[name][attrs]
+// lastValue is the last value at b of name's sum or gauge point with
+// attributes attrs ("k=v,k=v" in the order otelstep sends them).
+func lastValue(b *fakebackend.Backend, name, attrs string) (float64, bool) {
+	v, ok := fakebackend.LastValues(b.Metrics())[name][attrs]
 	return v, ok
-}
-
-func (o *ownMetrics) count() int {
-	o.mu.Lock()
-	defer o.mu.Unlock()
-	return o.requests
 }
 
 // ownMetricsConfig is a config that receives OTLP/HTTP, writes traces to a
@@ -177,12 +78,10 @@ func sendSpans(t *testing.T, httpAddr string, n int) {
 // work done, while the data goes to the first.
 func TestOwnMetricsToSecondBackend(t *testing.T) {
 	dir := t.TempDir()
-	data := &backend{spans: map[string]bool{}, logs: map[string]bool{}}
-	dataSrv := httptest.NewServer(data)
-	defer dataSrv.Close()
-	own, ownSrv := newOwnMetrics(t)
+	data := newBackend(t)
+	own := fakebackend.New(t)
 	httpAddr, health := freePort(t), freePort(t)
-	cfgPath := ownMetricsConfig(t, dir, httpAddr, health, dataSrv.URL, "", `  telemetry:
+	cfgPath := ownMetricsConfig(t, dir, httpAddr, health, data.URL(), "", `  telemetry:
     metrics:
       readers:
       - periodic:
@@ -190,7 +89,7 @@ func TestOwnMetricsToSecondBackend(t *testing.T) {
           exporter:
             otlp:
               protocol: http/protobuf
-              endpoint: `+ownSrv.URL+`
+              endpoint: `+own.URL()+`
               headers:
               - name: Authorization
                 value: Bearer ${env:OTEL_TOKEN}
@@ -202,16 +101,13 @@ func TestOwnMetricsToSecondBackend(t *testing.T) {
 	// The periodic reader exports every 100 ms: wait for an export that
 	// has the spans counted.
 	accepted := "receiver=otlp,transport=http"
-	deadline := time.After(patience)
-	for {
-		if v, _ := own.value("otelcol_receiver_accepted_spans", accepted); v == 3 {
-			break
-		}
-		select {
-		case <-own.got:
-		case <-deadline:
-			t.Fatalf("no export with 3 accepted spans in %v (%d requests)\n%s", patience, own.count(), o.Out.String())
-		}
+	ctx, cancel := context.WithTimeout(context.Background(), patience)
+	defer cancel()
+	if err := own.WaitContext(ctx, func([]*fakebackend.Request) bool {
+		v, _ := lastValue(own, "otelcol_receiver_accepted_spans", accepted)
+		return v == 3
+	}); err != nil {
+		t.Fatalf("no export with 3 accepted spans in %v (%d requests)\n%s", patience, own.Count(nil), o.Out.String())
 	}
 	// and /metrics on the health endpoint says they go elsewhere
 	resp, err := http.Get("http://" + health + "/metrics")
@@ -236,30 +132,31 @@ func TestOwnMetricsToSecondBackend(t *testing.T) {
 		{"otelcol_exporter_sent_spans", "exporter=otlp_http/managed", 3},
 		{"otelcol_exporter_queue_capacity", "exporter=otlp_http/managed", 1000},
 	} {
-		if v, ok := own.value(c.name, c.attrs); !ok || v != c.want {
+		if v, ok := lastValue(own, c.name, c.attrs); !ok || v != c.want {
 			t.Errorf("%s{%s} = %v (%v), want %v", c.name, c.attrs, v, ok, c.want)
 		}
 	}
 	for _, name := range []string{"otelcol_process_uptime", "otelcol_process_memory_rss", "otelcol_process_cpu_seconds", "otelstep_go_mallocs", "otelcol_process_runtime_total_alloc_bytes", "otelstep_go_goroutines"} {
-		if v, ok := own.value(name, ""); !ok || v <= 0 {
+		if v, ok := lastValue(own, name, ""); !ok || v <= 0 {
 			t.Errorf("%s = %v (%v)", name, v, ok)
 		}
 	}
-	own.mu.Lock()
-	for _, a := range own.auth {
-		if a != "Bearer "+testToken {
-			t.Errorf("Authorization header %q", a)
+	for _, r := range own.Requests() {
+		if a := r.Header.Get("Authorization"); a != "Bearer "+testToken || r.Path != "/v1/metrics" || r.Status != 200 {
+			t.Errorf("%s: Authorization header %q, answered %d (%v)", r.Path, a, r.Status, r.DecodeErr)
 		}
 	}
-	if own.resource["service.name"] != "otelstep" || own.resource["Authorization"] != testToken {
-		t.Errorf("resource %v", own.resource)
+	resource := map[string]string{}
+	for _, rm := range own.Metrics() {
+		maps.Copy(resource, fakebackend.Attrs(rm.GetResource().GetAttributes()))
 	}
-	own.mu.Unlock()
+	if resource["service.name"] != "otelstep" || resource["Authorization"] != testToken {
+		t.Errorf("resource %v", resource)
+	}
 	// the data backend got the spans and none of otelstep's own metrics
-	data.mu.Lock()
-	defer data.mu.Unlock()
-	if !data.spans["own-0"] || !data.spans["own-2"] || len(data.metrics) != 0 {
-		t.Errorf("data backend: spans %v, %d metric resources", data.spans, len(data.metrics))
+	got := data.seen()
+	if !got.spans["own-0"] || !got.spans["own-2"] || len(got.metrics) != 0 {
+		t.Errorf("data backend: spans %v, %d metric resources", got.spans, len(got.metrics))
 	}
 }
 
@@ -269,14 +166,12 @@ func TestOwnMetricsToSecondBackend(t *testing.T) {
 // format.
 func TestOwnMetricsWithoutReaders(t *testing.T) {
 	dir := t.TempDir()
-	data := &backend{spans: map[string]bool{}, logs: map[string]bool{}}
-	dataSrv := httptest.NewServer(data)
-	defer dataSrv.Close()
-	own, ownSrv := newOwnMetrics(t)
+	data := newBackend(t)
+	own := fakebackend.New(t)
 	httpAddr, health := freePort(t), freePort(t)
-	cfgPath := ownMetricsConfig(t, dir, httpAddr, health, dataSrv.URL, "", "")
+	cfgPath := ownMetricsConfig(t, dir, httpAddr, health, data.URL(), "", "")
 	o := startOtelstep(t, buildBinary(t), cfgPath, health, "OTEL_TOKEN="+testToken,
-		"OTEL_EXPORTER_OTLP_ENDPOINT="+ownSrv.URL, "OTEL_EXPORTER_OTLP_METRICS_ENDPOINT="+ownSrv.URL+"/v1/metrics")
+		"OTEL_EXPORTER_OTLP_ENDPOINT="+own.URL(), "OTEL_EXPORTER_OTLP_METRICS_ENDPOINT="+own.URL()+"/v1/metrics")
 	sendSpans(t, httpAddr, 2)
 	resp, err := http.Get("http://" + health + "/metrics")
 	if err != nil {
@@ -299,7 +194,7 @@ func TestOwnMetricsWithoutReaders(t *testing.T) {
 	}
 	o.Stop(t)
 	assertNoToken(t, filepath.Dir(cfgPath), cfgPath, o.Out.String())
-	if n := own.count(); n != 0 {
+	if n := own.Count(nil); n != 0 {
 		t.Errorf("%d requests reached a metrics backend no reader names", n)
 	}
 }

@@ -53,7 +53,8 @@ const Patience = time.Minute
 
 // Request is one request the backend received.
 type Request struct {
-	// N counts the backend's requests from 1.
+	// N counts the backend's requests from 1, in the order their bodies
+	// were read (Requests are in the order they were answered).
 	N int
 	// Method and Path are the request line's; Signal is "traces",
 	// "metrics" or "logs" from the path (/v1/traces, ...), "" for another.
@@ -123,6 +124,7 @@ type Backend struct {
 	answer   func(*Request) Reply
 	routes   map[string]string // path -> signal, besides /v1/{traces,metrics,logs}
 	reqs     []*Request
+	arrived  int // requests whose body was read, recorded or not yet
 	changed  chan struct{} // closed and replaced at every request
 	closed   chan struct{} // closed at Close: hung requests go
 	isClosed bool
@@ -253,7 +255,8 @@ func (b *Backend) handle(w http.ResponseWriter, r *http.Request) {
 	req.DecodeErr = err
 
 	b.mu.Lock()
-	req.N = len(b.reqs) + 1
+	b.arrived++
+	req.N = b.arrived
 	answer, closed := b.answer, b.closed
 	b.mu.Unlock()
 	var rep Reply

@@ -17,12 +17,17 @@
 //     checks are generated (generated_proto_decode.go,
 //     generated_proto_validate.go), and so is the OTLP/JSON decoder's
 //     (generated_json_decode.go).
-//   - Protobuf encoding (proto_encode*.go): ProtoEncoder appends an
-//     export request of any signal to a caller-owned buffer.
+//   - Protobuf encoding (proto_encode.go, generated_proto_encode.go):
+//     ProtoEncoder appends an export request of any signal to a
+//     caller-owned buffer; every field in field-number order, as
+//     proto.Marshal writes it.
 //   - OTLP/JSON decoding (json_decode*.go, json_scan*.go): DecodeMetrics,
 //     DecodeTraces and DecodeLogs.
-//   - OTLP/JSON encoding (json_encode*.go): AppendMetrics, AppendTraces,
-//     AppendLogs and MetricsEncoder, one JSONL line per request.
+//   - OTLP/JSON encoding (json_encode*.go, generated_json_encode.go):
+//     AppendMetrics, AppendTraces, AppendLogs and MetricsEncoder, one JSONL
+//     line per request, every field in declaration order, as protojson
+//     writes it (ids in hex). Spans and log records kept as their records
+//     are written from their bytes (json_encode_records.go).
 //
 // The codecs use no protobuf reflection at run time, for speed. Their
 // per-message code is generated (generated_*.go, by go generate from

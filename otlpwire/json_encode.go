@@ -1,7 +1,6 @@
 package otlpwire
 
 import (
-	"encoding/base64"
 	"strconv"
 	"strings"
 	"sync"
@@ -9,12 +8,15 @@ import (
 	"github.com/otelstep/otelstep/pipeline"
 	commonpb "go.opentelemetry.io/proto/otlp/common/v1"
 	metricspb "go.opentelemetry.io/proto/otlp/metrics/v1"
-	resourcepb "go.opentelemetry.io/proto/otlp/resource/v1"
 )
 
-// The encoders write fields in .proto declaration order, as protojson does,
-// omit proto3 zero values, nil messages and empty lists, and always write the
-// member of a oneof that is set (even when it holds a zero value).
+// The writers of each message (generated_json_encode.go) write fields in
+// .proto declaration order, as protojson does, omit proto3 zero values, nil
+// messages and empty lists, and always write the member of a oneof that is
+// set (even when it holds a zero value). What is written by hand: the API,
+// the writer's state (pointWriter), the field helpers and primitives
+// (json_encode_values.go), and the items kept as records
+// (json_encode_records.go).
 //
 // Every helper appends to b and returns the extended slice. Commas are
 // handled with a "first" flag per object: field helpers write a leading comma
@@ -23,14 +25,14 @@ import (
 // AppendMetrics appends the OTLP/JSON encoding of an ExportMetricsServiceRequest holding rms to dst (no trailing newline).
 // Resource attributes whose key equals any of skipResourceKeys are left out (used to keep the Authorization token off disk).
 func AppendMetrics(dst []byte, rms []*metricspb.ResourceMetrics, skipResourceKeys ...string) []byte {
-	return appendMetricsRequest(dst, rms, skipResourceKeys, &pointWriter{})
+	return appendExportMetricsServiceRequest(dst, rms, skipResourceKeys, &pointWriter{})
 }
 
 // MetricsEncoder is AppendMetrics reusing the OTLP/JSON of data-point
 // attributes (and metrics' metadata) that are a shared set's
 // (pipeline.AttrSet, whose pipeline.AttrEncodings Shared finds): the
 // scraper sends every series again with its set's slice each scrape, and
-// encoding them was ~8% of the scrape path's CPU. The first encoder to meet
+// re-encoding them each time would be much of the scrape path's work. The first encoder to meet
 // a set stores its JSON with the set; every encoder after writes the
 // stored bytes. The output is byte-identical to AppendMetrics'. Other
 // slices are encoded as usual.
@@ -56,7 +58,7 @@ type MetricsEncoder struct {
 // ExportMetricsServiceRequest holding rms to dst, as the package-level
 // AppendMetrics does.
 func (e *MetricsEncoder) AppendMetrics(dst []byte, rms []*metricspb.ResourceMetrics, skipResourceKeys ...string) []byte {
-	return appendMetricsRequest(dst, rms, skipResourceKeys, e.pointWriter())
+	return appendExportMetricsServiceRequest(dst, rms, skipResourceKeys, e.pointWriter())
 }
 
 // pointWriter returns a pointWriter using e's sets and Flush.
@@ -64,19 +66,11 @@ func (e *MetricsEncoder) pointWriter() *pointWriter {
 	return &pointWriter{shared: e.Shared, flush: e.Flush, flushAt: e.FlushAt}
 }
 
-// appendMetricsRequest is AppendMetrics through pw.
-func appendMetricsRequest(dst []byte, rms []*metricspb.ResourceMetrics, skip []string, pw *pointWriter) []byte {
-	return appendRequest(dst, pipeline.Metrics, rms, func(b []byte, r *metricspb.ResourceMetrics) []byte {
-		return appendResourceMetrics(b, r, skip, pw)
-	})
-}
-
 // pointWriter is what the data-point writers of one call carry: the sets
 // whose stored attribute encodings they use (nil: none), and the digits of
-// the last start and time written. A scrape's points share its time and
-// mostly one start (the first scrape's), and formatting the two 19-digit
-// decimals of each point was a twentieth of the scrape path's
-// instructions.
+// the last start and time written: a scrape's points share its time and
+// mostly one start (the first scrape's), whose 19-digit decimals are so
+// formatted once.
 type pointWriter struct {
 	shared *pipeline.SharedAttrs
 	last   [2]timeDigits // start, time
@@ -100,20 +94,6 @@ type timeDigits struct {
 	d [20]byte
 }
 
-// times writes a point's startTimeUnixNano and timeUnixNano fields, as
-// fieldUint64 does.
-func (pw *pointWriter) times(b []byte, first *bool, start, time uint64) []byte {
-	if start != 0 {
-		b = key(b, first, "startTimeUnixNano")
-		b = pw.last[0].append(b, start)
-	}
-	if time != 0 {
-		b = key(b, first, "timeUnixNano")
-		b = pw.last[1].append(b, time)
-	}
-	return b
-}
-
 // append writes v as a quoted decimal, from the last digits if v is the
 // last value.
 func (t *timeDigits) append(b []byte, v uint64) []byte {
@@ -123,23 +103,6 @@ func (t *timeDigits) append(b []byte, v uint64) []byte {
 	b = append(b, '"')
 	b = append(b, t.d[:t.n]...)
 	return append(b, '"')
-}
-
-// appendRequest appends the export request of signal s holding xs, each
-// encoded by fn, framed as RequestStart describes: the whole-request
-// encoders and a writer emitting a request piece by piece share one framing.
-func appendRequest[T any](dst []byte, s pipeline.Signal, xs []T, fn func([]byte, T) []byte) []byte {
-	if len(xs) == 0 {
-		return append(dst, "{}"...)
-	}
-	dst = append(dst, RequestStart(s)...)
-	for i, x := range xs {
-		if i > 0 {
-			dst = append(dst, ',')
-		}
-		dst = fn(dst, x)
-	}
-	return append(dst, RequestEnd...)
 }
 
 // A request piece by piece: the OTLP/JSON of an export request with at least
@@ -189,13 +152,13 @@ func AppendResourceLogs(dst []byte, rl *pipeline.ResourceLogs, skipResourceKeys 
 // AppendTraces appends the OTLP/JSON encoding of an ExportTraceServiceRequest holding rss to dst (no trailing newline).
 // Resource attributes whose key equals any of skipResourceKeys are left out.
 func AppendTraces(dst []byte, rss []*pipeline.ResourceSpans, skipResourceKeys ...string) []byte {
-	return appendRequest(dst, pipeline.Traces, rss, func(b []byte, r *pipeline.ResourceSpans) []byte { return appendResourceSpans(b, r, skipResourceKeys) })
+	return appendExportTraceServiceRequest(dst, rss, skipResourceKeys)
 }
 
 // AppendLogs appends the OTLP/JSON encoding of an ExportLogsServiceRequest holding rls to dst (no trailing newline).
 // Resource attributes whose key equals any of skipResourceKeys are left out.
 func AppendLogs(dst []byte, rls []*pipeline.ResourceLogs, skipResourceKeys ...string) []byte {
-	return appendRequest(dst, pipeline.Logs, rls, func(b []byte, r *pipeline.ResourceLogs) []byte { return appendResourceLogs(b, r, skipResourceKeys) })
+	return appendExportLogsServiceRequest(dst, rls, skipResourceKeys)
 }
 
 // ---- common ----
@@ -209,6 +172,25 @@ func skipped(k string, skip []string) bool {
 		}
 	}
 	return false
+}
+
+// fieldSkipAttrs writes the field name of KeyValues kvs, leaving out keys
+// in skip; not at all when none is left.
+func fieldSkipAttrs(b []byte, first *bool, name string, kvs []*commonpb.KeyValue, skip []string) []byte {
+	kept := len(kvs)
+	if kept > 0 && len(skip) > 0 {
+		kept = 0
+		for _, kv := range kvs {
+			if kv == nil || !skipped(kv.Key, skip) {
+				kept++
+			}
+		}
+	}
+	if kept == 0 {
+		return b
+	}
+	b = key(b, first, name)
+	return appendKeyValues(b, kvs, skip)
 }
 
 // appendKeyValues writes a JSON array of KeyValue, leaving out keys in skip.
@@ -226,142 +208,6 @@ func appendKeyValues(b []byte, kvs []*commonpb.KeyValue, skip []string) []byte {
 		b = appendKeyValue(b, kv)
 	}
 	return append(b, ']')
-}
-
-func appendKeyValue(b []byte, kv *commonpb.KeyValue) []byte {
-	b = append(b, '{')
-	if kv != nil {
-		first := true
-		b = fieldString(b, &first, "key", kv.Key)
-		if kv.Value != nil {
-			b = key(b, &first, "value")
-			b = appendAnyValue(b, kv.Value)
-		}
-		b = fieldInt32(b, &first, "keyStrindex", kv.KeyStrindex)
-	}
-	return append(b, '}')
-}
-
-func appendAnyValue(b []byte, v *commonpb.AnyValue) []byte {
-	b = append(b, '{')
-	switch x := v.Value.(type) {
-	case *commonpb.AnyValue_StringValue:
-		b = append(b, `"stringValue":`...)
-		b = appendString(b, x.StringValue)
-	case *commonpb.AnyValue_BoolValue:
-		if x.BoolValue {
-			b = append(b, `"boolValue":true`...)
-		} else {
-			b = append(b, `"boolValue":false`...)
-		}
-	case *commonpb.AnyValue_IntValue:
-		b = append(b, `"intValue":"`...)
-		b = strconv.AppendInt(b, x.IntValue, 10)
-		b = append(b, '"')
-	case *commonpb.AnyValue_DoubleValue:
-		b = append(b, `"doubleValue":`...)
-		b = appendFloat(b, x.DoubleValue)
-	case *commonpb.AnyValue_ArrayValue:
-		b = append(b, `"arrayValue":{`...)
-		if x.ArrayValue != nil && len(x.ArrayValue.Values) > 0 {
-			b = append(b, `"values":[`...)
-			for i, e := range x.ArrayValue.Values {
-				if i > 0 {
-					b = append(b, ',')
-				}
-				if e == nil {
-					b = append(b, '{', '}')
-					continue
-				}
-				b = appendAnyValue(b, e)
-			}
-			b = append(b, ']')
-		}
-		b = append(b, '}')
-	case *commonpb.AnyValue_KvlistValue:
-		b = append(b, `"kvlistValue":{`...)
-		if x.KvlistValue != nil && len(x.KvlistValue.Values) > 0 {
-			b = append(b, `"values":`...)
-			b = appendKeyValues(b, x.KvlistValue.Values, nil)
-		}
-		b = append(b, '}')
-	case *commonpb.AnyValue_BytesValue:
-		b = append(b, `"bytesValue":"`...)
-		b = base64.StdEncoding.AppendEncode(b, x.BytesValue)
-		b = append(b, '"')
-	case *commonpb.AnyValue_StringValueStrindex:
-		b = append(b, `"stringValueStrindex":`...)
-		b = strconv.AppendInt(b, int64(x.StringValueStrindex), 10)
-	}
-	return append(b, '}')
-}
-
-func appendStrings(b []byte, ss []string) []byte {
-	b = append(b, '[')
-	for i, s := range ss {
-		if i > 0 {
-			b = append(b, ',')
-		}
-		b = appendString(b, s)
-	}
-	return append(b, ']')
-}
-
-func appendResource(b []byte, r *resourcepb.Resource, skip []string) []byte {
-	b = append(b, '{')
-	first := true
-	if len(r.Attributes) > 0 {
-		// Only write the field if something survives the skip list.
-		kept := len(r.Attributes)
-		if len(skip) > 0 {
-			kept = 0
-			for _, kv := range r.Attributes {
-				if kv == nil || !skipped(kv.Key, skip) {
-					kept++
-				}
-			}
-		}
-		if kept > 0 {
-			b = fieldAttrs(b, &first, "attributes", r.Attributes, skip)
-		}
-	}
-	b = fieldUint32(b, &first, "droppedAttributesCount", r.DroppedAttributesCount)
-	if len(r.EntityRefs) > 0 {
-		b = key(b, &first, "entityRefs")
-		b = append(b, '[')
-		for i, e := range r.EntityRefs {
-			if i > 0 {
-				b = append(b, ',')
-			}
-			b = append(b, '{')
-			if e != nil {
-				f := true
-				b = fieldString(b, &f, "schemaUrl", e.SchemaUrl)
-				b = fieldString(b, &f, "type", e.Type)
-				if len(e.IdKeys) > 0 {
-					b = key(b, &f, "idKeys")
-					b = appendStrings(b, e.IdKeys)
-				}
-				if len(e.DescriptionKeys) > 0 {
-					b = key(b, &f, "descriptionKeys")
-					b = appendStrings(b, e.DescriptionKeys)
-				}
-			}
-			b = append(b, '}')
-		}
-		b = append(b, ']')
-	}
-	return append(b, '}')
-}
-
-func appendScope(b []byte, s *commonpb.InstrumentationScope) []byte {
-	b = append(b, '{')
-	first := true
-	b = fieldString(b, &first, "name", s.Name)
-	b = fieldString(b, &first, "version", s.Version)
-	b = fieldAttrs(b, &first, "attributes", s.Attributes, nil)
-	b = fieldUint32(b, &first, "droppedAttributesCount", s.DroppedAttributesCount)
-	return append(b, '}')
 }
 
 // Decoders of received items (pipeline.Records), pooled: each decodes one

@@ -1,6 +1,7 @@
 package otlpwire
 
 import (
+	"encoding/base64"
 	"math"
 	"strconv"
 	"unicode/utf8"
@@ -59,6 +60,17 @@ func fieldUint64(b []byte, first *bool, name string, v uint64) []byte {
 	return append(b, '"')
 }
 
+// fieldInt64 writes a 64-bit integer as a decimal string.
+func fieldInt64(b []byte, first *bool, name string, v int64) []byte {
+	if v == 0 {
+		return b
+	}
+	b = key(b, first, name)
+	b = append(b, '"')
+	b = strconv.AppendInt(b, v, 10)
+	return append(b, '"')
+}
+
 func fieldBool(b []byte, first *bool, name string, v bool) []byte {
 	if !v {
 		return b
@@ -84,6 +96,62 @@ func fieldOptDouble(b []byte, first *bool, name string, v *float64) []byte {
 	return appendFloat(b, *v)
 }
 
+func fieldBase64(b []byte, first *bool, name string, v []byte) []byte {
+	if len(v) == 0 {
+		return b
+	}
+	b = key(b, first, name)
+	return appendBase64(b, v)
+}
+
+// fieldUint64s writes a list of 64-bit integers as decimal strings.
+func fieldUint64s(b []byte, first *bool, name string, vs []uint64) []byte {
+	if len(vs) == 0 {
+		return b
+	}
+	b = key(b, first, name)
+	b = append(b, '[')
+	for i, v := range vs {
+		if i > 0 {
+			b = append(b, ',')
+		}
+		b = append(b, '"')
+		b = strconv.AppendUint(b, v, 10)
+		b = append(b, '"')
+	}
+	return append(b, ']')
+}
+
+func fieldDoubles(b []byte, first *bool, name string, vs []float64) []byte {
+	if len(vs) == 0 {
+		return b
+	}
+	b = key(b, first, name)
+	b = append(b, '[')
+	for i, v := range vs {
+		if i > 0 {
+			b = append(b, ',')
+		}
+		b = appendFloat(b, v)
+	}
+	return append(b, ']')
+}
+
+func fieldStrings(b []byte, first *bool, name string, vs []string) []byte {
+	if len(vs) == 0 {
+		return b
+	}
+	b = key(b, first, name)
+	b = append(b, '[')
+	for i, v := range vs {
+		if i > 0 {
+			b = append(b, ',')
+		}
+		b = appendString(b, v)
+	}
+	return append(b, ']')
+}
+
 func fieldHex(b []byte, first *bool, name string, id []byte) []byte {
 	if len(id) == 0 {
 		return b
@@ -92,23 +160,11 @@ func fieldHex(b []byte, first *bool, name string, id []byte) []byte {
 	return appendHex(b, id)
 }
 
-func fieldAttrs(b []byte, first *bool, name string, kvs []*commonpb.KeyValue, skip []string) []byte {
-	if len(kvs) == 0 {
-		return b
-	}
-	b = key(b, first, name)
-	return appendKeyValues(b, kvs, skip)
-}
-
-// fieldPointAttrs writes a data point's "attributes" field, from the
-// encoding stored with the slice's set when shared finds one (see
-// MetricsEncoder). A set stores the array text only, not the key, since
-// the separator before it depends on the position.
-func fieldPointAttrs(b []byte, first *bool, kvs []*commonpb.KeyValue, shared *pipeline.SharedAttrs) []byte {
-	return fieldSharedAttrs(b, first, "attributes", kvs, shared)
-}
-
-// fieldSharedAttrs is fieldPointAttrs for the field name.
+// fieldSharedAttrs writes a data point's attributes (or a metric's
+// metadata) as field name, from the encoding stored with the slice's set
+// when shared finds one (see MetricsEncoder). A set stores the array text
+// only, not the key, since the separator before it depends on the
+// position.
 func fieldSharedAttrs(b []byte, first *bool, name string, kvs []*commonpb.KeyValue, shared *pipeline.SharedAttrs) []byte {
 	if len(kvs) == 0 {
 		return b
@@ -139,6 +195,12 @@ func appendHex(b []byte, id []byte) []byte {
 	return append(b, '"')
 }
 
+func appendBase64(b []byte, v []byte) []byte {
+	b = append(b, '"')
+	b = base64.StdEncoding.AppendEncode(b, v)
+	return append(b, '"')
+}
+
 // appendFloat formats like encoding/json and protojson: shortest repr, 'f'
 // for exponents in [-6, 21), 'e' otherwise with a two digit minimum exponent
 // dropped to one ("1e-07" becomes "1e-7"); non-finite values as strings.
@@ -153,8 +215,8 @@ func appendFloat(b []byte, f float64) []byte {
 	}
 	if f > -1<<53 && f < 1<<53 && f == float64(int64(f)) && f != 0 {
 		// An integer (most gauges and every counter of whole units): its
-		// shortest form is its digits, which AppendInt writes in a fifth
-		// of the time. Zero is left to AppendFloat for its sign.
+		// shortest form is its digits, which AppendInt writes much faster
+		// than AppendFloat. Zero is left to AppendFloat for its sign.
 		return strconv.AppendInt(b, int64(f), 10)
 	}
 	fmt := byte('f')
@@ -182,8 +244,8 @@ var safe = func() (t [utf8.RuneSelf]bool) {
 }()
 
 // load8 is the first 8 bytes of s as a little-endian word: one load. It
-// and plainWord are small enough to inline into appendString's loop,
-// which a call per 8 bytes had cost a fifth of.
+// and plainWord are small enough to inline into appendString's loop: no
+// call per 8 bytes.
 func load8[S string | []byte](s S) uint64 {
 	_ = s[7]
 	return uint64(s[0]) | uint64(s[1])<<8 | uint64(s[2])<<16 | uint64(s[3])<<24 |
@@ -221,14 +283,14 @@ func appendString[S string | []byte](b []byte, s S) []byte {
 	start := 0
 	for i := 0; i < len(s); {
 		// Eight bytes at a time while none needs a look: most values are
-		// plain ASCII, and this was a third of the traces' JSON encoding.
+		// plain ASCII.
 		for i+8 <= len(s) && plainWord(load8(s[i:])) {
 			i += 8
 		}
 		// Fewer than 8 bytes left: the last 8 of s (or, in a string of 4
 		// to 7, its first and last 4) as one word, which may look at bytes
 		// already passed again. Keys and short values are most strings,
-		// and the byte loop was most of their cost.
+		// and the byte loop would be most of their cost.
 		if n := len(s) - i; n > 0 && n < 8 {
 			if len(s) >= 8 {
 				if plainWord(load8(s[len(s)-8:])) {

@@ -33,7 +33,12 @@ func genJSONDecodeWith(s *Schema, choices map[string]jsonDecodeChoice) ([]File, 
 	if err := g.applyChoices(choices); err != nil {
 		return nil, err
 	}
+	idents := map[string]*Message{}
 	for _, m := range s.Messages {
+		if prev := idents[ident(m.GoName)]; prev != nil {
+			return nil, fmt.Errorf("messages %s and %s would have the same decode method", prev.FullName, m.FullName)
+		}
+		idents[ident(m.GoName)] = m
 		if err := g.message(m); err != nil {
 			return nil, fmt.Errorf("message %s: %w", m.FullName, err)
 		}

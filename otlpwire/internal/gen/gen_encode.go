@@ -122,7 +122,7 @@ type encListKey struct {
 
 func genEncode(s *Schema) ([]File, error) {
 	g := &encGen{s: s, msgs: map[*Message]*encMsg{}}
-	if err := g.load(); err != nil {
+	if err := g.load(encodeChoices); err != nil {
 		return nil, err
 	}
 	pb, err := g.protoFile()
@@ -136,8 +136,9 @@ func genEncode(s *Schema) ([]File, error) {
 	return []File{{Name: "generated_proto_encode.go", Src: pb}, {Name: "generated_json_encode.go", Src: js}}, nil
 }
 
-// load builds the encoders' view of every message, checking the choices.
-func (g *encGen) load() error {
+// load builds the encoders' view of every message with the choices,
+// failing on a choice that names no field or does not fit its field.
+func (g *encGen) load(choices map[string]encodeChoice) error {
 	byName := map[string]*Field{}
 	for _, m := range g.s.Messages {
 		for _, f := range m.Fields {
@@ -145,7 +146,7 @@ func (g *encGen) load() error {
 		}
 	}
 	var unknown []string
-	for name := range encodeChoices {
+	for name := range choices {
 		if byName[name] == nil {
 			unknown = append(unknown, name)
 		}
@@ -177,7 +178,7 @@ func (g *encGen) load() error {
 				continue
 			}
 			fd := fds.ByNumber(protoreflect.FieldNumber(f.Number))
-			ef := &encField{Field: f, goName: f.GoName, opt: fd.HasOptionalKeyword(), c: encodeChoices[f.FullName()]}
+			ef := &encField{Field: f, goName: f.GoName, opt: fd.HasOptionalKeyword(), c: choices[f.FullName()]}
 			if goFields != nil {
 				if ef.goName = goFields[f.Name]; ef.goName == "" {
 					return fmt.Errorf("field %s: %s has no field for it", f.FullName(), m.Choice.Pipeline)

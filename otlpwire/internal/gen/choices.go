@@ -194,3 +194,48 @@ func (s *Schema) applyChoices(msgs map[protoreflect.FullName]MessageChoice, fiel
 	}
 	return nil
 }
+
+// jsonDecodeChoice is how the OTLP/JSON decoder allocates or reads one
+// message or field where the default does not serve. By default a message
+// in a list comes from its type's pool (jsonList), and a message held by a
+// field or a oneof wrapper is allocated on its own.
+type jsonDecodeChoice struct {
+	// Pool, on a message or a oneof member of scalar type: allocated from
+	// its type's pool also where it is held by a field (a message) or each
+	// time its member is set (a wrapper). For the values most requests have
+	// many of.
+	Pool bool
+	// Pair, on a oneof member of message type: the message is allocated
+	// together with its oneof wrapper, from a pool of pairs.
+	Pair bool
+	// Spare, on a message, names the oneof member (of scalar type) whose
+	// wrapper is allocated together with the message where a field holds
+	// it: its decode method, decodeTSpare, takes the wrapper to use if that
+	// member is set (or nil), and decodeT passes nil. For the member most
+	// values hold.
+	Spare string
+	// Quick, on a message, names the hand-written fast path its decode
+	// tries first: func (d *jsonDecoder) NAME(m *T, field func(int) error)
+	// (done bool, err error), which decodes the object and reports done, or
+	// leaves d.pos where it was; field decodes field f of m. With Spare,
+	// the spare wrapper (or nil) comes between m and field.
+	Quick string
+	// Base64, on a bytes field: base64 as protojson reads it. A bytes field
+	// must be base64 or a trace or span id (FieldChoice.IDSize): OTLP/JSON
+	// writes ids in hex.
+	Base64 bool
+}
+
+// jsonDecodeChoices is keyed by the full name of a message or a field;
+// genJSONDecode fails on an entry that names nothing or does not fit.
+var jsonDecodeChoices = map[string]jsonDecodeChoice{
+	common + "KeyValue":                   {Quick: "quickKeyValue"},
+	common + "AnyValue":                   {Quick: "quickAnyValue", Spare: "string_value"},
+	common + "AnyValue.string_value":      {Pool: true},
+	common + "AnyValue.bytes_value":       {Base64: true},
+	trace + "Status":                      {Pool: true},
+	metrics + "Metric.gauge":              {Pair: true},
+	metrics + "Metric.sum":                {Pair: true},
+	metrics + "Metric.histogram":          {Pair: true},
+	metrics + "NumberDataPoint.as_double": {Pool: true},
+}

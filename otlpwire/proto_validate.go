@@ -18,7 +18,7 @@ import (
 // backend built on pdata refuses the whole request such an id travels in,
 // with every good item beside it, so otelstep's receivers refuse it
 // first, as the collector's do: both decoders (protobuf here, OTLP/JSON in
-// json_scan.go) check every id with ValidID and name it with IDSizeError.
+// json_scan_value.go) check every id with ValidID and name it with IDSizeError.
 const (
 	TraceIDSize = 16
 	SpanIDSize  = 8

@@ -8,7 +8,6 @@ import (
 	"time"
 
 	"github.com/otelstep/otelstep/pipeline"
-	"github.com/otelstep/otelstep/telemetry"
 )
 
 // Options configures the Processor (the collector's batch processor).
@@ -83,8 +82,7 @@ type Processor struct {
 }
 
 type pendingBatch struct {
-	b     *pipeline.Batch
-	items int
+	b     *pipeline.Batch // its Items are the pending count
 	since time.Time
 	// acked is when the first item whose sender waits arrived (zero:
 	// none waits).
@@ -156,7 +154,7 @@ func (b *Processor) Consume(ctx context.Context, in *pipeline.Batch) error {
 		return pipeline.ErrStopped
 	}
 	p := &b.pend[in.Signal]
-	if p.items >= b.o.SendBatchSize {
+	if p.b != nil && p.b.Items >= b.o.SendBatchSize {
 		// An earlier flush was refused: push back before taking more.
 		if err := b.flushLocked(ctx, in.Signal, false); err != nil {
 			return err
@@ -178,8 +176,7 @@ func (b *Processor) Consume(ctx context.Context, in *pipeline.Batch) error {
 		}
 	}
 	appendBatch(p.b, in)
-	p.items += in.Items()
-	if p.items >= b.o.SendBatchSize {
+	if p.b.Items >= b.o.SendBatchSize {
 		// in is taken whatever happens: on failure it stays pending.
 		_ = b.flushLocked(ctx, in.Signal, false)
 	}
@@ -190,6 +187,7 @@ func appendBatch(dst, src *pipeline.Batch) {
 	dst.Metrics = append(dst.Metrics, src.Metrics...)
 	dst.Traces = append(dst.Traces, src.Traces...)
 	dst.Logs = append(dst.Logs, src.Logs...)
+	dst.Items += src.Items
 	dst.Leases = append(dst.Leases, src.Leases...) // src's references move with it
 	dst.Acks = append(dst.Acks, src.Acks...)       // as do its acks'
 }
@@ -199,12 +197,10 @@ func appendBatch(dst, src *pipeline.Batch) {
 // items. On error the unsent part stays pending.
 func (b *Processor) flushLocked(ctx context.Context, sig pipeline.Signal, all bool) error {
 	p := &b.pend[sig]
-	for p.b != nil && (all || p.items >= b.o.SendBatchSize) {
+	for p.b != nil && (all || p.b.Items >= b.o.SendBatchSize) {
 		head, rest := p.b, (*pipeline.Batch)(nil)
-		headItems := p.items
-		if max := b.o.SendBatchMaxSize; max > 0 && p.items > max {
+		if max := b.o.SendBatchMaxSize; max > 0 && p.b.Items > max {
 			head, rest = Split(p.b, max)
-			headItems = head.Items()
 			head.Leases, head.Acks = p.b.Leases, p.b.Acks
 			if rest != nil {
 				// Either half may hold any lease's memory, and any
@@ -217,9 +213,7 @@ func (b *Processor) flushLocked(ctx context.Context, sig pipeline.Signal, all bo
 				rest.Leases, rest.Acks = p.b.Leases, p.b.Acks
 			}
 		}
-		// The count goes on with the batch: the sinks take it rather than
-		// walk the batch again (telemetry.CountedConsumer).
-		if err := telemetry.Consume(ctx, b.next, head, headItems); err != nil {
+		if err := b.next.Consume(ctx, head); err != nil {
 			if rest != nil {
 				head.Release() // p.b, unsplit, stays pending with its own
 				head.ResolveAcks(nil)
@@ -238,7 +232,6 @@ func (b *Processor) flushLocked(ctx context.Context, sig pipeline.Signal, all bo
 			return nil
 		}
 		p.b = rest
-		p.items -= headItems
 		p.since = time.Now()
 	}
 	return nil

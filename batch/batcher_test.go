@@ -42,8 +42,8 @@ func TestBatcherSizeTrigger(t *testing.T) {
 	}
 	_ = b.Consume(context.Background(), metricsBatch("3", 3))
 	got := rec.got()
-	if len(got) != 1 || got[0].Items() != 12 || got[0].Len() != 4 {
-		t.Fatalf("got %d batches (first %d items)", len(got), got[0].Items())
+	if len(got) != 1 || got[0].Items != 12 || got[0].Len() != 4 {
+		t.Fatalf("got %d batches (first %d items)", len(got), got[0].Items)
 	}
 }
 
@@ -59,15 +59,15 @@ func TestBatcherTimeoutTrigger(t *testing.T) {
 	if el := time.Since(start); el < 45*time.Millisecond {
 		t.Fatalf("flushed after %v, before the timeout", el)
 	}
-	if rec.got()[0].Items() != 2 {
+	if rec.got()[0].Items != 2 {
 		t.Fatal("wrong items")
 	}
 	// A logs batch is batched separately.
-	_ = b.Consume(context.Background(), &pipeline.Batch{Signal: pipeline.Logs, Logs: pipeline.LogsFromProto([]*logspb.ResourceLogs{{
+	_ = b.Consume(context.Background(), &pipeline.Batch{Signal: pipeline.Logs, Items: 1, Logs: pipeline.LogsFromProto([]*logspb.ResourceLogs{{
 		ScopeLogs: []*logspb.ScopeLogs{{LogRecords: []*logspb.LogRecord{{Body: &commonpb.AnyValue{}}}}},
 	}})})
 	waitFor(t, patience, func() bool { return len(rec.got()) == 2 }, "logs flush")
-	if g := rec.got()[1]; g.Signal != pipeline.Logs || g.Items() != 1 {
+	if g := rec.got()[1]; g.Signal != pipeline.Logs || g.Items != 1 {
 		t.Fatal("logs batch wrong")
 	}
 }
@@ -78,6 +78,7 @@ func TestBatcherMaxSizeSplit(t *testing.T) {
 	_ = b.Start(context.Background())
 	in := metricsBatch("big", 35)
 	in.Metrics = append(in.Metrics, metricsBatch("second", 2).Metrics...)
+	in.Items += 2
 	if err := b.Consume(context.Background(), in); err != nil {
 		t.Fatal(err)
 	}
@@ -91,10 +92,10 @@ func TestBatcherMaxSizeSplit(t *testing.T) {
 	got = rec.got()
 	total := 0
 	for _, g := range got {
-		if g.Items() > 10 {
-			t.Fatalf("batch of %d items exceeds max", g.Items())
+		if g.Items > 10 {
+			t.Fatalf("batch of %d items exceeds max", g.Items)
 		}
-		total += g.Items()
+		total += g.Items
 	}
 	if total != 37 || len(got) != 4 {
 		t.Fatalf("total %d in %d batches", total, len(got))
@@ -203,7 +204,7 @@ func TestBatcherFlushHint(t *testing.T) {
 	}
 	pipeline.Flush(context.Background(), b)
 	got := rec.got()
-	if len(got) != 1 || got[0].Items() != 5 {
+	if len(got) != 1 || got[0].Items != 5 {
 		t.Fatalf("after the hint: %d batches, want one of 5 items", len(got))
 	}
 	if v := pointValues(got); len(v) != 5 {

@@ -28,7 +28,7 @@ func metricsBatch(id string, points int) *pipeline.Batch {
 			Attributes:   []*commonpb.KeyValue{strKV("cpu", fmt.Sprint(i%16))},
 		}
 	}
-	return &pipeline.Batch{Signal: pipeline.Metrics, Metrics: []*metricspb.ResourceMetrics{{
+	return &pipeline.Batch{Signal: pipeline.Metrics, Items: points, Metrics: []*metricspb.ResourceMetrics{{
 		Resource: &resourcepb.Resource{Attributes: []*commonpb.KeyValue{strKV("service.name", "svc"), strKV("batch.id", id)}},
 		ScopeMetrics: []*metricspb.ScopeMetrics{{
 			Scope:   &commonpb.InstrumentationScope{Name: "otelstep"},
@@ -64,6 +64,9 @@ type recorder struct {
 }
 
 func (r *recorder) Consume(_ context.Context, b *pipeline.Batch) error {
+	if n := pipeline.CountItems(b); b.Items != n {
+		panic(fmt.Sprintf("a batch of %d items says %d", n, b.Items))
+	}
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	if r.refuse > 0 {

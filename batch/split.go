@@ -5,20 +5,25 @@ import (
 	metricspb "go.opentelemetry.io/proto/otlp/metrics/v1"
 )
 
-// Split returns the first max (at least 1) items of b and the rest
+// Split returns the first n (at least 1) items of b and the rest
 // (nil if none), splitting a resource, a scope and a metric's points where
-// needed. b is not modified; the pieces share unsplit messages with it.
-func Split(b *pipeline.Batch, max int) (head, rest *pipeline.Batch) {
+// needed, each with its Items. b is not modified; the pieces share unsplit
+// messages with it.
+func Split(b *pipeline.Batch, n int) (head, rest *pipeline.Batch) {
 	head = &pipeline.Batch{Signal: b.Signal}
 	rest = &pipeline.Batch{Signal: b.Signal}
 	switch b.Signal {
 	case pipeline.Metrics:
-		head.Metrics, rest.Metrics = splitSlice(b.Metrics, max, pipeline.ResourceMetricsPoints, splitRM)
+		head.Metrics, rest.Metrics = splitSlice(b.Metrics, n, pipeline.ResourceMetricsPoints, splitRM)
 	case pipeline.Traces:
-		head.Traces, rest.Traces = splitSlice(b.Traces, max, (*pipeline.ResourceSpans).Len, splitRS)
+		head.Traces, rest.Traces = splitSlice(b.Traces, n, (*pipeline.ResourceSpans).Len, splitRS)
 	case pipeline.Logs:
-		head.Logs, rest.Logs = splitSlice(b.Logs, max, (*pipeline.ResourceLogs).Len, splitRL)
+		head.Logs, rest.Logs = splitSlice(b.Logs, n, (*pipeline.ResourceLogs).Len, splitRL)
 	}
+	// Every item of b is in one of the two, and head holds n of them
+	// unless b holds fewer.
+	head.Items = min(max(n, 0), b.Items)
+	rest.Items = b.Items - head.Items
 	if rest.Len() == 0 {
 		rest = nil
 	}

@@ -120,7 +120,7 @@ func (b *Backend) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 	c := &b.signals[sig]
 	c.requests.Add(1)
-	c.items.Add(int64(batch.Items()))
+	c.items.Add(int64(batch.Items))
 	c.wire.Add(wire)
 	c.raw.Add(int64(len(data)))
 	if sig == pipeline.Metrics {

@@ -54,18 +54,7 @@ func (p *bodyPool) decodeExport(data mem.BufferSlice, req *exportRequest) error 
 		buf = data.Materialize()
 	}
 	b := &req.batch
-	var err error
-	switch b.Signal {
-	case pipeline.Traces:
-		b.Traces, err = otlpwire.DecodeTracesOwned(buf)
-	case pipeline.Metrics:
-		b.Metrics, err = otlpwire.DecodeMetricsOwned(buf)
-	case pipeline.Logs:
-		b.Logs, err = otlpwire.DecodeLogsOwned(buf)
-	default:
-		err = fmt.Errorf("unknown signal %d", b.Signal)
-	}
-	if err != nil {
+	if err := otlpwire.DecodeRequestOwned(b, buf); err != nil {
 		// The body goes to the garbage collector: nothing is sure not to
 		// point into it (an error's text, say).
 		req.err = fmt.Errorf("%s export request: %w", b.Signal, err)

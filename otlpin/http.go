@@ -314,6 +314,7 @@ func decodeHTTP(sig pipeline.Signal, ct string, body []byte) (*pipeline.Batch, p
 	if err != nil {
 		return nil, nil, err
 	}
+	b.Items = pipeline.CountItems(b) // messages: the lengths of their slices
 	return b, resp, nil
 }
 

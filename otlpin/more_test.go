@@ -134,7 +134,7 @@ func TestHTTPBodyLength(t *testing.T) {
 	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	if len(c.bs) != 1 || c.bs[0].Items() != 1 {
+	if len(c.bs) != 1 || c.bs[0].Items != 1 {
 		t.Fatalf("chunked body: %d batches", len(c.bs))
 	}
 }

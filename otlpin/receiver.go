@@ -519,12 +519,10 @@ func (r *Receiver) deliver(ctx context.Context, c pipeline.Consumer, b *pipeline
 	}
 	cctx, cancel := r.consumeCtx(ctx)
 	defer cancel()
-	// Counted once per request, before the batch is downstream's, and the
-	// count handed on: the pipelines' own counts need not walk it again.
-	items := b.Items()
+	items := b.Items // before the batch is downstream's
 	ack := pipeline.NewAck()
 	b.Acks = append(b.Acks, ack)
-	err := telemetry.Consume(cctx, c, b, items)
+	err := c.Consume(cctx, b)
 	if err == nil {
 		// Taken: accepted once written.
 		if err = awaitAck(cctx, ack); err == nil {

@@ -372,7 +372,7 @@ func TestEmptyResourcesNotPassedOn(t *testing.T) {
 			}
 			c.mu.Lock()
 			// Only the mixed request's good resource and scope.
-			if len(c.bs) != 1 || c.bs[0].Len() != 1 || c.bs[0].Items() != 1 {
+			if len(c.bs) != 1 || c.bs[0].Len() != 1 || c.bs[0].Items != 1 {
 				t.Errorf("%v over %s: %d batches delivered, want the one good resource", s, via, len(c.bs))
 			} else {
 				b := c.bs[0]

@@ -155,7 +155,7 @@ func TestEncodeSeedsFromFixtures(t *testing.T) {
 			if err != nil {
 				t.Fatalf("%s: a seed the decoder refuses: %v", sig, err)
 			}
-			items += b.Items()
+			items += b.Items
 		}
 		if len(seeds) < 2 || items == 0 {
 			t.Errorf("%s: %d seeds holding %d items from the fixtures", sig, len(seeds), items)

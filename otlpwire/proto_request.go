@@ -22,8 +22,19 @@ func UnmarshalRequest(s pipeline.Signal, data []byte) (*pipeline.Batch, error) {
 // strings and ids point into it.
 func UnmarshalOwnedRequest(s pipeline.Signal, buf []byte) (*pipeline.Batch, error) {
 	b := &pipeline.Batch{Signal: s}
+	if err := DecodeRequestOwned(b, buf); err != nil {
+		return nil, fmt.Errorf("%s export request: %w", s, err)
+	}
+	return b, nil
+}
+
+// DecodeRequestOwned decodes a protobuf export request of b.Signal into b,
+// without copying buf (see DecodeTracesOwned): its resources, and its
+// Items, counted once here for every stage after. On error b holds no
+// resources.
+func DecodeRequestOwned(b *pipeline.Batch, buf []byte) error {
 	var err error
-	switch s {
+	switch b.Signal {
 	case pipeline.Metrics:
 		b.Metrics, err = DecodeMetricsOwned(buf)
 	case pipeline.Traces:
@@ -31,10 +42,11 @@ func UnmarshalOwnedRequest(s pipeline.Signal, buf []byte) (*pipeline.Batch, erro
 	case pipeline.Logs:
 		b.Logs, err = DecodeLogsOwned(buf)
 	default:
-		return nil, fmt.Errorf("unknown signal %d", s)
+		return fmt.Errorf("unknown signal %d", b.Signal)
 	}
 	if err != nil {
-		return nil, fmt.Errorf("%s export request: %w", s, err)
+		return err
 	}
-	return b, nil
+	b.Items = pipeline.CountItems(b)
+	return nil
 }

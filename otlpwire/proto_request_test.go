@@ -19,7 +19,7 @@ func TestUnmarshalRequest(t *testing.T) {
 		t.Fatalf("SignalOfPath: %v %v", s, ok)
 	}
 	b, err := UnmarshalRequest(s, data)
-	if err != nil || b.Items() != 2 || b.Signal != pipeline.Traces {
+	if err != nil || b.Items != 2 || b.Signal != pipeline.Traces {
 		t.Fatalf("got %v items, %v", b, err)
 	}
 	if _, err := UnmarshalRequest(pipeline.Metrics, []byte{0xff, 0xff}); err == nil || !strings.Contains(err.Error(), "metrics export request") {

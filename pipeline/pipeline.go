@@ -79,6 +79,17 @@ type Batch struct {
 	Metrics []*metricspb.ResourceMetrics
 	Traces  []*ResourceSpans
 	Logs    []*ResourceLogs
+	// Items is how many data points, spans or log records the batch
+	// holds: the unit the batch processor's sizes count, and otelstep's
+	// telemetry, logs and stop line report. Whoever builds a batch sets
+	// it once: the receivers' decoding (otlpwire.DecodeRequestOwned),
+	// the scraper, spanmetrics, the batch processor as it merges and
+	// splits, and a producer that builds a batch of messages (the
+	// OTLP/JSON receiver, replay, a test) with CountItems. Every stage after
+	// reads it and never walks the batch to count again; a stage that
+	// added or removed items would set it anew (the processors change
+	// resources and names only).
+	Items int
 	// Leases are the producers' claims on the batch's memory (lease.go):
 	// nil for a batch nobody wants back.
 	Leases []*Lease
@@ -101,9 +112,11 @@ func (b *Batch) Len() int {
 	return 0
 }
 
-// Items returns the number of data points, spans or log records in the batch:
-// the unit the batch processor's send_batch_size counts.
-func (b *Batch) Items() int {
+// CountItems counts the data points, spans or log records of b by walking
+// its resources, for its producer to set b.Items (see Items): for a batch
+// of messages that is the lengths of their slices; records (Records.Len)
+// are read through.
+func CountItems(b *Batch) int {
 	n := 0
 	switch b.Signal {
 	case Metrics:

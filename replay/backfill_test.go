@@ -26,7 +26,7 @@ import (
 // name, its resource stamped with the token (the resource processor's
 // Authorization attribute, which the JSONL file does not keep).
 func liveTraceBatch(name string) *pipeline.Batch {
-	return &pipeline.Batch{Signal: pipeline.Traces, Traces: pipeline.TracesFromProto([]*tracepb.ResourceSpans{{
+	return &pipeline.Batch{Signal: pipeline.Traces, Items: 1, Traces: pipeline.TracesFromProto([]*tracepb.ResourceSpans{{
 		Resource: &resourcepb.Resource{Attributes: []*commonpb.KeyValue{str("service.name", "svc"), str("Authorization", token)}},
 		ScopeSpans: []*tracepb.ScopeSpans{{Spans: []*tracepb.Span{{
 			Name: name, TraceId: bytes.Repeat([]byte{1}, 16), SpanId: []byte{1, 2, 3, 4, 5, 6, 7, 8},

@@ -43,7 +43,7 @@ func TestDecodeLetsGoOfTheLines(t *testing.T) {
 		if bad != 0 {
 			t.Fatalf("%d lines did not decode", bad)
 		}
-		items += b.Items()
+		items += b.Items
 		for _, l := range c.lines {
 			if l.data != nil {
 				t.Errorf("line %d: %d bytes of JSON held after it was decoded", l.no, len(l.data))

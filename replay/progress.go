@@ -361,7 +361,7 @@ func (b *summaryBuilder) sent(batch *pipeline.Batch, rejected int64) {
 	b.mu.Lock()
 	ss := &b.s.Signals[batch.Signal]
 	ss.Resources += int64(batch.Len())
-	ss.Items += int64(batch.Items())
+	ss.Items += int64(batch.Items)
 	ss.Rejected += rejected
 	b.mu.Unlock()
 }

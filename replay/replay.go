@@ -434,7 +434,7 @@ func (r *run) process(c *chunk) {
 			resource.Stamp(b, "Authorization", r.o.Token)
 		}
 		delivered := false
-		if !r.o.DryRun && len(c.lines) == 1 && lineBytes > int64(r.o.BatchBytes) && b.Items() > 1 {
+		if !r.o.DryRun && len(c.lines) == 1 && lineBytes > int64(r.o.BatchBytes) && b.Items > 1 {
 			delivered = r.deliverPieces(c, b, ranges[0].no, int(lineBytes), &skipped)
 		} else {
 			delivered = r.deliver(r.ctx, c, b, ranges, &skipped)
@@ -456,7 +456,7 @@ func (r *run) process(c *chunk) {
 // follow, stopping or not, so that a resume need not send the line again.
 // Pieces the backend calls bad are reported, the line skipped once.
 func (r *run) deliverPieces(c *chunk, b *pipeline.Batch, no, lineBytes int, skipped *int) bool {
-	items := b.Items()
+	items := b.Items
 	per := max(1, int(int64(items)*int64(r.o.BatchBytes)/int64(lineBytes)))
 	n := (items + per - 1) / per
 	buf := bufPool.Get().(*bytes.Buffer)
@@ -478,7 +478,7 @@ func (r *run) deliverPieces(c *chunk, b *pipeline.Batch, no, lineBytes int, skip
 		switch {
 		case res.OK():
 			r.sum.sent(p, res.Rejected)
-			r.stats.items.Add(int64(p.Items()))
+			r.stats.items.Add(int64(p.Items))
 			if res.Rejected > 0 {
 				r.out.line(fmt.Sprintf("%s:%d (part %d of %d): the backend took the request but rejected %d items: %s",
 					c.file.in.path, no, i, n, res.Rejected, res.PartialMessage))
@@ -546,6 +546,7 @@ func (r *run) decode(c *chunk) (*pipeline.Batch, []lineRange, int) {
 			ranges = append(ranges, lineRange{no: l.no, from: from, to: b.Len()})
 		}
 	}
+	b.Items = pipeline.CountItems(b) // messages: the lengths of their slices
 	return b, ranges, bad
 }
 
@@ -560,6 +561,7 @@ func sub(b *pipeline.Batch, from, to int) *pipeline.Batch {
 	case pipeline.Logs:
 		s.Logs = b.Logs[from:to]
 	}
+	s.Items = pipeline.CountItems(s)
 	return s
 }
 
@@ -586,7 +588,7 @@ func (r *run) deliver(ctx context.Context, c *chunk, b *pipeline.Batch, ranges [
 	}
 	if res.OK() {
 		r.sum.sent(b, res.Rejected)
-		r.stats.items.Add(int64(b.Items()))
+		r.stats.items.Add(int64(b.Items))
 		if res.Rejected > 0 {
 			r.out.line(fmt.Sprintf("%s:%d-%d: the backend took the request but rejected %d items: %s",
 				c.file.in.path, ranges[0].no, ranges[len(ranges)-1].no, res.Rejected, res.PartialMessage))

@@ -92,7 +92,7 @@ func (b *fakeBackend) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	var resources []*resourcepb.Resource
 	var names []string
 	var msgs []proto.Message
-	items := batch.Items()
+	items := batch.Items
 	for _, rm := range batch.Metrics {
 		resources, msgs = append(resources, rm.Resource), append(msgs, rm)
 	}
@@ -289,7 +289,7 @@ func TestFixturesReplay(t *testing.T) {
 				b.Logs = pipeline.LogsFromProto(req.ResourceLogs)
 			}
 			resource.Stamp(b, "Authorization", token)
-			wantItems[sig] += int64(b.Items())
+			wantItems[sig] += int64(pipeline.CountItems(b))
 			for _, m := range b.Metrics {
 				want[canonical(m)]++
 			}

@@ -457,13 +457,9 @@ func (l *loop) scrapeAndSend(ctx context.Context) {
 		return
 	}
 	b := &pipeline.Batch{Signal: pipeline.Metrics, Metrics: rms, Leases: leases}
-	points := -1
-	if l.tel.Enabled() {
-		points = b.Items() // before Consume: the batch is then downstream's
-	}
-	// The count goes on with the batch: the pipelines' own counts take it
-	// rather than walk the batch again.
-	err := telemetry.Consume(ctx, l.m.opts.Next, b, points)
+	b.Items = pipeline.CountItems(b) // a metric's points at a time, once: every stage after reads it
+	points := b.Items                // before Consume: the batch is then downstream's
+	err := l.m.opts.Next.Consume(ctx, b)
 	l.tel.Delivered(points, err)
 	if err != nil {
 		b.Release() // not taken: still ours

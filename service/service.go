@@ -390,12 +390,7 @@ type counting struct {
 }
 
 func (k counting) Consume(ctx context.Context, b *pipeline.Batch) error {
-	return k.ConsumeCounted(ctx, b, b.Items()) // before: the batch is next's once taken
-}
-
-// ConsumeCounted is Consume of a batch its receiver counted already
-// (telemetry.CountedConsumer).
-func (k counting) ConsumeCounted(ctx context.Context, b *pipeline.Batch, items int) error {
+	items := b.Items // before: the batch is next's once taken
 	err := k.next.Consume(ctx, b)
 	if err == nil {
 		k.c.Items(items)
@@ -418,18 +413,12 @@ type refuseWhileFailing struct {
 }
 
 func (r refuseWhileFailing) Consume(ctx context.Context, b *pipeline.Batch) error {
-	return r.ConsumeCounted(ctx, b, -1)
-}
-
-// ConsumeCounted is Consume of a batch of items items (-1: not counted)
-// (telemetry.CountedConsumer).
-func (r refuseWhileFailing) ConsumeCounted(ctx context.Context, b *pipeline.Batch, items int) error {
 	for _, f := range r.files {
 		if err := f.Failing(); err != nil {
 			return fmt.Errorf("%w: %s: %w", pipeline.ErrFull, f.Name(), err)
 		}
 	}
-	return telemetry.Consume(ctx, r.next, b, items)
+	return r.next.Consume(ctx, b)
 }
 
 // Flush passes the hint on (pipeline.Flusher).
@@ -451,19 +440,12 @@ func multi(cs []pipeline.Consumer) pipeline.Consumer {
 type fanIn []pipeline.Consumer
 
 func (cs fanIn) Consume(ctx context.Context, b *pipeline.Batch) error {
-	return cs.ConsumeCounted(ctx, b, -1)
-}
-
-// ConsumeCounted is Consume of a batch of items items (-1: not counted),
-// the count handed to every pipeline: each copy holds as many
-// (telemetry.CountedConsumer).
-func (cs fanIn) ConsumeCounted(ctx context.Context, b *pipeline.Batch, items int) error {
 	for i, c := range cs {
 		bb := b
 		if i < len(cs)-1 {
 			bb = cloneBatch(b)
 		}
-		if err := telemetry.Consume(ctx, c, bb, items); err != nil {
+		if err := c.Consume(ctx, bb); err != nil {
 			return err
 		}
 	}
@@ -481,7 +463,7 @@ func (cs fanIn) Flush(ctx context.Context) {
 // b's acks: the sender waits for every pipeline's copy to be written.
 func cloneBatch(b *pipeline.Batch) *pipeline.Batch {
 	b.RetainAcks(1)
-	out := &pipeline.Batch{Signal: b.Signal, Acks: b.Acks}
+	out := &pipeline.Batch{Signal: b.Signal, Items: b.Items, Acks: b.Acks}
 	for _, x := range b.Metrics {
 		out.Metrics = append(out.Metrics, proto.CloneOf(x))
 	}

@@ -181,7 +181,9 @@ func stopFullChild(t *testing.T, dir string) {
 		t.Fatal(err)
 	}
 	big, ab := acked("big", 1)
-	big.Metrics = append(big.Metrics, hugeResource(20000).Metrics...)
+	huge := hugeResource(20000)
+	big.Metrics = append(big.Metrics, huge.Metrics...)
+	big.Items += huge.Items
 	if err := f.Enqueue(context.Background(), big); err != nil {
 		t.Fatal(err)
 	}

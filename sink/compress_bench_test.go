@@ -22,7 +22,7 @@ func BenchmarkExportBody(b *testing.B) {
 					b.Fatal(err)
 				}
 			}
-			n := float64(bt.b.Items())
+			n := float64(bt.b.Items)
 			b.ReportMetric(n*float64(b.N)/b.Elapsed().Seconds(), "items/s")
 			b.ReportMetric(float64(out.Len())/n, "wire-bytes/item")
 		})

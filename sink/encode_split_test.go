@@ -78,7 +78,10 @@ func TestTracesEncoderForwardsReceivedSpans(t *testing.T) {
 		if !bytes.Equal(got, data) {
 			t.Errorf("fixture %d (%d ScopeSpans forwarded raw): re-encoding differs from the %d bytes received (%d)", i, marked, len(data), len(got))
 		}
-		total := b.Items()
+		total := b.Items
+		if n := pipeline.CountItems(b); total != n {
+			t.Fatalf("fixture %d: decoded batch counts %d items, holds %d", i, total, n)
+		}
 		if total < 2 {
 			continue
 		}
@@ -87,8 +90,8 @@ func TestTracesEncoderForwardsReceivedSpans(t *testing.T) {
 		}
 		for k := 1; k < total; k++ {
 			head, rest := batch.Split(b, k)
-			if head.Items() != k || rest.Items() != total-k {
-				t.Fatalf("fixture %d split at %d: %d + %d spans", i, k, head.Items(), rest.Items())
+			if head.Items != k || rest.Items != total-k || pipeline.CountItems(head) != k || pipeline.CountItems(rest) != total-k {
+				t.Fatalf("fixture %d split at %d: %d + %d spans (counted %d + %d)", i, k, pipeline.CountItems(head), pipeline.CountItems(rest), head.Items, rest.Items)
 			}
 			var back []*tracepb.ResourceSpans
 			for _, part := range []*pipeline.Batch{head, rest} {
@@ -96,8 +99,8 @@ func TestTracesEncoderForwardsReceivedSpans(t *testing.T) {
 				if err := proto.Unmarshal(enc.AppendTracesRequest(nil, part.Traces), &req); err != nil {
 					t.Fatal(err)
 				}
-				if n := (&pipeline.Batch{Signal: pipeline.Traces, Traces: pipeline.TracesFromProto(req.ResourceSpans)}).Items(); n != part.Items() {
-					t.Fatalf("fixture %d split at %d: a part of %d spans encodes %d", i, k, part.Items(), n)
+				if n := pipeline.CountItems(&pipeline.Batch{Signal: pipeline.Traces, Traces: pipeline.TracesFromProto(req.ResourceSpans)}); n != part.Items {
+					t.Fatalf("fixture %d split at %d: a part of %d spans encodes %d", i, k, part.Items, n)
 				}
 				back = append(back, req.ResourceSpans...)
 				// Each half's JSON holds its own spans too.
@@ -105,8 +108,8 @@ func TestTracesEncoderForwardsReceivedSpans(t *testing.T) {
 				if err != nil {
 					t.Fatal(err)
 				}
-				if n := (&pipeline.Batch{Signal: pipeline.Traces, Traces: pipeline.TracesFromProto(js.ResourceSpans)}).Items(); n != part.Items() {
-					t.Fatalf("fixture %d split at %d: a part of %d spans has %d in its JSON", i, k, part.Items(), n)
+				if n := pipeline.CountItems(&pipeline.Batch{Signal: pipeline.Traces, Traces: pipeline.TracesFromProto(js.ResourceSpans)}); n != part.Items {
+					t.Fatalf("fixture %d split at %d: a part of %d spans has %d in its JSON", i, k, part.Items, n)
 				}
 			}
 			var wantSpans, gotSpans []*tracepb.Span
@@ -209,9 +212,9 @@ func TestLogsEncoderForwardsReceivedRecords(t *testing.T) {
 	if got := enc.AppendLogsRequest(nil, b.Logs); !bytes.Equal(got, data) {
 		t.Errorf("re-encoding differs from the %d bytes received (%d)", len(data), len(got))
 	}
-	total := b.Items()
-	if total < 2 {
-		t.Fatalf("fixture has %d log records", total)
+	total := b.Items
+	if n := pipeline.CountItems(b); total != n || total < 2 {
+		t.Fatalf("fixture has %d log records, counted %d", n, total)
 	}
 	var wantRecs []*logspb.LogRecord
 	for _, rl := range rls {
@@ -221,8 +224,8 @@ func TestLogsEncoderForwardsReceivedRecords(t *testing.T) {
 	}
 	for k := 1; k < total; k++ {
 		head, rest := batch.Split(b, k)
-		if head.Items() != k || rest.Items() != total-k {
-			t.Fatalf("split at %d: %d + %d log records", k, head.Items(), rest.Items())
+		if head.Items != k || rest.Items != total-k || pipeline.CountItems(head) != k || pipeline.CountItems(rest) != total-k {
+			t.Fatalf("split at %d: %d + %d log records (counted %d + %d)", k, pipeline.CountItems(head), pipeline.CountItems(rest), head.Items, rest.Items)
 		}
 		var gotRecs []*logspb.LogRecord
 		for _, part := range []*pipeline.Batch{head, rest} {
@@ -234,8 +237,8 @@ func TestLogsEncoderForwardsReceivedRecords(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			if n := (&pipeline.Batch{Signal: pipeline.Logs, Logs: pipeline.LogsFromProto(js.ResourceLogs)}).Items(); n != part.Items() {
-				t.Fatalf("split at %d: a part of %d log records has %d in its JSON", k, part.Items(), n)
+			if n := pipeline.CountItems(&pipeline.Batch{Signal: pipeline.Logs, Logs: pipeline.LogsFromProto(js.ResourceLogs)}); n != part.Items {
+				t.Fatalf("split at %d: a part of %d log records has %d in its JSON", k, part.Items, n)
 			}
 			for _, rl := range req.ResourceLogs {
 				for _, sl := range rl.ScopeLogs {

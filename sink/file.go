@@ -279,21 +279,14 @@ func (s *File) Enqueue(ctx context.Context, b *pipeline.Batch) error {
 	if err := s.reserve(ctx); err != nil {
 		return err
 	}
-	return s.enqueueReserved(b, -1)
+	return s.enqueueReserved(b)
 }
 
-// queued is a batch in the queue, with its count of items when its sender
-// knew it (-1 otherwise).
+// queued is a batch in the queue.
 type queued struct {
 	b       *pipeline.Batch
-	items   int
 	tickets []*ticket
 }
-
-// wantsItems says the sink counts what it writes (its telemetry, and what
-// a stop could not write): the Fanout counts a batch's items for it, once
-// for all its sinks.
-func (s *File) wantsItems() bool { return true }
 
 func (s *File) reserve(ctx context.Context) error {
 	select {
@@ -397,20 +390,20 @@ func (s *File) setFailing(err error) {
 
 func (s *File) release() { <-s.sem }
 
-func (s *File) enqueueReserved(b *pipeline.Batch, items int) error {
-	return s.enqueueTracked(b, items, nil)
+func (s *File) enqueueReserved(b *pipeline.Batch) error {
+	return s.enqueueTracked(b, nil)
 }
 
 // enqueueTracked is enqueueReserved of a batch whose line's place in the
 // file the tickets are told once it is written.
-func (s *File) enqueueTracked(b *pipeline.Batch, items int, tickets []*ticket) error {
+func (s *File) enqueueTracked(b *pipeline.Batch, tickets []*ticket) error {
 	s.mu.RLock()
 	defer s.mu.RUnlock()
 	if s.closed {
 		<-s.sem
 		return pipeline.ErrStopped
 	}
-	s.q <- queued{b, items, tickets} // never blocks: a slot is reserved
+	s.q <- queued{b, tickets} // never blocks: a slot is reserved
 	return nil
 }
 
@@ -495,12 +488,8 @@ func (s *File) drain() {
 	for len(s.q) > 0 {
 		q := <-s.q
 		<-s.sem
-		items := q.items
-		if items < 0 {
-			items = q.b.Items()
-		}
 		s.unwrittenLines++
-		s.unwrittenItems += items
+		s.unwrittenItems += q.b.Items
 		q.b.Release()
 		q.b.ResolveAcks(errLostAtStop)
 	}
@@ -529,7 +518,7 @@ var errLostAtStop = errors.New("file sink: not written by the stop's deadline")
 // its acks wait for the line to be written out.
 func (s *File) writeQueued(ctx context.Context, q queued) {
 	s.curAcks = q.b.Acks
-	s.writeCounted(ctx, q.b, q.items)
+	s.write(ctx, q.b)
 	q.b.Release() // the line is in the buffer: nothing points into it
 	if len(s.curAcks) > 0 {
 		// No line (a batch of nothing): nothing to wait for.
@@ -570,11 +559,7 @@ func (s *File) failAcks(err error) {
 // megabytes, and would be held in a buffer grown for each).
 // The flush timer runs in this goroutine, so it only ever writes whole
 // lines.
-func (s *File) write(ctx context.Context, b *pipeline.Batch) { s.writeCounted(ctx, b, -1) }
-
-// writeCounted is write of a batch of items items (-1: not counted), for
-// the sink's count of what it wrote.
-func (s *File) writeCounted(ctx context.Context, b *pipeline.Batch, items int) {
+func (s *File) write(ctx context.Context, b *pipeline.Batch) {
 	b.CheckLive()       // what it is about to read was not given back (pipeline.Lease)
 	defer b.CheckLive() // nor while it read
 	n := b.Len()
@@ -584,10 +569,7 @@ func (s *File) writeCounted(ctx context.Context, b *pipeline.Batch, items int) {
 	}
 	lineStart := s.offset()
 	s.lineAt = lineStart
-	if items < 0 {
-		items = b.Items() // what a stop that cannot write it counts
-	}
-	s.curItems = items
+	s.curItems = b.Items // what a stop that cannot write it counts
 	if s.buf == nil {
 		// At the first batch: a job's pipelines often have a signal that
 		// never comes (traces and logs beside a scrape), whose file then
@@ -628,10 +610,7 @@ func (s *File) writeCounted(ctx context.Context, b *pipeline.Batch, items int) {
 	s.bufItems += s.curItems
 	s.curItems = 0
 	if s.tel.Enabled() { // a whole line
-		if items < 0 {
-			items = b.Items()
-		}
-		s.tel.Sent(b.Signal, items)
+		s.tel.Sent(b.Signal, b.Items)
 	}
 	if len(s.buf) >= fileBufSize {
 		s.flush(ctx)

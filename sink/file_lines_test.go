@@ -109,6 +109,7 @@ func TestFileBufferNotRegrown(t *testing.T) {
 		b := metricsBatch(fmt.Sprint("many", i), 300)
 		for j := range 60 {
 			b.Metrics = append(b.Metrics, metricsBatch(fmt.Sprint("many", i, "-", j), 300+j).Metrics[0])
+			b.Items += 300 + j
 		}
 		batches = append(batches, b)
 	}

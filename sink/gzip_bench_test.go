@@ -50,7 +50,7 @@ func randomSpans(n int) *pipeline.Batch {
 			Attributes: attrs, Status: &tracepb.Status{}}
 	}
 	res := &resourcepb.Resource{Attributes: []*commonpb.KeyValue{strKV("service.name", "bench"), strKV("slurm.job.id", "123456")}}
-	return &pipeline.Batch{Signal: pipeline.Traces, Traces: pipeline.TracesFromProto([]*tracepb.ResourceSpans{{Resource: res, ScopeSpans: []*tracepb.ScopeSpans{{Spans: spans}}}})}
+	return &pipeline.Batch{Signal: pipeline.Traces, Items: n, Traces: pipeline.TracesFromProto([]*tracepb.ResourceSpans{{Resource: res, ScopeSpans: []*tracepb.ScopeSpans{{Spans: spans}}}})}
 }
 
 // BenchmarkGzipLevel compares the compressors on each signal's export
@@ -135,6 +135,7 @@ func fixtureTargets(b testing.TB, n int) *pipeline.Batch {
 			out.Metrics = append(out.Metrics, c)
 		}
 	}
+	out.Items = pipeline.CountItems(out)
 	return out
 }
 

@@ -31,7 +31,7 @@ func metricsBatch(id string, points int) *pipeline.Batch {
 			Attributes:   []*commonpb.KeyValue{strKV("cpu", fmt.Sprint(i%16)), strKV("state", "user")},
 		}
 	}
-	return &pipeline.Batch{Signal: pipeline.Metrics, Metrics: []*metricspb.ResourceMetrics{{
+	return &pipeline.Batch{Signal: pipeline.Metrics, Items: points, Metrics: []*metricspb.ResourceMetrics{{
 		Resource: &resourcepb.Resource{Attributes: []*commonpb.KeyValue{
 			strKV("service.name", "svc"), strKV("batch.id", id), strKV("Authorization", "Bearer s3cr3t-t0ken"),
 		}},
@@ -147,5 +147,6 @@ func hugeResource(points int) *pipeline.Batch {
 	m2.Name = "system.cpu.utilization"
 	sm := b.Metrics[0].ScopeMetrics[0]
 	sm.Metrics = append(sm.Metrics, m2)
+	b.Items += points
 	return b
 }

@@ -380,21 +380,12 @@ func (h *HTTP) Start(context.Context) error {
 // never on the backend. When the queue is full the oldest body is dropped.
 // After Shutdown it returns pipeline.ErrStopped.
 func (h *HTTP) Enqueue(ctx context.Context, b *pipeline.Batch) error {
-	return h.enqueueCounted(ctx, b, -1)
+	return h.enqueueTracked(ctx, b, nil)
 }
 
-// wantsItems says the sink counts its batches' items (for its logs and
-// stats, and its telemetry): the Fanout counts them once for all its sinks.
-func (h *HTTP) wantsItems() bool { return true }
-
-// enqueueCounted is Enqueue of a batch of items items (-1: not counted).
-func (h *HTTP) enqueueCounted(ctx context.Context, b *pipeline.Batch, items int) error {
-	return h.enqueueTracked(ctx, b, items, nil)
-}
-
-// enqueueTracked is enqueueCounted of a batch whose ticket (if not nil) is
-// told whether it was delivered.
-func (h *HTTP) enqueueTracked(_ context.Context, b *pipeline.Batch, items int, t *ticket) error {
+// enqueueTracked is Enqueue of a batch whose ticket (if not nil) is told
+// whether it was delivered.
+func (h *HTTP) enqueueTracked(_ context.Context, b *pipeline.Batch, t *ticket) error {
 	h.mu.Lock()
 	if h.stopping {
 		h.mu.Unlock()
@@ -404,10 +395,7 @@ func (h *HTTP) enqueueTracked(_ context.Context, b *pipeline.Batch, items int, t
 	h.enqueuingN.Add(1)
 	h.mu.Unlock()
 	defer func() { h.enqueuingN.Add(-1); h.enqueuing.Done() }()
-	if items < 0 {
-		items = b.Items()
-	}
-	sig := b.Signal
+	sig, items := b.Signal, b.Items // b is let go of once encoded
 	bd := h.encode(b, items)
 	if bd == nil {
 		h.settle(sig, items, LeftRefused, t)

@@ -57,22 +57,8 @@ type reserver interface {
 	reserve(ctx context.Context) error
 	// release gives back an unused reservation.
 	release()
-	// enqueueReserved enqueues b, of items items (-1: not counted), into a
-	// reserved slot; it never blocks.
-	enqueueReserved(b *pipeline.Batch, items int) error
-}
-
-// counted is implemented by the sinks of this package that count the items
-// of what they take (for their logs, stats or telemetry): the Fanout
-// counts a batch's items once for all of them, or passes on the count it
-// was given.
-type counted interface {
-	wantsItems() bool
-}
-
-// countedEnqueuer is a non-blocking sink that takes a batch's count.
-type countedEnqueuer interface {
-	enqueueCounted(ctx context.Context, b *pipeline.Batch, items int) error
+	// enqueueReserved enqueues b into a reserved slot; it never blocks.
+	enqueueReserved(b *pipeline.Batch) error
 }
 
 // Fanout is a pipeline.Consumer that hands each batch to every sink. The
@@ -81,7 +67,6 @@ type Fanout struct {
 	blocking    []reserver
 	nonBlocking []Sink
 	blockingS   []Sink
-	wantItems   bool // a sink counts items (counted)
 	tracks      []track
 	// files is how many of the blocking sinks are JSONL files: each holds
 	// a reference on a batch's acks (pipeline.Ack).
@@ -92,9 +77,6 @@ type Fanout struct {
 func NewFanout(sinks ...Sink) *Fanout {
 	f := &Fanout{}
 	for _, s := range sinks {
-		if c, ok := s.(counted); ok && c.wantsItems() {
-			f.wantItems = true
-		}
 		if _, ok := s.(*File); ok {
 			f.files++
 		}
@@ -114,12 +96,6 @@ func NewFanout(sinks ...Sink) *Fanout {
 // can retry without duplicates. Then it enqueues into every sink; the
 // non-blocking sinks never block and drop on their own when full.
 func (f *Fanout) Consume(ctx context.Context, b *pipeline.Batch) error {
-	return f.ConsumeCounted(ctx, b, -1)
-}
-
-// ConsumeCounted is Consume of a batch of items items (-1: not counted)
-// (telemetry.CountedConsumer).
-func (f *Fanout) ConsumeCounted(ctx context.Context, b *pipeline.Batch, items int) error {
 	for i, r := range f.blocking {
 		if err := r.reserve(ctx); err != nil {
 			for _, rr := range f.blocking[:i] {
@@ -128,9 +104,7 @@ func (f *Fanout) ConsumeCounted(ctx context.Context, b *pipeline.Batch, items in
 			return err
 		}
 	}
-	if items < 0 && f.wantItems {
-		items = b.Items() // before any sink has it: one may let go of it at once
-	}
+	items := b.Items // for a sink that stopped in between
 	// Every sink holds its own reference on the batch's leases; the
 	// caller's is the first sink's.
 	if n := len(f.blocking) + len(f.nonBlocking); n > 1 {
@@ -151,9 +125,9 @@ func (f *Fanout) ConsumeCounted(ctx context.Context, b *pipeline.Batch, items in
 		// Cannot block; fails only if the sink stopped in between.
 		var err error
 		if fs, ok := r.(*File); ok && ts != nil {
-			err = fs.enqueueTracked(b, items, f.fileTickets(fs, ts))
+			err = fs.enqueueTracked(b, f.fileTickets(fs, ts))
 		} else {
-			err = r.enqueueReserved(b, items)
+			err = r.enqueueReserved(b)
 		}
 		if err != nil {
 			unused++
@@ -175,9 +149,7 @@ func (f *Fanout) ConsumeCounted(ctx context.Context, b *pipeline.Batch, items in
 			t = f.httpTicket(h, ts)
 		}
 		if t != nil {
-			err = h.enqueueTracked(ctx, b, items, t)
-		} else if ce, ok := s.(countedEnqueuer); ok {
-			err = ce.enqueueCounted(ctx, b, items)
+			err = h.enqueueTracked(ctx, b, t)
 		} else {
 			err = s.Enqueue(ctx, b)
 		}

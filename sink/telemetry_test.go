@@ -124,8 +124,9 @@ func TestFileTelemetry(t *testing.T) {
 	)
 }
 
-// A count the Fanout is given reaches the sinks as it is: they do not walk
-// the batch again (a batch of 3 points counted as 42 here, to tell).
+// A batch's count (pipeline.Batch.Items) reaches the sinks as it is: they
+// do not walk the batch again (a batch of 3 points that says 42 here, to
+// tell).
 func TestFanoutPassesCount(t *testing.T) {
 	tm := newTestTelemetry(t)
 	path := filepath.Join(t.TempDir(), "metrics.jsonl")
@@ -135,7 +136,9 @@ func TestFanoutPassesCount(t *testing.T) {
 	}
 	_ = f.Start(context.Background())
 	fo := NewFanout(f)
-	if err := telemetry.Consume(context.Background(), fo, metricsBatch("a", 3), 42); err != nil {
+	said := metricsBatch("a", 3)
+	said.Items = 42
+	if err := fo.Consume(context.Background(), said); err != nil {
 		t.Fatal(err)
 	}
 	if err := fo.Consume(context.Background(), metricsBatch("b", 3)); err != nil {

@@ -36,6 +36,9 @@ type recorder struct {
 }
 
 func (r *recorder) Consume(_ context.Context, b *pipeline.Batch) error {
+	if n := pipeline.CountItems(b); b.Items != n {
+		panic(fmt.Sprintf("a batch of %d points says %d", n, b.Items))
+	}
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	if r.fail != nil {
@@ -194,7 +197,7 @@ func recordBatch(t testing.TB, req *coltracepb.ExportTraceServiceRequest) *pipel
 			n += ss.Records.Len()
 		}
 	}
-	if want := (&pipeline.Batch{Signal: pipeline.Traces, Traces: pipeline.TracesFromProto(req.ResourceSpans)}).Items(); n != want {
+	if want := pipeline.CountItems(&pipeline.Batch{Signal: pipeline.Traces, Traces: pipeline.TracesFromProto(req.ResourceSpans)}); n != want {
 		t.Fatalf("%d span records, want %d", n, want)
 	}
 	return b

@@ -667,7 +667,8 @@ func (c *Connector) build(now uint64) (*pipeline.Batch, []*series, []metricspb.H
 	if len(rms) == 0 {
 		return nil, nil, nil
 	}
-	return &pipeline.Batch{Signal: pipeline.Metrics, Metrics: rms}, sent, hps
+	// Each series sent is a calls point and a duration point.
+	return &pipeline.Batch{Signal: pipeline.Metrics, Metrics: rms, Items: 2 * len(sent)}, sent, hps
 }
 
 // putBack adds the counts of points, which build took from sent (in that

@@ -265,23 +265,3 @@ func TestPeriodicExportsEveryInterval(t *testing.T) {
 		t.Errorf("path %q, answered %d (%v)", r.Path, r.Status, r.DecodeErr)
 	}
 }
-
-type countedRec struct{ plain, counted, items int }
-
-func (c *countedRec) Consume(context.Context, *pipeline.Batch) error { c.plain++; return nil }
-func (c *countedRec) ConsumeCounted(_ context.Context, _ *pipeline.Batch, n int) error {
-	c.counted++
-	c.items = n
-	return nil
-}
-
-// Consume hands a known count to a consumer that takes one, and only a
-// known one.
-func TestConsumeCounted(t *testing.T) {
-	c := &countedRec{}
-	_ = Consume(context.Background(), c, &pipeline.Batch{}, 7)
-	_ = Consume(context.Background(), c, &pipeline.Batch{}, -1)
-	if c.counted != 1 || c.items != 7 || c.plain != 1 {
-		t.Errorf("%+v", c)
-	}
-}

@@ -53,6 +53,12 @@ type Backend struct {
 	release chan struct{} // closed to let hung requests go
 	got     Items         // what it answered 200
 	reqs    map[Mode]int  // requests seen in each mode
+	// before is the mode before Down: a request the backend was reading
+	// as it went down is answered as it would have been.
+	before Mode
+	// answering, when set, is called for each request between recording
+	// its items and answering 200 (the harness's own test holds it).
+	answering func()
 }
 
 // NewBackend starts a backend in mode Up; it is closed at the test's end.
@@ -83,28 +89,45 @@ func (b *Backend) listen() error {
 	return nil
 }
 
-// Set changes the backend's mode: Down closes the listener and every
-// connection; leaving Hung lets its held requests go (unanswered: their
-// connections are closed).
+// Set changes the backend's mode. Down stops it as a backend stops: the
+// listener closes at once (a new connection is refused), the requests it
+// is handling are answered before their connections close (their items
+// are recorded, and the exporter is told), then every connection closes.
+// Cutting them instead would record items whose 200 never reached the
+// exporter, which then rightly sends them again: the backend took them
+// without answering. Leaving Hung lets its held requests go (unanswered:
+// their connections are closed, nothing recorded).
 func (b *Backend) Set(m Mode) {
 	b.mu.Lock()
-	defer b.mu.Unlock()
 	if b.mode == Hung && m != Hung {
 		close(b.release)
 		b.release = make(chan struct{})
 	}
+	var old *http.Server
 	if m == Down && b.srv != nil {
-		_ = b.srv.Close()
-		b.srv = nil
+		old, b.srv = b.srv, nil
 	}
 	if m != Down && b.srv == nil {
 		// The port was this backend's a moment ago; binding it again can
 		// fail only if another process took it meanwhile.
 		if err := b.listen(); err != nil {
+			b.mu.Unlock()
 			panic(err)
 		}
 	}
+	if m == Down && b.mode != Down {
+		b.before = b.mode
+	}
 	b.mode = m
+	b.mu.Unlock()
+	if old != nil {
+		// Without b.mu: the requests being answered take it.
+		ctx, cancel := context.WithTimeout(context.Background(), patience)
+		defer cancel()
+		if err := old.Shutdown(ctx); err != nil {
+			_ = old.Close()
+		}
+	}
 }
 
 // SetSlow makes the backend answer 200 after d.
@@ -145,6 +168,15 @@ func (b *Backend) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 	b.mu.Lock()
 	mode, delay, status, release := b.mode, b.delay, b.status, b.release
+	if mode == Down {
+		// Read as it went down: answered as before, but for a hung
+		// backend, which goes down without answering.
+		mode = b.before
+		if mode == Hung {
+			b.mu.Unlock()
+			panic(http.ErrAbortHandler)
+		}
+	}
 	b.reqs[mode]++
 	b.mu.Unlock()
 	switch mode {
@@ -172,7 +204,11 @@ func (b *Backend) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 	b.mu.Lock()
 	b.got.merge(got)
+	answering := b.answering
 	b.mu.Unlock()
+	if answering != nil {
+		answering()
+	}
 	w.Header().Set("Content-Type", "application/x-protobuf")
 	w.WriteHeader(http.StatusOK)
 }

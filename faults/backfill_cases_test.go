@@ -2,7 +2,10 @@ package faults
 
 import (
 	"bytes"
+	"encoding/json"
 	"fmt"
+	"io"
+	"net/http"
 	"os"
 	"path/filepath"
 	"strings"
@@ -96,13 +99,60 @@ func (j *backfillJob) lines() int {
 	return n
 }
 
-// waitAllDelivered waits until the backend has everything the JSONL holds.
+// waitAllDelivered waits until the backend has everything the JSONL holds
+// and otelstep knows it: its exporter's backlog in the files (to backfill,
+// and left for replay) is empty. The backend having the lines is not
+// enough: a backfill request the backend has answered may not have been
+// read by otelstep yet, and a stop then cuts it, leaving its lines to the
+// next run and to replay (README: delivery is at least once).
 func (j *backfillJob) waitAllDelivered() {
 	j.t.Helper()
-	waitFor(j.t, "everything in the JSONL at the backend", func() bool {
+	waitFor(j.t, "everything in the JSONL at the backend, and nothing left to backfill in otelstep's status", func() bool {
 		it, ok := j.inJSONL()
-		return ok && j.be.Got().Missing(it) == 0
+		return ok && j.be.Got().Missing(it) == 0 && exporterBacklog(j.t, j.n.Health) == 0
 	})
+}
+
+// exporterBacklog is the batches the OTLP/HTTP exporters' JSONL backlog
+// holds (to backfill and left for replay), from the status document.
+func exporterBacklog(t testing.TB, health string) int {
+	t.Helper()
+	resp, err := http.Get("http://" + health + "/status")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(resp.Body)
+	var doc struct {
+		Components map[string]struct {
+			Components map[string]struct{ Details json.RawMessage }
+		}
+	}
+	if err := json.Unmarshal(b, &doc); err != nil {
+		t.Fatalf("status document: %v\n%s", err, b)
+	}
+	type lines struct{ Batches int }
+	n, found := 0, false
+	for _, p := range doc.Components {
+		for id, c := range p.Components {
+			if !strings.HasPrefix(id, "exporter:otlp_http") {
+				continue
+			}
+			var d struct {
+				ToBackfill    lines `json:"to_backfill"`
+				LeftForReplay lines `json:"left_for_replay"`
+			}
+			if err := json.Unmarshal(c.Details, &d); err != nil {
+				t.Fatalf("status document: %s: %v\n%s", id, err, b)
+			}
+			// One exporter's backlog, shown in each pipeline it is in.
+			n, found = max(n, d.ToBackfill.Batches+d.LeftForReplay.Batches), true
+		}
+	}
+	if !found {
+		t.Fatalf("status document: no OTLP/HTTP exporter in it:\n%s", b)
+	}
+	return n
 }
 
 // delivered compares the backend with the JSONL after the last stop: lost

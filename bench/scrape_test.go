@@ -51,6 +51,11 @@ func benchScrapePath(b *testing.B, file string, shift bool) {
 	if err != nil {
 		b.Fatal(err)
 	}
+	benchScrapePage(b, page, shift)
+}
+
+// benchScrapePage is benchScrapePath on a page in hand.
+func benchScrapePage(b *testing.B, page []byte, shift bool) {
 	n := samples(b, page)
 	pages := [][]byte{page}
 	if shift {
@@ -105,6 +110,14 @@ func BenchmarkScrapePathDCGM(b *testing.B) { benchScrapePath(b, "testdata/dcgm.t
 func BenchmarkScrapePathChangingVLLM(b *testing.B) { benchScrapePath(b, "testdata/vllm.txt", true) }
 func BenchmarkScrapePathChangingNode(b *testing.B) { benchScrapePath(b, "testdata/node.txt", true) }
 func BenchmarkScrapePathChangingDCGM(b *testing.B) { benchScrapePath(b, "testdata/dcgm.txt", true) }
+
+// BenchmarkScrapePathGen is one target of the issue's load (`bench scrape
+// --pages gen:20000:5`): 20,000 series, a quarter of them histograms, the
+// same values every scrape (Frozen) or new ones (Changing).
+func BenchmarkScrapePathGenFrozen(b *testing.B) {
+	benchScrapePage(b, ShiftValues(GenPage(20000, 5).Body, 1), false)
+}
+func BenchmarkScrapePathGenChanging(b *testing.B) { benchScrapePage(b, GenPage(20000, 5).Body, true) }
 
 // BenchmarkParseOnly is the ceiling: textparse alone on the same page.
 func BenchmarkParseOnlyVLLM(b *testing.B) {

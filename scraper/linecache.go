@@ -128,6 +128,7 @@ func (c *Converter) replay(page []byte, contentType string, st *scrapeState) (po
 		tail = sampleTailOM
 	}
 	lastType := -1
+	lastA, lastB := 0, 0 // the last line taken, for st.last
 	i := 0
 	for ; i < len(lc.lines); i++ {
 		pos = lc.skipBlank(page, pos)
@@ -148,8 +149,8 @@ func (c *Converter) replay(page []byte, contentType string, st *scrapeState) (po
 			if hasTS {
 				tsp = &ts
 			}
-			st.last = page[pos:end]
-			c.series(nil, st.last, se, tsp, v, st)
+			lastA, lastB = pos, end
+			c.series(nil, page[pos:end], se, tsp, v, st)
 			if st.overLimit {
 				return len(page), len(page), true // read no further (ConvertLeased fails the page)
 			}
@@ -166,8 +167,11 @@ func (c *Converter) replay(page []byte, contentType string, st *scrapeState) (po
 		if m.kind == textparse.EntryType {
 			lastType = pos
 		}
-		st.last = page[end-1 : end]
+		lastA, lastB = end-1, end
 		pos = end
+	}
+	if lastB > 0 {
+		st.last = page[lastA:lastB] // once, not a pointer store per line
 	}
 	// The lines past i stay in the backing array until the scrape ends
 	// (finish): recording reuses those that come back unchanged.
@@ -298,8 +302,9 @@ func sampleTailOM(page []byte, i int) (v float64, ts int64, hasTS bool, next int
 }
 
 // parseValue parses a sample value as textparse does (strconv.ParseFloat,
-// no hex floats, NaN made Prometheus's NaN). Plain decimals, most values,
-// take a shorter way that gives the same float (parseDecimal).
+// no hex floats, NaN made Prometheus's NaN). Plain decimals and exponent
+// forms, most values (Prometheus's client libraries write 1.5e+06 for large
+// counters), take a shorter way that gives the same float (parseDecimal).
 func parseValue(tok []byte) (float64, bool) {
 	if v, ok := parseDecimal(tok); ok {
 		return v, true
@@ -321,40 +326,86 @@ func parseValue(tok []byte) (float64, bool) {
 var pow10 = [...]float64{1e0, 1e1, 1e2, 1e3, 1e4, 1e5, 1e6, 1e7, 1e8, 1e9, 1e10, 1e11,
 	1e12, 1e13, 1e14, 1e15, 1e16, 1e17, 1e18, 1e19, 1e20, 1e21, 1e22}
 
-// parseDecimal parses [+-]digits[.digits] whose digits, without the point,
-// make an integer of at most 2^53 with at most 22 after the point: both the
-// integer and the power of ten are exact float64s, so their quotient,
-// rounded once by the division, is the correctly rounded value that
-// strconv.ParseFloat returns (its own exact fast path is this one). ok is
-// false for anything else, which strconv parses.
+// parseDecimal parses [+-]digits[.digits][(e|E)[+-]digits] whose digits,
+// without the point, make an integer m of at most 16 digits and at most
+// 2^53, scaled by a power of ten 10^k: for |k| <= 22 both m and 10^k are
+// exact float64s, so their product or quotient, rounded once, is the
+// correctly rounded value that strconv.ParseFloat returns (its own exact
+// fast path is this one, and so is the step below: for k above 22, m times
+// 10^(k-22) is an exact integer while it stays under 10^15). ok is false
+// for anything else, which strconv parses.
 func parseDecimal(tok []byte) (v float64, ok bool) {
 	i, neg := 0, false
 	if len(tok) > 0 && (tok[0] == '-' || tok[0] == '+') {
 		neg, i = tok[0] == '-', 1
 	}
 	var m uint64
-	digits, frac, point := 0, 0, false
+	start := i
 	for ; i < len(tok); i++ {
-		c := tok[i]
-		switch {
-		case '0' <= c && c <= '9':
-			if digits++; digits > 16 {
-				return 0, false
-			}
-			m = m*10 + uint64(c-'0')
-			if point {
-				frac++
-			}
-		case c == '.' && !point:
-			point = true
-		default:
-			return 0, false
+		d := tok[i] - '0'
+		if d > 9 {
+			break
 		}
+		m = m*10 + uint64(d)
 	}
-	if digits == 0 || m > 1<<53 || frac >= len(pow10) {
+	digits, frac := i-start, 0
+	if i < len(tok) && tok[i] == '.' {
+		i++
+		fs := i
+		for ; i < len(tok); i++ {
+			d := tok[i] - '0'
+			if d > 9 {
+				break
+			}
+			m = m*10 + uint64(d)
+		}
+		frac = i - fs
+		digits += frac
+	}
+	if digits == 0 || digits > 16 || m > 1<<53 { // 16 digits: m cannot have overflowed
 		return 0, false
 	}
-	v = float64(m) / pow10[frac]
+	k := -frac
+	if i < len(tok) && tok[i]|0x20 == 'e' {
+		i++
+		eneg := false
+		if i < len(tok) && (tok[i] == '-' || tok[i] == '+') {
+			eneg, i = tok[i] == '-', i+1
+		}
+		es, e := i, 0
+		for ; i < len(tok) && i-es < 4; i++ {
+			d := tok[i] - '0'
+			if d > 9 {
+				break
+			}
+			e = e*10 + int(d)
+		}
+		if i == es {
+			return 0, false
+		}
+		if eneg {
+			e = -e
+		}
+		k += e
+	}
+	if i != len(tok) {
+		return 0, false
+	}
+	v = float64(m)
+	switch {
+	case m == 0 || k == 0:
+	case k < 0 && k >= -22:
+		v /= pow10[-k]
+	case k > 0 && k <= 22:
+		v *= pow10[k]
+	case k > 22 && k <= 22+15:
+		if v *= pow10[k-22]; v > 1e15 {
+			return 0, false
+		}
+		v *= pow10[22]
+	default:
+		return 0, false
+	}
 	if neg {
 		v = -v
 	}
@@ -368,9 +419,15 @@ func skipBlanks(b []byte, i int) int {
 	return i
 }
 
-func valueByte(c byte) bool {
-	return '0' <= c && c <= '9' || 'a' <= c && c <= 'z' || 'A' <= c && c <= 'Z' || c == '.' || c == '+' || c == '-'
-}
+// valueByte reports whether c may be part of a sample value's token.
+func valueByte(c byte) bool { return valueBytes[c] }
+
+var valueBytes = func() (t [256]bool) {
+	for c := range t {
+		t[c] = '0' <= c && c <= '9' || 'a' <= c && c <= 'z' || 'A' <= c && c <= 'Z' || c == '.' || c == '+' || c == '-'
+	}
+	return t
+}()
 
 // startRecording begins recording the lines textparse parser p returns for
 // page[pos:]; the cache already holds the lines before pos.

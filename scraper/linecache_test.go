@@ -428,7 +428,10 @@ func TestParseValueMatchesStrconv(t *testing.T) {
 		"9007199254740992", "9007199254740993", "-9007199254740992", "90071992547409921", "1234567890123456", "12345678901234567",
 		"1.7976931348623157", "123456789012345.6", "0.0000000000000000000001", "0.00000000000000000000001", "1.5.5", "1..5",
 		"Inf", "-Inf", "+Inf", "NaN", "nan", "1_0", "0x10", "0x1p-2", "1e400", "4.9e-324", "0.1", "0.2", "0.3", "2.675",
-		"1410", "-273.15", "3.14159265358979", "100.00000000000001"} {
+		"1410", "-273.15", "3.14159265358979", "100.00000000000001",
+		"1.5e+06", "2.0000001e+07", "1e22", "1e23", "-1e23", "9e37", "1e37", "1e38", "999999999999999e22", "1000000000000000e22",
+		"9007199254740992e-22", "9007199254740992e-23", "123e-25", "1E+0", "1e-0", "-0e5", "0e999", "1e", "1e+", "e5", "1e5e5",
+		"1e5.5", "1e0001", "1e00001", "1e-0001", "4.9e-324", "1.7976931348623157e+308", "5e-324", ".5e1", "5.e1", "1.e"} {
 		checkParseValue(t, tok)
 	}
 	r := rand.New(rand.NewPCG(4, 4))
@@ -449,12 +452,26 @@ func TestParseValueMatchesStrconv(t *testing.T) {
 			}
 			b = append(b, byte('0'+r.IntN(10)))
 		}
+		if r.IntN(2) == 0 { // an exponent
+			b = append(b, "eE"[r.IntN(2)])
+			if sign := r.IntN(3); sign < 2 {
+				b = append(b, "+-"[sign])
+			}
+			b = strconv.AppendInt(b, int64(r.IntN(60)), 10)
+		}
 		checkParseValue(t, string(b))
+	}
+	for range 100_000 { // what the client libraries write: strconv's shortest
+		v := math.Float64frombits(r.Uint64())
+		if r.IntN(2) == 0 {
+			v = float64(r.Int64N(1<<60)) * math.Pow(10, float64(r.IntN(40)-20))
+		}
+		checkParseValue(t, strconv.FormatFloat(v, 'g', -1, 64))
 	}
 }
 
 func FuzzParseValue(f *testing.F) {
-	for _, s := range []string{"0", "-1.5", "9007199254740993", "1e5", ".5", "NaN"} {
+	for _, s := range []string{"0", "-1.5", "9007199254740993", "1e5", ".5", "NaN", "2.0000001e+07", "1e23", "123e-25"} {
 		f.Add(s)
 	}
 	f.Fuzz(func(t *testing.T, tok string) { checkParseValue(t, tok) })

@@ -141,15 +141,22 @@ func (c *Converter) finishHist(ps *pointSeries, h *histBuilder, now uint64, sl *
 	if !h.hasCount {
 		return
 	}
-	slices.SortFunc(h.buckets, func(a, b bucket) int {
-		switch {
-		case a.le < b.le:
-			return -1
-		case a.le > b.le:
-			return 1
+	// Pages list a histogram's buckets in order: the sort is for those
+	// that do not.
+	for i := 1; i < len(h.buckets); i++ {
+		if h.buckets[i].le < h.buckets[i-1].le {
+			slices.SortFunc(h.buckets, func(a, b bucket) int {
+				switch {
+				case a.le < b.le:
+					return -1
+				case a.le > b.le:
+					return 1
+				}
+				return 0
+			})
+			break
 		}
-		return 0
-	})
+	}
 	bs := h.buckets
 	if len(bs) > 0 && math.IsInf(bs[len(bs)-1].le, 1) {
 		bs = bs[:len(bs)-1] // the +Inf bucket is the count

@@ -1,4 +1,4 @@
-package replay
+package backfill
 
 import (
 	"bytes"
@@ -6,17 +6,16 @@ import (
 	"fmt"
 	"log/slog"
 	"math/rand/v2"
-	"os"
 	"strings"
 	"time"
 
 	"github.com/otelstep/otelstep/pipeline"
 	"github.com/otelstep/otelstep/redact"
+	"github.com/otelstep/otelstep/replay"
 	"github.com/otelstep/otelstep/sink"
-	"golang.org/x/time/rate"
 )
 
-// Exporter is the live OTLP/HTTP exporter a Backfill sends through
+// Exporter is the live OTLP/HTTP exporter a backfill sends through
 // (*sink.HTTP).
 type Exporter interface {
 	// WaitIdle waits until nothing waits in the live queue, or ctx is done.
@@ -31,9 +30,9 @@ type Exporter interface {
 	Answered() <-chan struct{}
 }
 
-// BackfillOptions configures Backfill.
-type BackfillOptions struct {
-	Record   *Record
+// Options configures Run.
+type Options struct {
+	Record   *replay.Record
 	Exporter Exporter
 	// Token is stamped as the Authorization resource attribute of every
 	// resource sent, as replay stamps its token ("" stamps nothing). It is
@@ -59,12 +58,12 @@ type BackfillOptions struct {
 	Logger *slog.Logger
 }
 
-const maxBackfillPause = 5 * time.Minute
+const maxPause = 5 * time.Minute
 
-// Backfill sends what the exporter did not deliver of the record's file
+// Run sends what the exporter did not deliver of the record's file
 // until ctx is done: each range it gave up on, oldest first, read back
 // from the file and sent as replay sends it (stamped from Token, grouped
-// into requests of BatchBytes, a line the backend calls bad reported and
+// into requests of BatchBytes, a line that does not decode reported and
 // skipped), one request at a time at most Rate a second, each once the
 // live queue is empty. Each range sent is marked done in the record.
 //
@@ -76,7 +75,7 @@ const maxBackfillPause = 5 * time.Minute
 // `otelstep replay`, and no line is skipped. When ctx is done, the
 // request in flight is cut short and its lines stay in the record as not
 // delivered (at least once: the backend may have taken them).
-func Backfill(ctx context.Context, o BackfillOptions) {
+func Run(ctx context.Context, o Options) {
 	if o.Rate <= 0 {
 		o.Rate = 4
 	}
@@ -100,26 +99,25 @@ func Backfill(ctx context.Context, o BackfillOptions) {
 		lg = slog.Default()
 	}
 	rec := o.Record
-	lg = lg.With("file", rec.in.path)
+	lg = lg.With("file", rec.File())
 	red := redact.New(append([]string{o.Token}, o.Secrets...)...)
 	pause := o.Pause
 	paused := false
 	for ctx.Err() == nil {
-		spans := rec.pending()
-		if len(spans) == 0 {
+		if rec.Pending() == 0 {
 			select {
-			case <-rec.wake:
+			case <-rec.Wake():
 				continue
 			case <-ctx.Done():
 				return
 			}
 		}
-		if fi, err := os.Stat(rec.in.abs); err != nil || !os.SameFile(fi, rec.fi) {
+		if rec.FileReplaced() {
 			lg.Error("backfill: the file is not the one otelstep opened (moved, replaced or removed); not backfilling it: `otelstep replay` sends what never arrived")
 			return
 		}
 		answered := o.Exporter.Answered()
-		sum, refused := backfillRound(ctx, o, spans, lg, red)
+		sum, refused := round(ctx, o, lg, red)
 		if c, ok := o.Exporter.(interface{ Backfilled(pipeline.Signal, int) }); ok {
 			for sig, ss := range sum.Signals {
 				c.Backfilled(pipeline.Signal(sig), int(ss.Items))
@@ -130,21 +128,16 @@ func Backfill(ctx context.Context, o BackfillOptions) {
 		}
 		sent := sum.Signals[0].Lines + sum.Signals[1].Lines + sum.Signals[2].Lines
 		if refused != 0 {
-			left := rec.pending()
-			rec.refuse(left, refused)
-			var ls spanSet
-			for _, s := range left {
-				ls.add(s)
-			}
+			lines, bytes := rec.RefusePending(refused)
 			lg.Warn("backfill: the backend refuses what it sends; the rest is left in the file for `otelstep replay`",
-				"status", refused, "sent_lines", sent, "left_lines", ls.lines(), "left_bytes", ls.bytes(), "error", red.Replace(sum.Err.Error()))
+				"status", refused, "sent_lines", sent, "left_lines", lines, "left_bytes", bytes, "error", red.Replace(sum.Err.Error()))
 			pause, paused = o.Pause, false
 			continue
 		}
 		if sum.Err == nil {
 			if sent > 0 {
-				lg.Info("backfill: sent what the exporter had not delivered", "lines", sent, "requests", sum.requests(),
-					"items", sum.items(), "skipped", sum.Failures(), "elapsed", sum.Elapsed.Round(time.Millisecond))
+				lg.Info("backfill: sent what the exporter had not delivered", "lines", sent, "requests", sum.Requests(),
+					"items", sum.Items(), "skipped", sum.Failures(), "elapsed", sum.Elapsed.Round(time.Millisecond))
 			}
 			pause, paused = o.Pause, false
 			continue
@@ -163,29 +156,19 @@ func Backfill(ctx context.Context, o BackfillOptions) {
 			return
 		}
 		t.Stop()
-		pause = min(2*pause, maxBackfillPause)
+		pause = min(2*pause, maxPause)
 	}
 }
 
-// backfillRound sends spans (of the record's file) once through, as one
-// replay run marking its chunks in the record. refused is the status of an
-// answer that refused a request (it ended the round), 0 when none did.
-func backfillRound(ctx context.Context, o BackfillOptions, spans []span, lg *slog.Logger, red *redact.Redactor) (sum *Summary, refused int) {
+// round sends what the record holds to backfill once through, as one
+// replay run (replay.Record.Resend). refused is the status of an answer
+// that refused a request (it ended the round), 0 when none did.
+func round(ctx context.Context, o Options, lg *slog.Logger, red *redact.Redactor) (sum *replay.Summary, refused int) {
 	exp := o.Exporter
-	r := &run{
-		o: Options{Token: o.Token, BatchBytes: o.BatchBytes, MaxLineBytes: DefaultMaxLineBytes, Concurrency: 1,
-			Timeout: 24 * time.Hour, Retry: o.Retry, Progress: logWriter{lg}},
-		lim:         rate.NewLimiter(rate.Limit(o.Rate), 1),
-		out:         &output{w: logWriter{lg}, redact: red},
-		big:         make(chan struct{}, 1),
-		comp:        exp.Compression(),
-		quiet:       true,
-		keepRefused: true,
-	}
 	// Each attempt first waits for the live queue to empty (not counted
 	// against the request's retries), and ends when ctx does: at a stop
 	// a request in flight is not waited for.
-	r.send = func(reqCtx context.Context, sig pipeline.Signal, body []byte) sink.Result {
+	post := func(reqCtx context.Context, sig pipeline.Signal, body []byte) sink.Result {
 		if err := exp.WaitIdle(ctx); err != nil {
 			return sink.Result{Err: err} // stopping: not retried
 		}
@@ -202,26 +185,9 @@ func backfillRound(ctx context.Context, o BackfillOptions, spans []span, lg *slo
 		}
 		return res
 	}
-	for _, s := range spans {
-		r.files = append(r.files, &fileRun{in: o.Record.in, start: checkpoint{Offset: s.Start, Line: s.FirstLine - 1}, end: s.End, tr: o.Record})
-	}
-	return r.run(ctx), refused
-}
-
-func (s *Summary) requests() int64 {
-	var n int64
-	for _, ss := range s.Signals {
-		n += ss.Requests
-	}
-	return n
-}
-
-func (s *Summary) items() int64 {
-	var n int64
-	for _, ss := range s.Signals {
-		n += ss.Items
-	}
-	return n
+	sum = o.Record.Resend(ctx, replay.ResendOptions{Token: o.Token, BatchBytes: o.BatchBytes, Rate: o.Rate, Retry: o.Retry,
+		Compression: exp.Compression(), Post: post, Report: logWriter{lg}, Redact: red})
+	return sum, refused
 }
 
 // logWriter logs what a replay run reports (a skipped line, as

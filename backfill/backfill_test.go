@@ -1,4 +1,4 @@
-package replay
+package backfill
 
 import (
 	"bytes"
@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"log/slog"
 	"net/http"
-	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"strings"
@@ -15,12 +14,20 @@ import (
 	"testing"
 	"time"
 
+	"github.com/otelstep/otelstep/internal/fakebackend"
 	"github.com/otelstep/otelstep/pipeline"
+	"github.com/otelstep/otelstep/replay"
 	"github.com/otelstep/otelstep/sink"
 	commonpb "go.opentelemetry.io/proto/otlp/common/v1"
 	resourcepb "go.opentelemetry.io/proto/otlp/resource/v1"
 	tracepb "go.opentelemetry.io/proto/otlp/trace/v1"
 )
+
+const token = "backfill-Test-Token-5e1a7" // must never be printed
+
+func str(k, v string) *commonpb.KeyValue {
+	return &commonpb.KeyValue{Key: k, Value: &commonpb.AnyValue{Value: &commonpb.AnyValue_StringValue{StringValue: v}}}
+}
 
 // liveTraceBatch is what the live pipeline hands the sinks: one span named
 // name, its resource stamped with the token (the resource processor's
@@ -35,38 +42,111 @@ func liveTraceBatch(name string) *pipeline.Batch {
 	}})}
 }
 
-// switchable is a backend that answers 503 while down.
-type switchable struct {
-	*fakeBackend
-	down atomic.Bool
+// Answers of a backend by mode: down (503), refusing (401), up (200).
+const (
+	down = iota
+	refusing
+	up
+)
+
+// backend is the fake backend answering by its mode, counting the
+// requests answered in each.
+type backend struct {
+	*fakebackend.Backend
+	mode atomic.Int32
+	hits [3]atomic.Int32
 }
 
-func newSwitchable(down bool) (*switchable, *httptest.Server) {
-	b := &switchable{fakeBackend: newBackend()}
-	b.down.Store(down)
-	b.answer = func(int, []string, http.ResponseWriter) int {
-		if b.down.Load() {
-			return http.StatusServiceUnavailable
+func newBackend(t *testing.T, mode int32) *backend {
+	b := &backend{Backend: fakebackend.New(t)}
+	b.mode.Store(mode)
+	b.Answer(func(*fakebackend.Request) fakebackend.Reply {
+		m := b.mode.Load()
+		b.hits[m].Add(1)
+		return fakebackend.Reply{Status: [3]int{http.StatusServiceUnavailable, http.StatusUnauthorized, http.StatusOK}[m]}
+	})
+	return b
+}
+
+// spans counts the spans the backend took by name, and gives their names
+// in the order they arrived.
+func spans(reqs []*fakebackend.Request) (byName map[string]int, order []string) {
+	byName = map[string]int{}
+	for _, r := range reqs {
+		if r.Status != http.StatusOK {
+			continue
 		}
-		return http.StatusOK
+		for _, sp := range fakebackend.Spans(r.Traces.GetResourceSpans()) {
+			byName[sp.Name]++
+			order = append(order, sp.Name)
+		}
 	}
-	srv := httptest.NewServer(b)
-	return b, srv
+	return byName, order
+}
+
+// waitSpans waits until every span prefix-0..n-1 has arrived.
+func waitSpans(t *testing.T, b *backend, prefix string, n int) {
+	t.Helper()
+	b.Wait(t, fmt.Sprintf("the spans %s-0..%d", prefix, n-1), func(reqs []*fakebackend.Request) bool {
+		got, _ := spans(reqs)
+		for i := range n {
+			if got[fmt.Sprintf("%s-%d", prefix, i)] == 0 {
+				return false
+			}
+		}
+		return true
+	})
+}
+
+// wantEach requires every span prefix-0..n-1 exactly once.
+func wantEach(t *testing.T, got map[string]int, prefix string, n int) {
+	t.Helper()
+	for i := range n {
+		if c := got[fmt.Sprintf("%s-%d", prefix, i)]; c != 1 {
+			t.Errorf("%s-%d arrived %d times, want once", prefix, i, c)
+		}
+	}
+}
+
+// wantStamped requires the token in every accepted request's header and
+// once, as sent, on every resource.
+func wantStamped(t *testing.T, b *backend) {
+	t.Helper()
+	for _, r := range b.Accepted() {
+		if h := r.Header.Get("Authorization"); h != "Bearer "+token {
+			t.Errorf("request %d without the Authorization header", r.N)
+		}
+		for _, res := range r.Resources() {
+			got := 0
+			for _, kv := range res.GetAttributes() {
+				if strings.EqualFold(kv.Key, "Authorization") {
+					got++
+					if kv.Key != "Authorization" || kv.Value.GetStringValue() != token {
+						got += 100
+					}
+				}
+			}
+			if got != 1 {
+				t.Errorf("request %d: a resource without the token stamped once", r.N)
+			}
+		}
+	}
 }
 
 // live is one run's JSONL file sink and OTLP/HTTP sink, fed through a
-// Fanout that records what the HTTP sink delivered, and the backfill.
+// Fanout that records what the HTTP sink delivered, and its backfill.
 type live struct {
 	file *sink.File
 	http *sink.HTTP
 	fan  *sink.Fanout
-	rec  *Record
+	rec  *replay.Record
 	stop context.CancelFunc
 	done chan struct{}
 }
 
-// startLive starts a run; queue is the exporter's queue size.
-func startLive(t *testing.T, path, endpoint string, queue int, every time.Duration, backfill bool, log *slog.Logger) *live {
+// startLive starts a run; queue is the exporter's queue size, every and
+// logEvery the record's (0: its defaults).
+func startLive(t *testing.T, path, endpoint string, queue int, every, logEvery time.Duration, log *slog.Logger) *live {
 	t.Helper()
 	f, err := sink.NewFile(sink.FileOptions{Path: path, Signal: pipeline.Traces, Logger: log})
 	if err != nil {
@@ -78,7 +158,7 @@ func startLive(t *testing.T, path, endpoint string, queue int, every time.Durati
 	if err != nil {
 		t.Fatal(err)
 	}
-	rec, err := OpenRecord(RecordOptions{File: path, Endpoint: endpoint, Logger: log, Every: every})
+	rec, err := replay.OpenRecord(replay.RecordOptions{File: path, Endpoint: endpoint, Logger: log, Every: every, LogEvery: logEvery})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -93,11 +173,9 @@ func startLive(t *testing.T, path, endpoint string, queue int, every time.Durati
 	l.stop = cancel
 	go func() {
 		defer close(l.done)
-		if backfill {
-			Backfill(ctx, BackfillOptions{Record: rec, Exporter: h, Token: sink.BearerToken(map[string]string{"authorization": "bearer " + token}),
-				Retry: sink.RetryOptions{InitialInterval: time.Millisecond, MaxInterval: 10 * time.Millisecond, MaxElapsedTime: 50 * time.Millisecond},
-				Pause: 10 * time.Millisecond, Logger: log})
-		}
+		Run(ctx, Options{Record: rec, Exporter: h, Token: sink.BearerToken(map[string]string{"authorization": "bearer " + token}),
+			Retry: sink.RetryOptions{InitialInterval: time.Millisecond, MaxInterval: 10 * time.Millisecond, MaxElapsedTime: 50 * time.Millisecond},
+			Pause: 10 * time.Millisecond, Logger: log})
 	}()
 	return l
 }
@@ -132,47 +210,34 @@ func (l *live) shutdown(t *testing.T, crash bool) {
 	}
 }
 
-// waitSpans waits (a minute at most) until every span prefix-0..n-1 has
-// arrived.
-func waitSpans(t *testing.T, b *switchable, prefix string, n int) {
+// waitUntil waits (a minute at most) until cond holds.
+func waitUntil(t *testing.T, cond func() bool, what string) {
 	t.Helper()
 	deadline := time.Now().Add(time.Minute)
-	for {
-		_, spans := b.snapshot()
-		missing := 0
-		for i := range n {
-			if spans[fmt.Sprintf("%s-%d", prefix, i)] == 0 {
-				missing++
-			}
-		}
-		if missing == 0 {
-			return
-		}
+	for !cond() {
 		if time.Now().After(deadline) {
-			t.Fatalf("%d of %d spans never arrived", missing, n)
+			t.Fatalf("timed out waiting: %s", what)
 		}
-		time.Sleep(10 * time.Millisecond)
+		time.Sleep(5 * time.Millisecond)
 	}
 }
 
-// waitBackfilled waits (a minute at most) until the backfill has marked
-// everything it sent done: a stop before its answer came would leave the
-// lines to the next run.
-func waitBackfilled(t *testing.T, rec *Record) {
+// waitBackfilled waits until the backfill has marked everything it sent
+// done: a stop before its answer came would leave the lines to the next
+// run.
+func waitBackfilled(t *testing.T, rec *replay.Record) {
 	t.Helper()
-	deadline := time.Now().Add(time.Minute)
-	for len(rec.pending()) > 0 {
-		if time.Now().After(deadline) {
-			t.Fatalf("%d ranges still to backfill", len(rec.pending()))
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
+	waitUntil(t, func() bool { return rec.Pending() == 0 }, "nothing left to backfill")
 }
 
 // replayAfter replays the folder to the backend as a user would afterwards.
-func replayAfter(t *testing.T, srv *httptest.Server, dir string) *Summary {
+func replayAfter(t *testing.T, b *backend, dir string) *replay.Summary {
 	t.Helper()
-	s := mustRun(t, context.Background(), opts(srv, dir))
+	s, err := replay.Run(context.Background(), replay.Options{Endpoint: b.URL(), Token: token, Paths: []string{dir}, Progress: &bytes.Buffer{},
+		Retry: sink.RetryOptions{InitialInterval: 5 * time.Millisecond, MaxInterval: 20 * time.Millisecond, MaxElapsedTime: 5 * time.Second}})
+	if err != nil {
+		t.Fatalf("replay afterwards: %v", err)
+	}
 	if !s.OK() {
 		t.Fatalf("replay afterwards: %s", s.Reason())
 	}
@@ -184,203 +249,6 @@ func noToken(t *testing.T, what, s string) {
 	if strings.Contains(s, token) {
 		t.Errorf("%s holds the token", what)
 	}
-}
-
-// TestBackfillWhileRunning: the backend is down while batches flow, far
-// more than the exporter's queue holds; once it is up, everything reaches
-// it exactly once (what the queue held live, the rest backfilled from the
-// file, stamped as replay stamps it), and a replay afterwards sends nothing.
-func TestBackfillWhileRunning(t *testing.T) {
-	b, srv := newSwitchable(true)
-	defer srv.Close()
-	dir := t.TempDir()
-	path := filepath.Join(dir, "traces.jsonl")
-	log, logs := testLog()
-	l := startLive(t, path, srv.URL, 3, 20*time.Millisecond, true, log)
-	const n = 40
-	l.send(t, "down", 0, n)
-	b.down.Store(false)
-	l.send(t, "up", 0, 5)
-	waitSpans(t, b, "down", n)
-	waitSpans(t, b, "up", 5)
-	waitBackfilled(t, l.rec)
-	l.shutdown(t, false)
-
-	if st := l.http.Stats(); st.Dropped+st.Failed < n-3-2 {
-		t.Fatalf("the exporter gave up on %d batches, want at least %d: the test did not outlast its queue", st.Dropped+st.Failed, n-5)
-	}
-	_, spans := b.snapshot()
-	wantEach(t, spans, "down", n)
-	wantEach(t, spans, "up", 5)
-	if b.badHeader > 0 || b.badAttr > 0 {
-		t.Errorf("%d requests without the Authorization header, %d resources without the token stamped", b.badHeader, b.badAttr)
-	}
-	rec, _ := os.ReadFile(l.rec.Path())
-	noToken(t, "the record", string(rec))
-	noToken(t, "the log", logs.String())
-	noToken(t, "the file", readFile(t, path))
-
-	before, _ := b.snapshot()
-	s := replayAfter(t, srv, dir)
-	if after, _ := b.snapshot(); after != before || s.AlreadySent != n+5 {
-		t.Errorf("replay afterwards sent %d requests and found %d lines sent, want 0 and %d", after-before, s.AlreadySent, n+5)
-	}
-}
-
-// TestBackfillAfterRestart: otelstep is stopped while the backend is down;
-// restarted on the same file with the backend up, it sends what the first
-// run never delivered, oldest first, beside its own live lines, each once;
-// a replay afterwards sends nothing.
-func TestBackfillAfterRestart(t *testing.T) {
-	b, srv := newSwitchable(true)
-	defer srv.Close()
-	dir := t.TempDir()
-	path := filepath.Join(dir, "traces.jsonl")
-	log, logs := testLog()
-	l := startLive(t, path, srv.URL, 3, time.Hour, true, log)
-	l.send(t, "first", 0, 30)
-	l.shutdown(t, false)
-	if _, spans := b.snapshot(); len(spans) > 0 {
-		t.Fatalf("the backend is down, yet %d spans arrived", len(spans))
-	}
-
-	b.down.Store(false)
-	l = startLive(t, path, srv.URL, 3, time.Hour, true, log)
-	if got := l.rec.failed.lines(); got != 30 {
-		t.Errorf("the record resumed with %d lines to backfill, want 30", got)
-	}
-	l.send(t, "second", 0, 10)
-	waitSpans(t, b, "first", 30)
-	waitSpans(t, b, "second", 10)
-	waitBackfilled(t, l.rec)
-	l.shutdown(t, false)
-	_, spans := b.snapshot()
-	wantEach(t, spans, "first", 30)
-	wantEach(t, spans, "second", 10)
-	// Oldest first: the backfill sent first-0 before first-29.
-	b.mu.Lock()
-	order := b.order
-	b.mu.Unlock()
-	if i, j := indexOf(order, "first-0"), indexOf(order, "first-29"); i < 0 || j < 0 || i > j {
-		t.Errorf("first-0 arrived at %d, first-29 at %d: not oldest first", i, j)
-	}
-	if b.badHeader > 0 || b.badAttr > 0 {
-		t.Errorf("%d requests without the Authorization header, %d resources without the token stamped", b.badHeader, b.badAttr)
-	}
-	noToken(t, "the log", logs.String())
-
-	before, _ := b.snapshot()
-	s := replayAfter(t, srv, dir)
-	if after, _ := b.snapshot(); after != before || s.AlreadySent != 40 {
-		t.Errorf("replay afterwards sent %d requests and found %d lines sent, want 0 and 40", after-before, s.AlreadySent)
-	}
-}
-
-// TestReplayAfterAStopWithoutBackfill: stopped while the backend is down
-// and not restarted, the record says what never arrived, and a replay
-// afterwards sends exactly that: not the lines delivered live.
-func TestReplayAfterAStopWithoutBackfill(t *testing.T) {
-	b, srv := newSwitchable(false)
-	defer srv.Close()
-	dir := t.TempDir()
-	path := filepath.Join(dir, "traces.jsonl")
-	log, _ := testLog()
-	l := startLive(t, path, srv.URL, 100, time.Hour, false, log)
-	l.send(t, "up", 0, 10)
-	waitSpans(t, b, "up", 10)
-	b.down.Store(true)
-	l.send(t, "down", 0, 20)
-	l.shutdown(t, false)
-	b.down.Store(false)
-
-	before, _ := b.snapshot()
-	s := replayAfter(t, srv, dir)
-	_, spans := b.snapshot()
-	wantEach(t, spans, "up", 10)
-	wantEach(t, spans, "down", 20)
-	if s.AlreadySent != 10 || s.Signals[pipeline.Traces].Lines != 20 {
-		t.Errorf("replay found %d lines sent and sent %d, want 10 and 20", s.AlreadySent, s.Signals[pipeline.Traces].Lines)
-	}
-	_ = before
-}
-
-// TestBackfillAfterAKill: a run killed leaves the lines it delivered in
-// its delivery log (appended within LogEvery of their delivery), and the
-// next run sends only what the log does not hold: the lines delivered in
-// the last LogEvery before a kill -9 arrive twice (here: those of a run
-// whose log was never written), the rest once.
-func TestBackfillAfterAKill(t *testing.T) {
-	b, srv := newSwitchable(false)
-	defer srv.Close()
-	dir := t.TempDir()
-	path := filepath.Join(dir, "traces.jsonl")
-	log, _ := testLog()
-	l := startLive(t, path, srv.URL, 100, time.Hour, false, log)
-	l.send(t, "logged", 0, 10)
-	waitSpans(t, b, "logged", 10)
-	logPathOf := logPath(l.rec.Path())
-	waitUntil(t, func() bool {
-		ss, _ := readDeliveryLog(l.rec.Path(), 1<<40)
-		var set spanSet
-		for _, s := range ss {
-			set.add(s)
-		}
-		return set.lines() == 10
-	}, "10 lines in the delivery log "+logPathOf)
-	l.shutdown(t, true)
-
-	// A run killed before its log was written: its lines are sent again.
-	l = startLive(t, path, srv.URL, 100, time.Hour, false, log)
-	l.rec.mu.Lock()
-	l.rec.logEvery = time.Hour
-	l.rec.mu.Unlock()
-	if n := l.rec.failed.lines(); n != 0 {
-		t.Fatalf("after a kill, %d lines the log holds are to backfill again", n)
-	}
-	l.send(t, "unlogged", 0, 5)
-	waitSpans(t, b, "unlogged", 5)
-	l.shutdown(t, true)
-
-	l = startLive(t, path, srv.URL, 3, time.Hour, true, log)
-	waitSpans(t, b, "unlogged", 5)
-	deadline := time.Now().Add(time.Minute)
-	for {
-		_, spans := b.snapshot()
-		twice := 0
-		for i := range 5 {
-			if spans[fmt.Sprintf("unlogged-%d", i)] == 2 {
-				twice++
-			}
-		}
-		if twice == 5 {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("after the kill, %d of 5 unlogged lines were sent again, want 5", twice)
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
-	waitBackfilled(t, l.rec)
-	l.shutdown(t, false)
-	_, spans := b.snapshot()
-	wantEach(t, spans, "logged", 10)
-	if _, err := os.Stat(logPathOf); !os.IsNotExist(err) {
-		t.Errorf("the delivery log is left after a clean stop: %v", err)
-	}
-	before, _ := b.snapshot()
-	s := replayAfter(t, srv, dir)
-	if after, _ := b.snapshot(); after != before || s.AlreadySent != 15 {
-		t.Errorf("replay afterwards sent %d requests and found %d lines sent, want 0 and 15", after-before, s.AlreadySent)
-	}
-}
-
-func indexOf(xs []string, x string) int {
-	for i, v := range xs {
-		if v == x {
-			return i
-		}
-	}
-	return -1
 }
 
 func readFile(t *testing.T, path string) string {
@@ -415,66 +283,196 @@ func (w *syncWriter) String() string {
 	return w.b.String()
 }
 
-// A file that holds lines from before its record (written by a run
-// without one) is not backfilled: the fate of those lines is unknown, and
-// replay sends them; the lines after are recorded with their numbers in
-// the file.
-func TestRecordOfAFileWrittenWithoutOne(t *testing.T) {
-	b, srv := newSwitchable(false)
-	defer srv.Close()
-	dir := t.TempDir()
-	path := filepath.Join(dir, "traces.jsonl")
-	writeTraces(t, path, "old", 5)
-	log, _ := testLog()
-	l := startLive(t, path, srv.URL, 100, time.Hour, true, log)
-	if p := l.rec.pending(); len(p) != 0 {
-		t.Errorf("the record begins with %v to backfill, want nothing", p)
-	}
-	l.send(t, "live", 0, 3)
-	waitSpans(t, b, "live", 3)
-	l.shutdown(t, false)
-	if _, spans := b.snapshot(); spans["old-0"] != 0 {
-		t.Fatal("a line from before the record was backfilled")
-	}
-	cp, err := loadCheckpoint(l.rec.Path(), input{abs: l.rec.in.abs, size: 1 << 40})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if len(cp.Done) != 1 || cp.Done[0].FirstLine != 6 || cp.Done[0].Lines != 3 || cp.Live.From == 0 || cp.Live.FromLine != 5 {
-		t.Errorf("record: offset %d, done %+v, live %+v; want lines 6-8 done, from line 5", cp.Offset, cp.Done, cp.Live)
-	}
-	s := replayAfter(t, srv, dir)
-	_, spans := b.snapshot()
-	wantEach(t, spans, "old", 5)
-	wantEach(t, spans, "live", 3)
-	if s.AlreadySent != 3 {
-		t.Errorf("replay found %d lines sent, want 3", s.AlreadySent)
-	}
-}
-
-// A record whose file was replaced since (another file copied over it) is
-// not resumed: a new one begins, and nothing is backfilled from the new
-// file.
-func TestRecordOfAReplacedFile(t *testing.T) {
-	b, srv := newSwitchable(true)
-	defer srv.Close()
+// TestBackfillWhileRunning: the backend is down while batches flow, far
+// more than the exporter's queue holds; once it is up, everything reaches
+// it exactly once (what the queue held live, the rest backfilled from the
+// file, stamped as replay stamps it), and a replay afterwards sends nothing.
+func TestBackfillWhileRunning(t *testing.T) {
+	b := newBackend(t, down)
 	dir := t.TempDir()
 	path := filepath.Join(dir, "traces.jsonl")
 	log, logs := testLog()
-	l := startLive(t, path, srv.URL, 100, time.Hour, false, log)
-	l.send(t, "first", 0, 3)
+	l := startLive(t, path, b.URL(), 3, 20*time.Millisecond, 0, log)
+	const n = 40
+	l.send(t, "down", 0, n)
+	b.mode.Store(up)
+	l.send(t, "up", 0, 5)
+	waitSpans(t, b, "down", n)
+	waitSpans(t, b, "up", 5)
+	waitBackfilled(t, l.rec)
 	l.shutdown(t, false)
-	writeTraces(t, path, "other", 8) // longer, other lines
-	b.down.Store(false)
-	l = startLive(t, path, srv.URL, 100, time.Hour, true, log)
-	if p := l.rec.pending(); len(p) != 0 {
-		t.Errorf("the new record begins with %v to backfill, want nothing", p)
+
+	if st := l.http.Stats(); st.Dropped+st.Failed < n-3-2 {
+		t.Fatalf("the exporter gave up on %d batches, want at least %d: the test did not outlast its queue", st.Dropped+st.Failed, n-5)
 	}
+	got, _ := spans(b.Requests())
+	wantEach(t, got, "down", n)
+	wantEach(t, got, "up", 5)
+	wantStamped(t, b)
+	noToken(t, "the record", readFile(t, l.rec.Path()))
+	noToken(t, "the log", logs.String())
+	noToken(t, "the file", readFile(t, path))
+
+	before := len(b.Requests())
+	s := replayAfter(t, b, dir)
+	if after := len(b.Requests()); after != before || s.AlreadySent != n+5 {
+		t.Errorf("replay afterwards sent %d requests and found %d lines sent, want 0 and %d", after-before, s.AlreadySent, n+5)
+	}
+}
+
+// TestBackfillAfterRestart: otelstep is stopped while the backend is down;
+// restarted on the same file with the backend up, it sends what the first
+// run never delivered, oldest first, beside its own live lines, each once;
+// a replay afterwards sends nothing.
+func TestBackfillAfterRestart(t *testing.T) {
+	b := newBackend(t, down)
+	dir := t.TempDir()
+	path := filepath.Join(dir, "traces.jsonl")
+	log, logs := testLog()
+	l := startLive(t, path, b.URL(), 3, time.Hour, 0, log)
+	l.send(t, "first", 0, 30)
 	l.shutdown(t, false)
-	if !strings.Contains(logs.String(), "does not match the file") {
-		t.Errorf("the replaced file was not noticed:\n%s", logs.String())
+	if n := len(b.Accepted()); n > 0 {
+		t.Fatalf("the backend is down, yet it took %d requests", n)
 	}
-	if _, spans := b.snapshot(); len(spans) != 0 {
-		t.Errorf("%d spans sent from the replaced file", len(spans))
+
+	b.mode.Store(up)
+	l = startLive(t, path, b.URL(), 3, time.Hour, 0, log)
+	if got := l.rec.Pending(); got != 30 {
+		t.Errorf("the record resumed with %d lines to backfill, want 30", got)
 	}
+	l.send(t, "second", 0, 10)
+	waitSpans(t, b, "first", 30)
+	waitSpans(t, b, "second", 10)
+	waitBackfilled(t, l.rec)
+	l.shutdown(t, false)
+	got, order := spans(b.Requests())
+	wantEach(t, got, "first", 30)
+	wantEach(t, got, "second", 10)
+	// Oldest first: the backfill sent first-0 before first-29.
+	if i, j := indexOf(order, "first-0"), indexOf(order, "first-29"); i < 0 || j < 0 || i > j {
+		t.Errorf("first-0 arrived at %d, first-29 at %d: not oldest first", i, j)
+	}
+	wantStamped(t, b)
+	noToken(t, "the log", logs.String())
+
+	before := len(b.Requests())
+	s := replayAfter(t, b, dir)
+	if after := len(b.Requests()); after != before || s.AlreadySent != 40 {
+		t.Errorf("replay afterwards sent %d requests and found %d lines sent, want 0 and 40", after-before, s.AlreadySent)
+	}
+}
+
+// TestBackfillAfterAKill: the lines a run delivered but had not yet put in
+// its delivery log when it was killed (here: a log never written) are
+// sent again by the next run's backfill, once each, and a replay
+// afterwards sends nothing: delivery is at least once.
+func TestBackfillAfterAKill(t *testing.T) {
+	b := newBackend(t, up)
+	dir := t.TempDir()
+	path := filepath.Join(dir, "traces.jsonl")
+	log, _ := testLog()
+	l := startLive(t, path, b.URL(), 100, time.Hour, time.Hour, log)
+	l.send(t, "unlogged", 0, 5)
+	waitSpans(t, b, "unlogged", 5)
+	l.shutdown(t, true)
+
+	l = startLive(t, path, b.URL(), 3, time.Hour, 0, log)
+	b.Wait(t, "the unlogged lines twice", func(reqs []*fakebackend.Request) bool {
+		got, _ := spans(reqs)
+		for i := range 5 {
+			if got[fmt.Sprintf("unlogged-%d", i)] < 2 {
+				return false
+			}
+		}
+		return true
+	})
+	waitBackfilled(t, l.rec)
+	l.shutdown(t, false)
+	got, _ := spans(b.Requests())
+	for i := range 5 {
+		if n := got[fmt.Sprintf("unlogged-%d", i)]; n != 2 {
+			t.Errorf("unlogged-%d arrived %d times, want twice: live, then backfilled", i, n)
+		}
+	}
+	before := len(b.Requests())
+	s := replayAfter(t, b, dir)
+	if after := len(b.Requests()); after != before || s.AlreadySent != 5 {
+		t.Errorf("replay afterwards sent %d requests and found %d lines sent, want 0 and 5", after-before, s.AlreadySent)
+	}
+}
+
+// A batch the backend refuses is posted once, recorded as refused (not
+// done, not skipped), left alone by the backfill, and `otelstep replay`
+// afterwards sends it, once the backend takes it.
+func TestRefusedLeftToReplay(t *testing.T) {
+	b := newBackend(t, refusing)
+	dir := t.TempDir()
+	path := filepath.Join(dir, "traces.jsonl")
+	log, logs := testLog()
+	l := startLive(t, path, b.URL(), 100, 10*time.Millisecond, 0, log)
+	const n = 10
+	l.send(t, "refused", 0, n)
+	waitUntil(t, func() bool { return l.rec.Backlog().ForReplay.Batches == n }, "every line recorded refused")
+	b.mode.Store(up)
+	l.send(t, "up", 0, 2)
+	waitSpans(t, b, "up", 2)
+	l.shutdown(t, false)
+	if got := b.hits[refusing].Load(); got != n {
+		t.Fatalf("the backend refused %d requests, want %d: a refused batch is posted once", got, n)
+	}
+	if bl := l.rec.Backlog(); bl.ForReplay.Batches != n || bl.ForReplay.Items != n || bl.ToBackfill != (sink.Lines{}) || l.rec.Pending() != 0 {
+		t.Fatalf("backlog %+v, pending %d: want the %d refused lines left to replay, none to backfill", bl, l.rec.Pending(), n)
+	}
+	noToken(t, "the log", logs.String())
+
+	s := replayAfter(t, b, dir)
+	got, _ := spans(b.Requests())
+	wantEach(t, got, "refused", n)
+	wantEach(t, got, "up", 2)
+	if s.Signals[0].Lines+s.Signals[1].Lines+s.Signals[2].Lines != n || s.AlreadySent != 2 || s.Failures() != 0 {
+		t.Fatalf("replay sent %+v, found %d sent, %d failures: want the %d refused lines, 2 sent, none skipped", s.Signals, s.AlreadySent, s.Failures(), n)
+	}
+}
+
+// Lines the backend was down for, then refused by it when the backfill
+// sends them (the token changed under it), are posted once by the
+// backfill, recorded refused, not skipped, and replay sends them.
+func TestBackfillRefusedLeftToReplay(t *testing.T) {
+	b := newBackend(t, down)
+	dir := t.TempDir()
+	path := filepath.Join(dir, "traces.jsonl")
+	log, _ := testLog()
+	l := startLive(t, path, b.URL(), 100, 10*time.Millisecond, 0, log)
+	const n = 6
+	l.send(t, "down", 0, n)
+	waitUntil(t, func() bool { return l.http.Stats().Failed == n }, "every batch given up on")
+	b.mode.Store(refusing)
+	waitUntil(t, func() bool {
+		bl := l.rec.Backlog()
+		return l.rec.Pending() == 0 && bl.ForReplay.Batches == n && bl.ToBackfill.Batches == 0
+	}, "the backfill's lines refused")
+	refusedHits := b.hits[refusing].Load()
+	b.mode.Store(up)
+	l.send(t, "up", 0, 1)
+	waitSpans(t, b, "up", 1)
+	l.shutdown(t, false)
+	if refusedHits != 1 || b.hits[refusing].Load() != 1 {
+		t.Fatalf("the backfill was refused %d times (%d by the end), want once", refusedHits, b.hits[refusing].Load())
+	}
+	s := replayAfter(t, b, dir)
+	got, _ := spans(b.Requests())
+	wantEach(t, got, "down", n)
+	if s.Failures() != 0 || s.AlreadySent != 1 {
+		t.Fatalf("replay: %d failures, %d found sent", s.Failures(), s.AlreadySent)
+	}
+}
+
+func indexOf(xs []string, x string) int {
+	for i, v := range xs {
+		if v == x {
+			return i
+		}
+	}
+	return -1
 }

@@ -35,7 +35,8 @@ type RecordOptions struct {
 // Record is otelstep's delivery record of one JSONL file for one
 // OTLP/HTTP exporter: which of the file's lines reached the exporter's
 // backend (delivered live, or backfilled), and, in memory, which the
-// exporter gave up on and a Backfill is to send. It is a sink.DeliveryRecord.
+// exporter gave up on and the live backfill (package backfill) is to
+// send. It is a sink.DeliveryRecord.
 //
 // On disk it is replay's checkpoint of the file for the exporter's
 // endpoint, beside the file (.NAME.replay-KEY.json): every line in it is
@@ -47,11 +48,11 @@ type RecordOptions struct {
 // synced; in between, each delivered range is appended to the delivery log
 // beside it within RecordOptions.LogEvery (deliverylog.go). Lines the
 // backend refused (sink.LeftRefused) are kept apart, in the checkpoint's
-// live.refused: a Backfill does not send them, replay does.
+// live.refused: the backfill does not send them, replay does.
 //
 // OpenRecord resumes the record an earlier run left: the lines it wrote
 // that the record does not hold (given up on, or unsent when it stopped or
-// was killed) are the first a Backfill sends. A line delivered in the
+// was killed) are the first the backfill sends. A line delivered in the
 // last LogEvery before a kill -9 is not in the record yet and is sent
 // again: delivery is at least once. The part of the file there was before
 // the record began (a file written without one) is left to replay: its
@@ -270,7 +271,7 @@ func (r *Record) Path() string { return r.path }
 // Delivered records that l reached the backend (sink.DeliveryRecord).
 func (r *Record) Delivered(l sink.Line) { r.mark(l, sink.Delivered) }
 
-// Undelivered records that the exporter gave up on l, and why: a Backfill
+// Undelivered records that the exporter gave up on l, and why: the backfill
 // sends it, unless the backend refused it (sink.LeftRefused): that is left
 // to `otelstep replay` (sink.DeliveryRecord).
 func (r *Record) Undelivered(l sink.Line, f sink.Fate) { r.mark(l, f) }

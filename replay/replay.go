@@ -14,9 +14,10 @@
 //
 // The running otelstep keeps the same checkpoint as its delivery record
 // (Record): which lines of a JSONL file its OTLP/HTTP exporter delivered.
-// Backfill sends, from the file and as a replay would, what the exporter
-// did not deliver; a replay to the exporter's endpoint afterwards sends
-// exactly what is not in the record.
+// Its live backfill (package backfill) sends, from the file and as a
+// replay does (Record.Resend), what the exporter did not deliver; a replay
+// to the exporter's endpoint afterwards sends exactly what is not in the
+// record.
 package replay
 
 import (

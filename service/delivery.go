@@ -11,6 +11,7 @@ import (
 
 	"github.com/otelstep/otelstep/config"
 	"github.com/otelstep/otelstep/internal/shellquote"
+	"github.com/otelstep/otelstep/replay"
 	"github.com/otelstep/otelstep/sink"
 )
 
@@ -80,7 +81,7 @@ func (s *Service) deliverySummary() []any {
 		bl := h.Status().Backlog
 		left = left.Add(bl)
 		if bl.Total().Batches > 0 {
-			if c := s.replayCommand(h.Name()); c != "" {
+			if c := s.replayCommand(h.Name(), s.backfills.Records(h.Name())); c != "" {
 				commands = append(commands, c)
 			}
 		}
@@ -105,20 +106,21 @@ func (s *Service) deliverySummary() []any {
 }
 
 // replayCommand is the `otelstep replay` command that sends to exporter
-// id's backend what its delivery records' files hold that it has not got:
+// id's backend what its delivery records' (recs) files hold that it has
+// not got:
 // the endpoint without userinfo, the files, the token's variable by name
 // and the other headers by their variables' names (never a value). ""
 // when the exporter has no single endpoint.
-func (s *Service) replayCommand(id string) string {
+func (s *Service) replayCommand(id string, recs []*replay.Record) string {
 	ec := s.cfg.OTLPHTTP[id]
 	var files []string
 	endpoint := ""
-	for _, bf := range s.backfills {
-		if bf.exporter != id || bf.rec.Backlog().Total().Batches == 0 {
+	for _, rec := range recs {
+		if rec.Backlog().Total().Batches == 0 {
 			continue
 		}
-		files = append(files, bf.rec.File())
-		endpoint = bf.rec.Endpoint()
+		files = append(files, rec.File())
+		endpoint = rec.Endpoint()
 	}
 	if ec == nil || ec.Endpoint == "" || len(files) == 0 {
 		return ""

@@ -39,13 +39,13 @@ func TestReplayCommand(t *testing.T) {
 				"X-Static": "static-v4lue"},
 			HeaderVars: map[string][]string{"Authorization": {"OTEL_TOKEN"}, "X-Scope-OrgID": {"TENANT"}},
 		}}},
-		backfills: map[string]*backfill{"file/traces -> otlp_http": {exporter: "otlp_http", rec: rec}},
 	}
-	if got := s.replayCommand("otlp_http"); got != "" {
+	recs := []*replay.Record{rec}
+	if got := s.replayCommand("otlp_http", recs); got != "" {
 		t.Fatalf("nothing left, yet a command: %s", got)
 	}
 	rec.Undelivered(sink.Line{Start: 0, End: int64(len(line)), Index: 0, Items: 3}, sink.LeftRefused)
-	got := s.replayCommand("otlp_http")
+	got := s.replayCommand("otlp_http", recs)
 	want := `otelstep replay --endpoint https://backend.example:4318 --token-env OTEL_TOKEN --header "X-Scope-OrgID=${TENANT}" --header "X-Static=<X-Static as in the config>" '` + path + `'`
 	if got != want {
 		t.Fatalf("command\n%s\nwant\n%s", got, want)

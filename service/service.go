@@ -17,6 +17,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/otelstep/otelstep/backfill"
 	"github.com/otelstep/otelstep/batch"
 	"github.com/otelstep/otelstep/config"
 	"github.com/otelstep/otelstep/otlpin"
@@ -102,7 +103,7 @@ type Service struct {
 	drain     []drainer
 	files     []*sink.File
 	https     []*sink.HTTP
-	backfills map[string]*backfill // by file and exporter (backfill.go)
+	backfills backfill.Set         // by file and exporter
 	telemetry *telemetry.Telemetry // otelstep's own metrics
 	// sharedAttrs is where the scrapers and connectors make their series'
 	// attribute sets, and where the sinks' encoders find them to store and
@@ -206,7 +207,7 @@ func New(cfg *config.Config, log *slog.Logger) (*Service, error) {
 			exp = append(exp, sk)
 		}
 		fan := sink.NewFanout(exp...)
-		s.track(fan, exp, log)
+		s.backfills.Track(s.cfg, fan, exp, log)
 		s.noteBackends(exp)
 		var next pipeline.Consumer = fan
 		for i := len(p.Processors) - 1; i >= 0; i-- {
@@ -534,7 +535,7 @@ func (s *Service) start(ctx context.Context) error {
 			return err
 		}
 	}
-	s.startBackfills(ctx)
+	s.backfills.Start(ctx)
 	for _, b := range s.batchers {
 		if err := b.Start(ctx); err != nil {
 			return err
@@ -573,7 +574,7 @@ func (s *Service) stop(ctx context.Context) error {
 	s.state.Store(int32(stopping))
 	// Backfills first: what they have not sent stays in their records,
 	// for the next run.
-	s.stopBackfills()
+	s.backfills.Stop()
 	stopStart, p := time.Now(), s.plan
 	var (
 		errsMu sync.Mutex
@@ -661,7 +662,7 @@ func (s *Service) stop(ctx context.Context) error {
 			fail(err)
 		}
 	}
-	s.closeRecords()
+	s.backfills.Close()
 	s.delivery = s.deliverySummary()
 	for _, h := range s.health {
 		_ = h.Close()

@@ -15,7 +15,7 @@ import (
 // gives both a File and an HTTP sink it tracks (Fanout.Track), the
 // DeliveryRecord is told where the File sink wrote the batch's line and
 // whether the HTTP sink delivered the batch. What it was not delivered can
-// then be sent again from the file (package replay's Backfill).
+// then be sent again from the file (package backfill).
 
 // Line is where one batch's line lies in a JSONL file: bytes [Start, End),
 // End just past its newline, and Index, its place among the lines the File

@@ -20,7 +20,7 @@
 // A Fanout may track a File and an HTTP sink it feeds (Fanout.Track): a
 // DeliveryRecord is then told, for each batch, where its line lies in the
 // file and whether the HTTP sink delivered it, so that what was not
-// delivered can be sent again from the file (package replay's Backfill).
+// delivered can be sent again from the file (package backfill).
 //
 // Every batch the HTTP sink takes ends in exactly one Fate (fate.go):
 // delivered, or left in the JSONL because its queue was full, the backend

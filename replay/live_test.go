@@ -1,0 +1,349 @@
+package replay
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"log/slog"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/otelstep/otelstep/pipeline"
+	"github.com/otelstep/otelstep/sink"
+	commonpb "go.opentelemetry.io/proto/otlp/common/v1"
+	resourcepb "go.opentelemetry.io/proto/otlp/resource/v1"
+	tracepb "go.opentelemetry.io/proto/otlp/trace/v1"
+)
+
+// liveTraceBatch is what the live pipeline hands the sinks: one span named
+// name, its resource stamped with the token (the resource processor's
+// Authorization attribute, which the JSONL file does not keep).
+func liveTraceBatch(name string) *pipeline.Batch {
+	return &pipeline.Batch{Signal: pipeline.Traces, Items: 1, Traces: pipeline.TracesFromProto([]*tracepb.ResourceSpans{{
+		Resource: &resourcepb.Resource{Attributes: []*commonpb.KeyValue{str("service.name", "svc"), str("Authorization", token)}},
+		ScopeSpans: []*tracepb.ScopeSpans{{Spans: []*tracepb.Span{{
+			Name: name, TraceId: bytes.Repeat([]byte{1}, 16), SpanId: []byte{1, 2, 3, 4, 5, 6, 7, 8},
+			StartTimeUnixNano: 1, EndTimeUnixNano: 2,
+		}}}},
+	}})}
+}
+
+// switchable is a backend that answers 503 while down.
+type switchable struct {
+	*fakeBackend
+	down atomic.Bool
+}
+
+func newSwitchable(down bool) (*switchable, *httptest.Server) {
+	b := &switchable{fakeBackend: newBackend()}
+	b.down.Store(down)
+	b.answer = func(int, []string, http.ResponseWriter) int {
+		if b.down.Load() {
+			return http.StatusServiceUnavailable
+		}
+		return http.StatusOK
+	}
+	srv := httptest.NewServer(b)
+	return b, srv
+}
+
+// live is one run's JSONL file sink and OTLP/HTTP sink, fed through a
+// Fanout that records what the HTTP sink delivered (the live backfill,
+// which sends what it did not, is package backfill's; its tests run the
+// same sinks).
+type live struct {
+	file *sink.File
+	http *sink.HTTP
+	fan  *sink.Fanout
+	rec  *Record
+}
+
+// startLive starts a run; queue is the exporter's queue size.
+func startLive(t *testing.T, path, endpoint string, queue int, every time.Duration, log *slog.Logger) *live {
+	t.Helper()
+	f, err := sink.NewFile(sink.FileOptions{Path: path, Signal: pipeline.Traces, Logger: log})
+	if err != nil {
+		t.Fatal(err)
+	}
+	h, err := sink.NewHTTP(sink.HTTPOptions{Endpoint: endpoint, Headers: map[string]string{"Authorization": "Bearer " + token},
+		QueueSize: queue, Logger: log,
+		Retry: sink.RetryOptions{Enabled: true, InitialInterval: time.Millisecond, MaxInterval: 5 * time.Millisecond, MaxElapsedTime: 20 * time.Millisecond}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	rec, err := OpenRecord(RecordOptions{File: path, Endpoint: endpoint, Logger: log, Every: every})
+	if err != nil {
+		t.Fatal(err)
+	}
+	l := &live{file: f, http: h, fan: sink.NewFanout(f, h), rec: rec}
+	l.fan.Track(f, h, rec)
+	for _, s := range []sink.Sink{f, h} {
+		if err := s.Start(context.Background()); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return l
+}
+
+func (l *live) send(t *testing.T, prefix string, from, to int) {
+	t.Helper()
+	for i := from; i < to; i++ {
+		if err := l.fan.Consume(context.Background(), liveTraceBatch(fmt.Sprintf("%s-%d", prefix, i))); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
+// shutdown stops the run as the service does: the sinks, then the record
+// (unless crash: a kill -9 writes nothing more).
+func (l *live) shutdown(t *testing.T, crash bool) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	if err := l.file.Shutdown(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if err := l.http.Shutdown(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if !crash {
+		if err := l.rec.Close(); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
+// waitSpans waits (a minute at most) until every span prefix-0..n-1 has
+// arrived.
+func waitSpans(t *testing.T, b *switchable, prefix string, n int) {
+	t.Helper()
+	deadline := time.Now().Add(time.Minute)
+	for {
+		_, spans := b.snapshot()
+		missing := 0
+		for i := range n {
+			if spans[fmt.Sprintf("%s-%d", prefix, i)] == 0 {
+				missing++
+			}
+		}
+		if missing == 0 {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("%d of %d spans never arrived", missing, n)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+}
+
+// replayAfter replays the folder to the backend as a user would afterwards.
+func replayAfter(t *testing.T, srv *httptest.Server, dir string) *Summary {
+	t.Helper()
+	s := mustRun(t, context.Background(), opts(srv, dir))
+	if !s.OK() {
+		t.Fatalf("replay afterwards: %s", s.Reason())
+	}
+	return s
+}
+
+// TestReplayAfterAStopWithoutBackfill: stopped while the backend is down
+// and not restarted, the record says what never arrived, and a replay
+// afterwards sends exactly that: not the lines delivered live.
+func TestReplayAfterAStopWithoutBackfill(t *testing.T) {
+	b, srv := newSwitchable(false)
+	defer srv.Close()
+	dir := t.TempDir()
+	path := filepath.Join(dir, "traces.jsonl")
+	log, _ := testLog()
+	l := startLive(t, path, srv.URL, 100, time.Hour, log)
+	l.send(t, "up", 0, 10)
+	waitSpans(t, b, "up", 10)
+	b.down.Store(true)
+	l.send(t, "down", 0, 20)
+	l.shutdown(t, false)
+	b.down.Store(false)
+
+	before, _ := b.snapshot()
+	s := replayAfter(t, srv, dir)
+	_, spans := b.snapshot()
+	wantEach(t, spans, "up", 10)
+	wantEach(t, spans, "down", 20)
+	if s.AlreadySent != 10 || s.Signals[pipeline.Traces].Lines != 20 {
+		t.Errorf("replay found %d lines sent and sent %d, want 10 and 20", s.AlreadySent, s.Signals[pipeline.Traces].Lines)
+	}
+	_ = before
+}
+
+// TestDeliveryLogAfterAKill: a run killed leaves the lines it delivered
+// in its delivery log (appended within LogEvery of their delivery), and
+// the next run's record holds only what the log does not as undelivered:
+// the lines delivered in the last LogEvery before a kill -9 are sent again
+// (here: those of a run whose log was never written, by the replay
+// afterwards; package backfill's tests have the backfill send them), the
+// rest once.
+func TestDeliveryLogAfterAKill(t *testing.T) {
+	b, srv := newSwitchable(false)
+	defer srv.Close()
+	dir := t.TempDir()
+	path := filepath.Join(dir, "traces.jsonl")
+	log, _ := testLog()
+	l := startLive(t, path, srv.URL, 100, time.Hour, log)
+	l.send(t, "logged", 0, 10)
+	waitSpans(t, b, "logged", 10)
+	logPathOf := logPath(l.rec.Path())
+	waitUntil(t, func() bool {
+		ss, _ := readDeliveryLog(l.rec.Path(), 1<<40)
+		var set spanSet
+		for _, s := range ss {
+			set.add(s)
+		}
+		return set.lines() == 10
+	}, "10 lines in the delivery log "+logPathOf)
+	l.shutdown(t, true)
+
+	// A run killed before its log was written: its lines are sent again.
+	l = startLive(t, path, srv.URL, 100, time.Hour, log)
+	l.rec.mu.Lock()
+	l.rec.logEvery = time.Hour
+	l.rec.mu.Unlock()
+	if n := l.rec.Pending(); n != 0 {
+		t.Fatalf("after a kill, %d lines the log holds are to backfill again", n)
+	}
+	l.send(t, "unlogged", 0, 5)
+	waitSpans(t, b, "unlogged", 5)
+	l.shutdown(t, true)
+
+	l = startLive(t, path, srv.URL, 3, time.Hour, log)
+	if n := l.rec.Pending(); n != 5 {
+		t.Fatalf("after the second kill, %d lines to backfill, want the 5 unlogged", n)
+	}
+	l.shutdown(t, false)
+	if _, err := os.Stat(logPathOf); !os.IsNotExist(err) {
+		t.Errorf("the delivery log is left after a clean stop: %v", err)
+	}
+	s := replayAfter(t, srv, dir)
+	_, spans := b.snapshot()
+	wantEach(t, spans, "logged", 10)
+	for i := range 5 {
+		if n := spans[fmt.Sprintf("unlogged-%d", i)]; n != 2 {
+			t.Errorf("unlogged-%d arrived %d times, want twice: live, then sent again", i, n)
+		}
+	}
+	if s.AlreadySent != 10 || s.Signals[pipeline.Traces].Lines != 5 {
+		t.Errorf("replay afterwards found %d lines sent and sent %d, want 10 and 5", s.AlreadySent, s.Signals[pipeline.Traces].Lines)
+	}
+}
+
+func readFile(t *testing.T, path string) string {
+	t.Helper()
+	data, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return string(data)
+}
+
+func testLog() (*slog.Logger, *syncWriter) {
+	w := &syncWriter{}
+	return slog.New(slog.NewTextHandler(w, &slog.HandlerOptions{Level: slog.LevelDebug})), w
+}
+
+// syncWriter is a goroutine-safe log buffer.
+type syncWriter struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (w *syncWriter) Write(p []byte) (int, error) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return w.b.Write(p)
+}
+
+func (w *syncWriter) String() string {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return w.b.String()
+}
+
+// A file that holds lines from before its record (written by a run
+// without one) is not backfilled: the fate of those lines is unknown, and
+// replay sends them; the lines after are recorded with their numbers in
+// the file.
+func TestRecordOfAFileWrittenWithoutOne(t *testing.T) {
+	b, srv := newSwitchable(false)
+	defer srv.Close()
+	dir := t.TempDir()
+	path := filepath.Join(dir, "traces.jsonl")
+	writeTraces(t, path, "old", 5)
+	log, _ := testLog()
+	l := startLive(t, path, srv.URL, 100, time.Hour, log)
+	if p := l.rec.pending(); len(p) != 0 {
+		t.Errorf("the record begins with %v to backfill, want nothing", p)
+	}
+	l.send(t, "live", 0, 3)
+	waitSpans(t, b, "live", 3)
+	l.shutdown(t, false)
+	if _, spans := b.snapshot(); spans["old-0"] != 0 {
+		t.Fatal("a line from before the record was backfilled")
+	}
+	cp, err := loadCheckpoint(l.rec.Path(), input{abs: l.rec.in.abs, size: 1 << 40})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(cp.Done) != 1 || cp.Done[0].FirstLine != 6 || cp.Done[0].Lines != 3 || cp.Live.From == 0 || cp.Live.FromLine != 5 {
+		t.Errorf("record: offset %d, done %+v, live %+v; want lines 6-8 done, from line 5", cp.Offset, cp.Done, cp.Live)
+	}
+	s := replayAfter(t, srv, dir)
+	_, spans := b.snapshot()
+	wantEach(t, spans, "old", 5)
+	wantEach(t, spans, "live", 3)
+	if s.AlreadySent != 3 {
+		t.Errorf("replay found %d lines sent, want 3", s.AlreadySent)
+	}
+}
+
+// A record whose file was replaced since (another file copied over it) is
+// not resumed: a new one begins, and nothing is backfilled from the new
+// file.
+func TestRecordOfAReplacedFile(t *testing.T) {
+	b, srv := newSwitchable(true)
+	defer srv.Close()
+	dir := t.TempDir()
+	path := filepath.Join(dir, "traces.jsonl")
+	log, logs := testLog()
+	l := startLive(t, path, srv.URL, 100, time.Hour, log)
+	l.send(t, "first", 0, 3)
+	l.shutdown(t, false)
+	writeTraces(t, path, "other", 8) // longer, other lines
+	b.down.Store(false)
+	l = startLive(t, path, srv.URL, 100, time.Hour, log)
+	if p := l.rec.pending(); len(p) != 0 {
+		t.Errorf("the new record begins with %v to backfill, want nothing", p)
+	}
+	l.shutdown(t, false)
+	if !strings.Contains(logs.String(), "does not match the file") {
+		t.Errorf("the replaced file was not noticed:\n%s", logs.String())
+	}
+	if _, spans := b.snapshot(); len(spans) != 0 {
+		t.Errorf("%d spans sent from the replaced file", len(spans))
+	}
+}
+
+func waitUntil(t *testing.T, cond func() bool, what string) {
+	t.Helper()
+	deadline := time.Now().Add(time.Minute)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("timed out waiting: %s", what)
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+}

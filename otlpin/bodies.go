@@ -1,8 +1,8 @@
 package otlpin
 
 import (
+	"github.com/otelstep/otelstep/internal/pool"
 	"math/bits"
-	"sync"
 	"sync/atomic"
 
 	"github.com/otelstep/otelstep/pipeline"
@@ -56,7 +56,7 @@ func classSize(c int) int {
 
 // bodyPool holds the bodies of decoded requests, by size class.
 type bodyPool struct {
-	classes [bodyClasses]sync.Pool // *body
+	classes [bodyClasses]pool.Pool[body]
 	// returned counts the bodies let go of (put back, or poisoned): what
 	// a test can count on, since a sync.Pool need not hand a body back
 	// (the race detector drops a share of its Puts, a collection empties it).
@@ -79,9 +79,9 @@ func (p *bodyPool) get(n int) *body {
 	if c >= bodyClasses {
 		return nil
 	}
-	b, _ := p.classes[c].Get().(*body)
-	if b == nil {
-		b = &body{b: make([]byte, classSize(c)), class: c, pool: p}
+	b := p.classes[c].Get()
+	if b.pool == nil { // new
+		*b = body{b: make([]byte, classSize(c)), class: c, pool: p}
 		b.back = b.put
 	}
 	b.b = b.b[:n]

@@ -25,6 +25,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/otelstep/otelstep/internal/pool"
 	"io"
 	"net/http"
 	"net/url"
@@ -460,7 +461,7 @@ func (r *run) deliverPieces(c *chunk, b *pipeline.Batch, no, lineBytes int, skip
 	items := b.Items
 	per := max(1, int(int64(items)*int64(r.o.BatchBytes)/int64(lineBytes)))
 	n := (items + per - 1) / per
-	buf := bufPool.Get().(*bytes.Buffer)
+	buf := bufPool.Get()
 	defer bufPool.Put(buf)
 	ctx := r.ctx
 	var bad []string
@@ -566,7 +567,8 @@ func sub(b *pipeline.Batch, from, to int) *pipeline.Batch {
 	return s
 }
 
-var bufPool = sync.Pool{New: func() any { return new(bytes.Buffer) }}
+// bufPool holds the request bodies being encoded and sent.
+var bufPool pool.Pool[bytes.Buffer]
 
 // deliver sends b (the lines in ranges) and reports whether it is done:
 // sent, or rejected as bad and skipped line by line. false means the replay
@@ -576,7 +578,7 @@ func (r *run) deliver(ctx context.Context, c *chunk, b *pipeline.Batch, ranges [
 		r.sum.sent(b, 0)
 		return true
 	}
-	buf := bufPool.Get().(*bytes.Buffer)
+	buf := bufPool.Get()
 	defer bufPool.Put(buf)
 	if err := sink.EncodeRequest(b, r.comp, buf); err != nil {
 		// Cannot happen for a decoded request; do not hide it if it does.

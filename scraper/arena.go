@@ -1,8 +1,8 @@
 package scraper
 
 import (
+	"github.com/otelstep/otelstep/internal/pool"
 	"math"
-	"sync"
 	"sync/atomic"
 
 	metricspb "go.opentelemetry.io/proto/otlp/metrics/v1"
@@ -37,18 +37,19 @@ type chunk[T any] struct{ s []T }
 
 // chunkPool hands out chunks of size elements.
 type chunkPool[T any] struct {
-	p    sync.Pool
+	p    pool.Pool[chunk[T]]
 	size int
 	// made counts the chunks ever made (tests).
 	made atomic.Int64
 }
 
 func (p *chunkPool[T]) get() *chunk[T] {
-	if c, _ := p.p.Get().(*chunk[T]); c != nil {
-		return c
+	c := p.p.Get()
+	if c.s == nil { // new
+		p.made.Add(1)
+		c.s = make([]T, 0, p.size)
 	}
-	p.made.Add(1)
-	return &chunk[T]{s: make([]T, 0, p.size)}
+	return c
 }
 
 // put clears c (nothing it held stays reachable) and pools it. In a poison
@@ -104,19 +105,15 @@ type slabPools struct {
 	gauges    chunkPool[gaugeMetric]
 	hists     chunkPool[histMetric]
 	summaries chunkPool[summaryMetric]
-	arenas    sync.Pool
-	builders  sync.Pool // *histBuilder, lent for a scrape
+	arenas    pool.Pool[arena]
+	builders  pool.Pool[histBuilder] // lent for a scrape
 	// buildersMade counts the builders ever made (tests).
 	buildersMade atomic.Int64
 }
 
 // builder returns an empty histogram builder, its buckets' array kept.
 func (p *slabPools) builder() *histBuilder {
-	if h, _ := p.builders.Get().(*histBuilder); h != nil {
-		return h
-	}
-	p.buildersMade.Add(1)
-	return new(histBuilder)
+	return p.builders.Get()
 }
 
 // putBuilder clears h (its point is the batch's) and pools it.
@@ -127,6 +124,16 @@ func (p *slabPools) putBuilder(h *histBuilder) {
 
 func newSlabPools() *slabPools {
 	p := &slabPools{}
+	p.builders.New = func() *histBuilder {
+		p.buildersMade.Add(1)
+		return new(histBuilder)
+	}
+	p.arenas.New = func() *arena {
+		a := &arena{pools: p}
+		a.recycleFn = a.recycle
+		a.leases[0] = &a.lease
+		return a
+	}
 	p.nums.size, p.hpts.size, p.counts.size, p.ptrs.size = numChunk, histChunk, countChunk, ptrChunk
 	p.mptrs.size, p.res.size = ptrChunk, 1 // one target resource a scrape
 	p.sums.size, p.gauges.size, p.hists.size, p.summaries.size = metricChunk, metricChunk, metricChunk, metricChunk
@@ -153,12 +160,7 @@ type arena struct {
 
 // newArena returns an empty arena whose lease holds one reference.
 func (p *slabPools) newArena() *arena {
-	a, _ := p.arenas.Get().(*arena)
-	if a == nil {
-		a = &arena{pools: p}
-		a.recycleFn = a.recycle
-		a.leases[0] = &a.lease
-	}
+	a := p.arenas.Get()
 	a.lease.Reset(a.recycleFn)
 	return a
 }

@@ -13,7 +13,6 @@ import (
 	"strconv"
 	"time"
 
-	"github.com/klauspost/compress/gzip"
 	"golang.org/x/net/http/httpproxy"
 )
 
@@ -162,10 +161,7 @@ func (l *loop) readBody(ctx context.Context, pg *pageBuf, body io.Reader, gzippe
 		return err
 	}
 	if gzipped {
-		gz, _ := l.m.gzipReaders.Get().(*gzip.Reader)
-		if gz == nil {
-			gz = new(gzip.Reader)
-		}
+		gz := l.m.gzipReaders.Get()
 		if err := gz.Reset(body); err != nil {
 			l.m.gzipReaders.Put(gz)
 			return fmt.Errorf("gzip: %w", err)

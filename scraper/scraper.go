@@ -5,6 +5,8 @@ import (
 	"crypto/x509"
 	"errors"
 	"fmt"
+	"github.com/klauspost/compress/gzip"
+	"github.com/otelstep/otelstep/internal/pool"
 	"hash/fnv"
 	"log/slog"
 	"net"
@@ -103,7 +105,7 @@ type Manager struct {
 	budget *memBudget
 	// gzipReaders are the readers of gzipped pages, reset for each one
 	// (a reader is about 40 KB of window and tables).
-	gzipReaders sync.Pool
+	gzipReaders pool.Pool[gzip.Reader]
 	// clients are the jobs' HTTP clients (fetch.go).
 	clients []*http.Client
 	// firstLeft counts the loops whose first scrape is not delivered yet;

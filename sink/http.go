@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/otelstep/otelstep/internal/pool"
 	"log/slog"
 	"maps"
 	"net/http"
@@ -148,10 +149,12 @@ type HTTP struct {
 	comp    Compression
 	// encoders are the request encoders (their gzip state is about 1 MB
 	// each), taken for an encode only; encoding takes a slot of encSem
-	// first, which bounds them to httpWorkers.
-	encoders freeList[requestEncoder]
+	// first, which bounds them to httpWorkers. A free list, not a
+	// sync.Pool: a garbage collection would drop them, and every few
+	// seconds an encode would make a new gzip writer.
+	encoders pool.FreeList[requestEncoder]
 	encSem   chan struct{}
-	bodies   freeList[body]
+	bodies   pool.FreeList[body]
 
 	mu         sync.Mutex
 	ring       []*body
@@ -254,7 +257,7 @@ func NewHTTP(o HTTPOptions) (*HTTP, error) {
 	h.log = lg.With("component", o.Name)
 	h.ring = make([]*body, o.QueueSize)
 	h.encSem = make(chan struct{}, httpWorkers)
-	h.bodies.keep = keptBodies
+	h.bodies.Keep = keptBodies
 	h.avail = make(chan struct{}, 1)
 	h.stopCh = make(chan struct{})
 	h.out.began = make(chan struct{}, 1)
@@ -445,13 +448,13 @@ func (h *HTTP) encode(b *pipeline.Batch, items int) *body {
 		h.log.Error("otlp/http exporter: unknown signal, batch not sent", "signal", int(sig))
 		return nil
 	}
-	bd := h.bodies.get()
+	bd := h.bodies.Get()
 	bd.sig, bd.items = sig, items
 	h.encSem <- struct{}{}
-	re := h.encoders.get()
+	re := h.encoders.Get()
 	re.enc.Shared = h.o.SharedAttrs
 	err := re.encode(b, h.comp, &bd.buf)
-	h.encoders.put(re)
+	h.encoders.Put(re)
 	<-h.encSem
 	if err != nil {
 		h.putBody(bd)
@@ -591,38 +594,6 @@ type body struct {
 // post and the encoders fill at once.
 const keptBodies = 2 * httpWorkers
 
-// freeList is a stack of values kept for reuse. Unlike a sync.Pool, a
-// garbage collection does not empty it, which for the request encoders
-// would make a new gzip writer every few seconds. It keeps at most keep
-// (0: as many as were ever in use at once).
-type freeList[T any] struct {
-	mu   sync.Mutex
-	free []*T
-	keep int
-}
-
-// get returns a kept value, or a new one.
-func (l *freeList[T]) get() *T {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	if n := len(l.free); n > 0 {
-		x := l.free[n-1]
-		l.free[n-1] = nil
-		l.free = l.free[:n-1]
-		return x
-	}
-	return new(T)
-}
-
-// put keeps x, unless keep are kept.
-func (l *freeList[T]) put(x *T) {
-	l.mu.Lock()
-	if l.keep == 0 || len(l.free) < l.keep {
-		l.free = append(l.free, x)
-	}
-	l.mu.Unlock()
-}
-
 // putBody keeps bd for reuse, emptied, unless one huge batch grew its
 // buffer.
 func (h *HTTP) putBody(bd *body) {
@@ -631,7 +602,7 @@ func (h *HTTP) putBody(bd *body) {
 		return
 	}
 	bd.buf.Reset()
-	h.bodies.put(bd)
+	h.bodies.Put(bd)
 }
 
 // export posts bd, retrying as configured, then settles its fate and gives

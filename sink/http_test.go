@@ -350,7 +350,7 @@ func TestHTTPShutdownDuringEnqueues(t *testing.T) {
 	if st := h.Stats(); st.Dropped != 0 || st.SentBatches != n {
 		t.Fatalf("stats %+v", st)
 	}
-	if k := len(h.encoders.free); k > httpWorkers {
+	if k := h.encoders.Len(); k > httpWorkers {
 		t.Fatalf("%d encoders, want at most %d", k, httpWorkers)
 	}
 }

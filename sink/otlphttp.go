@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"fmt"
+	"github.com/otelstep/otelstep/internal/pool"
 	"io"
 	"net/http"
 	"strconv"
@@ -30,12 +31,13 @@ import (
 // files: no point's attributes are a producer's set, so it uses none); the
 // HTTP sink uses its own requestEncoders.
 func EncodeRequest(b *pipeline.Batch, c Compression, out *bytes.Buffer) error {
-	re := requestEncPool.Get().(*requestEncoder)
+	re := requestEncPool.Get()
 	defer requestEncPool.Put(re)
 	return re.encode(b, c, out)
 }
 
-var requestEncPool = sync.Pool{New: func() any { return new(requestEncoder) }}
+// requestEncPool holds EncodeRequest's encoders.
+var requestEncPool pool.Pool[requestEncoder]
 
 // requestEncoder is everything one export's encoding uses, kept from batch
 // to batch by its owner: the protobuf encoder's bookkeeping, a piece of raw

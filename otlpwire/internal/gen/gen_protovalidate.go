@@ -70,11 +70,7 @@ func (g *protoDecode) validator(m *Message) error {
 		case sub != nil && sub.Choice.Record:
 			return fmt.Errorf("field %s: a record inside a record", f.FullName())
 		case sub != nil:
-			lv := ""
-			if g.cyclic[sub] {
-				lv = ", " + strings.TrimPrefix(g.lvArg(m, sub), ", ")
-			}
-			add(f, "wtLen", fmt.Sprintf("var a int\nif a, p, ok = d.lenBounds(q, end); ok {\nok = d.valid%s(a, p%s)\n}", sub.GoName, lv))
+			add(f, "wtLen", fmt.Sprintf("var a int\nif a, p, ok = d.lenBounds(q, end); ok {\nok = d.valid%s(a, p%s)\n}", sub.GoName, g.lvArg(m, sub)))
 		case f.Repeated && f.Kind != protoreflect.StringKind:
 			return fmt.Errorf("field %s: the validator has no rule for repeated %s", f.FullName(), f.Kind)
 		default:

@@ -1,22 +1,13 @@
 package faults
 
 import (
-	"compress/gzip"
 	"context"
-	"errors"
-	"fmt"
-	"io"
-	"net"
+	"github.com/otelstep/otelstep/internal/fakebackend"
 	"net/http"
-	"strconv"
 	"sync"
 	"testing"
 	"time"
 
-	collogspb "go.opentelemetry.io/proto/otlp/collector/logs/v1"
-	colmetricspb "go.opentelemetry.io/proto/otlp/collector/metrics/v1"
-	coltracepb "go.opentelemetry.io/proto/otlp/collector/trace/v1"
-	"google.golang.org/protobuf/proto"
 )
 
 // Mode is how the backend behaves.
@@ -41,18 +32,17 @@ func (m Mode) String() string {
 }
 
 // Backend is an OTLP/HTTP backend on a fixed loopback port whose behaviour
-// the test sets. It records, decoded, every request it answered 200.
+// the test sets (internal/fakebackend). It records, decoded, every request
+// it answered 200.
 type Backend struct {
 	Addr string // host:port, the same whatever the mode
 
-	mu      sync.Mutex
-	mode    Mode
-	delay   time.Duration
-	status  int
-	srv     *http.Server
-	release chan struct{} // closed to let hung requests go
-	got     Items         // what it answered 200
-	reqs    map[Mode]int  // requests seen in each mode
+	fb     *fakebackend.Backend
+	mu     sync.Mutex
+	mode   Mode
+	delay  time.Duration
+	status int
+	reqs   map[Mode]int // requests seen in each mode
 	// before is the mode before Down: a request the backend was reading
 	// as it went down is answered as it would have been.
 	before Mode
@@ -68,65 +58,48 @@ func NewBackend(t testing.TB) *Backend {
 	if err != nil {
 		t.Fatal(err)
 	}
-	b := &Backend{Addr: p[0], got: newItems(), reqs: map[Mode]int{}, release: make(chan struct{})}
-	if err := b.listen(); err != nil {
+	fb, err := fakebackend.Start(p[0])
+	if err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() { b.Set(Down) })
+	t.Cleanup(fb.Close)
+	b := &Backend{Addr: fb.Addr(), fb: fb, reqs: map[Mode]int{}}
+	fb.Answer(b.answer)
+	fb.Recorded(func(r *fakebackend.Request) {
+		b.mu.Lock()
+		answering := b.answering
+		b.mu.Unlock()
+		if answering != nil && r.Status == http.StatusOK {
+			answering()
+		}
+	})
 	return b
 }
 
 // URL is the backend's base URL.
-func (b *Backend) URL() string { return "http://" + b.Addr }
+func (b *Backend) URL() string { return b.fb.URL() }
 
-func (b *Backend) listen() error {
-	ln, err := net.Listen("tcp", b.Addr)
-	if err != nil {
-		return fmt.Errorf("backend on %s: %w", b.Addr, err)
-	}
-	b.srv = &http.Server{Handler: b}
-	go func(s *http.Server) { _ = s.Serve(ln) }(b.srv)
-	return nil
-}
-
-// Set changes the backend's mode. Down stops it as a backend stops: the
-// listener closes at once (a new connection is refused), the requests it
-// is handling are answered before their connections close (their items
-// are recorded, and the exporter is told), then every connection closes.
-// Cutting them instead would record items whose 200 never reached the
-// exporter, which then rightly sends them again: the backend took them
-// without answering. Leaving Hung lets its held requests go (unanswered:
-// their connections are closed, nothing recorded).
+// Set changes the backend's mode. Down stops it as a backend stops
+// (fakebackend.Backend.Down): the listener closes at once, the requests it
+// is handling are answered before their connections close. Leaving Hung
+// lets its held requests go (unanswered: their connections are closed,
+// nothing recorded).
 func (b *Backend) Set(m Mode) {
 	b.mu.Lock()
 	if b.mode == Hung && m != Hung {
-		close(b.release)
-		b.release = make(chan struct{})
-	}
-	var old *http.Server
-	if m == Down && b.srv != nil {
-		old, b.srv = b.srv, nil
-	}
-	if m != Down && b.srv == nil {
-		// The port was this backend's a moment ago; binding it again can
-		// fail only if another process took it meanwhile.
-		if err := b.listen(); err != nil {
-			b.mu.Unlock()
-			panic(err)
-		}
+		b.fb.ReleaseHung()
 	}
 	if m == Down && b.mode != Down {
 		b.before = b.mode
 	}
 	b.mode = m
 	b.mu.Unlock()
-	if old != nil {
-		// Without b.mu: the requests being answered take it.
-		ctx, cancel := context.WithTimeout(context.Background(), patience)
-		defer cancel()
-		if err := old.Shutdown(ctx); err != nil {
-			_ = old.Close()
-		}
+	if m == Down {
+		b.fb.Down() // without b.mu: the requests being answered take it
+	} else if err := b.fb.Up(); err != nil {
+		// The port was this backend's a moment ago; binding it again can
+		// fail only if another process took it meanwhile.
+		panic(err)
 	}
 }
 
@@ -153,104 +126,40 @@ func (b *Backend) Requests(m Mode) int {
 	return b.reqs[m]
 }
 
-// Got is a copy of what the backend answered 200.
+// Got is what the backend answered 200.
 func (b *Backend) Got() Items {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.got.clone()
+	got := newItems()
+	for _, r := range b.fb.Accepted() {
+		got.addTraces(r.Traces.GetResourceSpans())
+		got.addLogs(r.Logs.GetResourceLogs())
+		got.addMetrics(r.Metrics.GetResourceMetrics())
+	}
+	return got
 }
 
-func (b *Backend) ServeHTTP(w http.ResponseWriter, r *http.Request) {
-	body, err := readBody(r)
-	if err != nil {
-		http.Error(w, err.Error(), http.StatusBadRequest)
-		return
-	}
+// answer is the mode's answer to a request the backend decoded.
+func (b *Backend) answer(*fakebackend.Request) fakebackend.Reply {
 	b.mu.Lock()
-	mode, delay, status, release := b.mode, b.delay, b.status, b.release
+	defer b.mu.Unlock()
+	mode := b.mode
 	if mode == Down {
 		// Read as it went down: answered as before, but for a hung
 		// backend, which goes down without answering.
 		mode = b.before
 		if mode == Hung {
-			b.mu.Unlock()
-			panic(http.ErrAbortHandler)
+			return fakebackend.Reply{Abort: true}
 		}
 	}
 	b.reqs[mode]++
-	b.mu.Unlock()
 	switch mode {
 	case Hung:
-		select {
-		case <-release:
-		case <-r.Context().Done():
-		}
-		// Never answered: the connection goes without a response.
-		panic(http.ErrAbortHandler)
+		return fakebackend.Reply{Hang: true}
 	case Failing:
-		http.Error(w, "backend failing on purpose", status)
-		return
+		return fakebackend.Reply{Status: b.status, ContentType: "text/plain", Body: []byte("backend failing on purpose\n")}
 	case Slow:
-		select {
-		case <-time.After(delay):
-		case <-r.Context().Done():
-			return
-		}
+		return fakebackend.Reply{Delay: b.delay}
 	}
-	got := newItems()
-	if err := got.addRequest(r.URL.Path, body); err != nil {
-		http.Error(w, err.Error(), http.StatusBadRequest)
-		return
-	}
-	b.mu.Lock()
-	b.got.merge(got)
-	answering := b.answering
-	b.mu.Unlock()
-	if answering != nil {
-		answering()
-	}
-	w.Header().Set("Content-Type", "application/x-protobuf")
-	w.WriteHeader(http.StatusOK)
-}
-
-func readBody(r *http.Request) ([]byte, error) {
-	var body io.Reader = r.Body
-	if r.Header.Get("Content-Encoding") == "gzip" {
-		zr, err := gzip.NewReader(r.Body)
-		if err != nil {
-			return nil, err
-		}
-		body = zr
-	}
-	return io.ReadAll(body)
-}
-
-// addRequest decodes an OTLP/HTTP protobuf request for path and counts
-// its items.
-func (it Items) addRequest(path string, body []byte) error {
-	switch path {
-	case "/v1/traces":
-		var req coltracepb.ExportTraceServiceRequest
-		if err := proto.Unmarshal(body, &req); err != nil {
-			return err
-		}
-		it.addTraces(req.ResourceSpans)
-	case "/v1/logs":
-		var req collogspb.ExportLogsServiceRequest
-		if err := proto.Unmarshal(body, &req); err != nil {
-			return err
-		}
-		it.addLogs(req.ResourceLogs)
-	case "/v1/metrics":
-		var req colmetricspb.ExportMetricsServiceRequest
-		if err := proto.Unmarshal(body, &req); err != nil {
-			return err
-		}
-		it.addMetrics(req.ResourceMetrics)
-	default:
-		return errors.New("unknown path " + strconv.Quote(path))
-	}
-	return nil
+	return fakebackend.Reply{}
 }
 
 // waitFor waits until cond holds, failing the test after

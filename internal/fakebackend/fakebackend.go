@@ -110,9 +110,11 @@ type Reply struct {
 	Body        []byte
 	// Delay holds the answer back this long (or until the client goes).
 	Delay time.Duration
-	// Hang holds the request until the client goes or the backend closes,
-	// then closes the connection without an answer.
+	// Hang holds the request until the client goes, ReleaseHung or the
+	// backend closes, then closes the connection without an answer.
 	Hang bool
+	// Abort closes the connection at once, without an answer.
+	Abort bool
 }
 
 // Backend is the fake backend. Its methods are safe for concurrent use.
@@ -123,10 +125,12 @@ type Backend struct {
 	srv      *http.Server
 	answer   func(*Request) Reply
 	routes   map[string]string // path -> signal, besides /v1/{traces,metrics,logs}
+	recorded func(*Request)
 	reqs     []*Request
-	arrived  int // requests whose body was read, recorded or not yet
+	arrived  int           // requests whose body was read, recorded or not yet
 	changed  chan struct{} // closed and replaced at every request
 	closed   chan struct{} // closed at Close: hung requests go
+	release  chan struct{} // closed at ReleaseHung: the requests hung till then go
 	isClosed bool
 }
 
@@ -144,7 +148,7 @@ func New(t testing.TB) *Backend {
 
 // Start starts a backend on addr (host:port); the caller closes it.
 func Start(addr string) (*Backend, error) {
-	b := &Backend{changed: make(chan struct{}), closed: make(chan struct{})}
+	b := &Backend{changed: make(chan struct{}), closed: make(chan struct{}), release: make(chan struct{})}
 	ln, err := net.Listen("tcp", addr)
 	if err != nil {
 		return nil, fmt.Errorf("fake backend on %s: %w", addr, err)
@@ -188,14 +192,32 @@ func (b *Backend) Route(path, signal string) {
 // AnswerAll answers every request from now on with r.
 func (b *Backend) AnswerAll(r Reply) { b.Answer(func(*Request) Reply { return r }) }
 
-// Down closes the listener and every connection: a new connection is
-// refused until Up.
+// Recorded sets f to be called with each request answered, after it is
+// recorded and before its answer is written (nil: none).
+func (b *Backend) Recorded(f func(*Request)) {
+	b.mu.Lock()
+	b.recorded = f
+	b.mu.Unlock()
+}
+
+// Down stops the backend as a server stops: the listener closes at once
+// (a new connection is refused until Up), the requests being handled are
+// answered (hung ones let go, unanswered) and then every connection
+// closes. Cutting them instead would record requests whose answer never
+// reached the client, which then rightly sends them again.
 func (b *Backend) Down() {
 	b.mu.Lock()
-	defer b.mu.Unlock()
-	if b.srv != nil {
-		_ = b.srv.Close()
-		b.srv = nil
+	srv := b.srv
+	b.srv = nil
+	b.mu.Unlock()
+	if srv == nil {
+		return
+	}
+	b.ReleaseHung()
+	ctx, cancel := context.WithTimeout(context.Background(), Patience)
+	defer cancel()
+	if err := srv.Shutdown(ctx); err != nil {
+		_ = srv.Close()
 	}
 }
 
@@ -213,6 +235,15 @@ func (b *Backend) Up() error {
 	}
 	b.serve(ln)
 	return nil
+}
+
+// ReleaseHung lets the requests held by a Hang answer go, their
+// connections closed without an answer.
+func (b *Backend) ReleaseHung() {
+	b.mu.Lock()
+	close(b.release)
+	b.release = make(chan struct{})
+	b.mu.Unlock()
 }
 
 // Close stops the backend and lets hung requests go.
@@ -257,7 +288,7 @@ func (b *Backend) handle(w http.ResponseWriter, r *http.Request) {
 	b.mu.Lock()
 	b.arrived++
 	req.N = b.arrived
-	answer, closed := b.answer, b.closed
+	answer, closed, release := b.answer, b.closed, b.release
 	b.mu.Unlock()
 	var rep Reply
 	if err != nil {
@@ -268,12 +299,18 @@ func (b *Backend) handle(w http.ResponseWriter, r *http.Request) {
 	if rep.Status == 0 {
 		rep.Status = http.StatusOK
 	}
+	if rep.Abort {
+		req.Status = 0
+		b.record(req)
+		panic(http.ErrAbortHandler)
+	}
 	if rep.Hang {
 		req.Status = 0
 		b.record(req)
 		select {
 		case <-r.Context().Done():
 		case <-closed:
+		case <-release:
 		}
 		panic(http.ErrAbortHandler) // the connection goes without an answer
 	}
@@ -290,6 +327,12 @@ func (b *Backend) handle(w http.ResponseWriter, r *http.Request) {
 	}
 	req.Status = rep.Status
 	b.record(req)
+	b.mu.Lock()
+	recorded := b.recorded
+	b.mu.Unlock()
+	if recorded != nil {
+		recorded(req)
+	}
 	if rep.RetryAfter != "" {
 		w.Header().Set("Retry-After", rep.RetryAfter)
 	}

@@ -4,9 +4,8 @@ import (
 	"bytes"
 	"context"
 	"fmt"
-	"io"
+	"github.com/otelstep/otelstep/internal/fakebackend"
 	"net/http"
-	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"sort"
@@ -14,11 +13,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/klauspost/compress/gzip"
 	"github.com/otelstep/otelstep/otlpwire"
 	"github.com/otelstep/otelstep/pipeline"
-	colmetricspb "go.opentelemetry.io/proto/otlp/collector/metrics/v1"
-	"google.golang.org/protobuf/proto"
 )
 
 // lineRecord is a DeliveryRecord that keeps what it is told.
@@ -71,24 +67,16 @@ func idsAt(t *testing.T, data []byte, ls []Line) map[string]Line {
 // backend answered 2xx and not when it refused it.
 func TestDeliveryRecordToldOfEachLine(t *testing.T) {
 	refused := map[string]bool{"b3": true, "b7": true, "b8": true, "b15": true}
-	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		zr, err := gzip.NewReader(r.Body)
-		if err != nil {
-			t.Error(err)
-			return
+	srv := fakebackend.New(t)
+	srv.Answer(func(r *fakebackend.Request) fakebackend.Reply {
+		if r.Path != "/v1/metrics" || r.Header.Get("Content-Encoding") != "gzip" {
+			t.Errorf("%s %q", r.Path, r.Header.Get("Content-Encoding"))
 		}
-		raw, _ := io.ReadAll(zr)
-		var req colmetricspb.ExportMetricsServiceRequest
-		if err := proto.Unmarshal(raw, &req); err != nil {
-			t.Error(err)
+		if refused[batchID(&pipeline.Batch{Metrics: r.Metrics.GetResourceMetrics()})] {
+			return fakebackend.Reply{Status: http.StatusBadRequest, ContentType: "text/plain", Body: []byte("bad\n")}
 		}
-		if refused[batchID(&pipeline.Batch{Metrics: req.ResourceMetrics})] {
-			http.Error(w, "bad", http.StatusBadRequest)
-			return
-		}
-		w.Header().Set("Content-Type", "application/x-protobuf")
-	}))
-	defer srv.Close()
+		return fakebackend.Reply{}
+	})
 	path := filepath.Join(t.TempDir(), "metrics.jsonl")
 	earlier := "{\"resourceMetrics\":[]}\n{\"resourceMetr" // a run killed mid-line
 	if err := os.WriteFile(path, []byte(earlier), 0o644); err != nil {
@@ -98,7 +86,7 @@ func TestDeliveryRecordToldOfEachLine(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	h, _ := newTestHTTP(t, srv.URL, HTTPOptions{QueueSize: 100})
+	h, _ := newTestHTTP(t, srv.URL(), HTTPOptions{QueueSize: 100})
 	fan := NewFanout(f, h)
 	rec := &lineRecord{}
 	fan.Track(f, h, rec)

@@ -5,16 +5,13 @@ import (
 	"bytes"
 	"context"
 	"fmt"
-	"io"
+	"github.com/otelstep/otelstep/internal/fakebackend"
 	"net/http"
-	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"runtime"
-	"sync"
 	"testing"
 
-	"github.com/klauspost/compress/gzip"
 	"github.com/otelstep/otelstep/batch"
 	"github.com/otelstep/otelstep/internal/otlptest"
 	"github.com/otelstep/otelstep/otlpwire"
@@ -261,27 +258,10 @@ func TestLogsEncoderForwardsReceivedRecords(t *testing.T) {
 // file sink, batches of shared sets arrive intact, and both sinks stored
 // their encodings with the sets. Run with -race.
 func TestSinksSharedBatches(t *testing.T) {
-	var mu sync.Mutex
-	var got []*colmetricspb.ExportMetricsServiceRequest
-	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		zr, err := gzip.NewReader(r.Body)
-		if err != nil {
-			t.Error(err)
-			return
-		}
-		raw, _ := io.ReadAll(zr)
-		var req colmetricspb.ExportMetricsServiceRequest
-		if err := proto.Unmarshal(raw, &req); err != nil {
-			t.Error(err)
-		}
-		mu.Lock()
-		got = append(got, &req)
-		mu.Unlock()
-	}))
-	defer srv.Close()
+	srv := fakebackend.New(t)
 	lg, _ := testLogger()
 	sim := otlptest.NewScrapeSim(30, nil)
-	web, err := NewHTTP(HTTPOptions{Endpoint: srv.URL, Logger: lg, SharedAttrs: sim.Shared})
+	web, err := NewHTTP(HTTPOptions{Endpoint: srv.URL(), Logger: lg, SharedAttrs: sim.Shared})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -309,8 +289,11 @@ func TestSinksSharedBatches(t *testing.T) {
 		t.Fatal(err)
 	}
 	byID := map[string]*colmetricspb.ExportMetricsServiceRequest{}
-	for _, r := range got {
-		byID[batchID(&pipeline.Batch{Signal: pipeline.Metrics, Metrics: r.ResourceMetrics})] = r
+	for _, r := range srv.Requests() {
+		if r.Status != http.StatusOK || r.Header.Get("Content-Encoding") != "gzip" {
+			t.Fatalf("%s %q answered %d (%v)", r.Path, r.Header.Get("Content-Encoding"), r.Status, r.DecodeErr)
+		}
+		byID[batchID(&pipeline.Batch{Signal: pipeline.Metrics, Metrics: r.Metrics.ResourceMetrics})] = r.Metrics
 	}
 	fh, err := os.Open(path)
 	if err != nil {

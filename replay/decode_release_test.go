@@ -2,7 +2,6 @@ package replay
 
 import (
 	"context"
-	"net/http/httptest"
 	"path/filepath"
 	"testing"
 )
@@ -11,7 +10,7 @@ import (
 // as long as the backend takes to answer them), what is held is its
 // decoded batch, not that and its JSON too.
 func TestDecodeLetsGoOfTheLines(t *testing.T) {
-	srv := httptest.NewServer(newBackend())
+	srv := newBackend()
 	defer srv.Close()
 	f := filepath.Join(t.TempDir(), "traces.jsonl")
 	long := bigTraceLine("long", 2000)

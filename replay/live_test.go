@@ -4,9 +4,9 @@ import (
 	"bytes"
 	"context"
 	"fmt"
+	"github.com/otelstep/otelstep/internal/fakebackend"
 	"log/slog"
 	"net/http"
-	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"strings"
@@ -41,7 +41,7 @@ type switchable struct {
 	down atomic.Bool
 }
 
-func newSwitchable(down bool) (*switchable, *httptest.Server) {
+func newSwitchable(down bool) (*switchable, *fakeBackend) {
 	b := &switchable{fakeBackend: newBackend()}
 	b.down.Store(down)
 	b.answer = func(int, []string, http.ResponseWriter) int {
@@ -50,7 +50,7 @@ func newSwitchable(down bool) (*switchable, *httptest.Server) {
 		}
 		return http.StatusOK
 	}
-	srv := httptest.NewServer(b)
+	srv := b.fakeBackend
 	return b, srv
 }
 
@@ -120,31 +120,22 @@ func (l *live) shutdown(t *testing.T, crash bool) {
 	}
 }
 
-// waitSpans waits (a minute at most) until every span prefix-0..n-1 has
-// arrived.
+// waitSpans waits until every span prefix-0..n-1 has arrived.
 func waitSpans(t *testing.T, b *switchable, prefix string, n int) {
 	t.Helper()
-	deadline := time.Now().Add(time.Minute)
-	for {
+	b.Wait(t, fmt.Sprintf("the spans %s-0..%d", prefix, n-1), func([]*fakebackend.Request) bool {
 		_, spans := b.snapshot()
-		missing := 0
 		for i := range n {
 			if spans[fmt.Sprintf("%s-%d", prefix, i)] == 0 {
-				missing++
+				return false
 			}
 		}
-		if missing == 0 {
-			return
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("%d of %d spans never arrived", missing, n)
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
+		return true
+	})
 }
 
 // replayAfter replays the folder to the backend as a user would afterwards.
-func replayAfter(t *testing.T, srv *httptest.Server, dir string) *Summary {
+func replayAfter(t *testing.T, srv *fakeBackend, dir string) *Summary {
 	t.Helper()
 	s := mustRun(t, context.Background(), opts(srv, dir))
 	if !s.OK() {
@@ -162,7 +153,7 @@ func TestReplayAfterAStopWithoutBackfill(t *testing.T) {
 	dir := t.TempDir()
 	path := filepath.Join(dir, "traces.jsonl")
 	log, _ := testLog()
-	l := startLive(t, path, srv.URL, 100, time.Hour, log)
+	l := startLive(t, path, srv.URL(), 100, time.Hour, log)
 	l.send(t, "up", 0, 10)
 	waitSpans(t, b, "up", 10)
 	b.down.Store(true)
@@ -194,7 +185,7 @@ func TestDeliveryLogAfterAKill(t *testing.T) {
 	dir := t.TempDir()
 	path := filepath.Join(dir, "traces.jsonl")
 	log, _ := testLog()
-	l := startLive(t, path, srv.URL, 100, time.Hour, log)
+	l := startLive(t, path, srv.URL(), 100, time.Hour, log)
 	l.send(t, "logged", 0, 10)
 	waitSpans(t, b, "logged", 10)
 	logPathOf := logPath(l.rec.Path())
@@ -209,7 +200,7 @@ func TestDeliveryLogAfterAKill(t *testing.T) {
 	l.shutdown(t, true)
 
 	// A run killed before its log was written: its lines are sent again.
-	l = startLive(t, path, srv.URL, 100, time.Hour, log)
+	l = startLive(t, path, srv.URL(), 100, time.Hour, log)
 	l.rec.mu.Lock()
 	l.rec.logEvery = time.Hour
 	l.rec.mu.Unlock()
@@ -220,7 +211,7 @@ func TestDeliveryLogAfterAKill(t *testing.T) {
 	waitSpans(t, b, "unlogged", 5)
 	l.shutdown(t, true)
 
-	l = startLive(t, path, srv.URL, 3, time.Hour, log)
+	l = startLive(t, path, srv.URL(), 3, time.Hour, log)
 	if n := l.rec.Pending(); n != 5 {
 		t.Fatalf("after the second kill, %d lines to backfill, want the 5 unlogged", n)
 	}
@@ -284,7 +275,7 @@ func TestRecordOfAFileWrittenWithoutOne(t *testing.T) {
 	path := filepath.Join(dir, "traces.jsonl")
 	writeTraces(t, path, "old", 5)
 	log, _ := testLog()
-	l := startLive(t, path, srv.URL, 100, time.Hour, log)
+	l := startLive(t, path, srv.URL(), 100, time.Hour, log)
 	if p := l.rec.pending(); len(p) != 0 {
 		t.Errorf("the record begins with %v to backfill, want nothing", p)
 	}
@@ -319,12 +310,12 @@ func TestRecordOfAReplacedFile(t *testing.T) {
 	dir := t.TempDir()
 	path := filepath.Join(dir, "traces.jsonl")
 	log, logs := testLog()
-	l := startLive(t, path, srv.URL, 100, time.Hour, log)
+	l := startLive(t, path, srv.URL(), 100, time.Hour, log)
 	l.send(t, "first", 0, 3)
 	l.shutdown(t, false)
 	writeTraces(t, path, "other", 8) // longer, other lines
 	b.down.Store(false)
-	l = startLive(t, path, srv.URL, 100, time.Hour, log)
+	l = startLive(t, path, srv.URL(), 100, time.Hour, log)
 	if p := l.rec.pending(); len(p) != 0 {
 		t.Errorf("the new record begins with %v to backfill, want nothing", p)
 	}

@@ -5,7 +5,6 @@ import (
 	"context"
 	"fmt"
 	"net/http"
-	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"strings"
@@ -68,7 +67,7 @@ func writeLines(t *testing.T, path string, lines ...[]byte) {
 // the rest.
 func TestLongLineSentInPieces(t *testing.T) {
 	be := newBackend()
-	srv := httptest.NewServer(be)
+	srv := be
 	defer srv.Close()
 	dir := t.TempDir()
 	traces, metrics := filepath.Join(dir, "traces.jsonl"), filepath.Join(dir, "metrics.jsonl")
@@ -93,9 +92,7 @@ func TestLongLineSentInPieces(t *testing.T) {
 	if spans["huge-0"] != 0 {
 		t.Error("the line over MaxLineBytes was sent")
 	}
-	be.mu.Lock()
-	points, tracesReqs, metricsReqs, badAttr := be.points, be.paths["/v1/traces"], be.paths["/v1/metrics"], be.badAttr
-	be.mu.Unlock()
+	points, tracesReqs, metricsReqs, badAttr := be.view().points, be.view().paths["/v1/traces"], be.view().paths["/v1/metrics"], be.view().badAttr
 	if points != 5000 || badAttr != 0 {
 		t.Errorf("points %d, want 5000; resources without the token %d", points, badAttr)
 	}
@@ -132,7 +129,7 @@ func TestStopFinishesLongLine(t *testing.T) {
 		}
 		return 200
 	}
-	srv := httptest.NewServer(be)
+	srv := be
 	defer srv.Close()
 	f := filepath.Join(t.TempDir(), "traces.jsonl")
 	writeLines(t, f, bigTraceLine("big", 2000), traceLine("next"))

@@ -4,7 +4,7 @@ import (
 	"bytes"
 	"context"
 	"fmt"
-	"io"
+	"github.com/otelstep/otelstep/internal/fakebackend"
 	"math/rand/v2"
 	"net/http"
 	"net/http/httptest"
@@ -16,13 +16,11 @@ import (
 	"testing"
 	"time"
 
-	"github.com/klauspost/compress/gzip"
 	"github.com/otelstep/otelstep/otlpwire"
 	"github.com/otelstep/otelstep/pipeline"
 	"github.com/otelstep/otelstep/resource"
 	"github.com/otelstep/otelstep/sink"
 	commonpb "go.opentelemetry.io/proto/otlp/common/v1"
-	logspb "go.opentelemetry.io/proto/otlp/logs/v1"
 	resourcepb "go.opentelemetry.io/proto/otlp/resource/v1"
 	tracepb "go.opentelemetry.io/proto/otlp/trace/v1"
 	"google.golang.org/protobuf/proto"
@@ -30,12 +28,58 @@ import (
 
 const token = "replay-Test-Token-91c2e" // must never be printed
 
-// fakeBackend decodes what it is sent, checks the header and the
-// Authorization attribute on every resource, and counts spans by name.
-// answer, when set, decides the response to request n (1-based) before it is
-// recorded: a status other than 200 records nothing.
+// fakeBackend is replay's test backend (internal/fakebackend): it wants
+// gzip protobuf (else 415), and view checks the header and the
+// Authorization attribute on every resource and counts spans by name.
+// answer, when set, decides the response to request n (1-based) before it
+// is answered: a status other than 200 leaves the request out of what view
+// counts but requests, times and headers; < 0 says answer wrote the
+// response.
 type fakeBackend struct {
-	mu        sync.Mutex
+	*fakebackend.Backend
+	mu     sync.Mutex
+	answer func(n int, names []string, w http.ResponseWriter) int
+}
+
+func newBackend() *fakeBackend {
+	fb, err := fakebackend.Start("127.0.0.1:0")
+	if err != nil {
+		panic(err)
+	}
+	b := &fakeBackend{Backend: fb}
+	fb.Answer(b.reply)
+	return b
+}
+
+func wantGzipProtobuf(r *fakebackend.Request) bool {
+	return r.Header.Get("Content-Encoding") == "gzip" && r.Header.Get("Content-Type") == "application/x-protobuf"
+}
+
+func (b *fakeBackend) reply(r *fakebackend.Request) fakebackend.Reply {
+	if !wantGzipProtobuf(r) {
+		return fakebackend.Reply{Status: http.StatusUnsupportedMediaType, ContentType: "text/plain", Body: []byte("want gzip protobuf\n")}
+	}
+	answer := b.answer
+	if answer == nil {
+		return fakebackend.Reply{}
+	}
+	var names []string
+	for _, sp := range fakebackend.Spans(r.Traces.GetResourceSpans()) {
+		names = append(names, sp.Name)
+	}
+	rec := httptest.NewRecorder()
+	code := answer(r.N, names, rec)
+	if code == http.StatusOK && rec.Body.Len() == 0 {
+		return fakebackend.Reply{}
+	}
+	if code < 0 {
+		code = rec.Code
+	}
+	return fakebackend.Reply{Status: code, RetryAfter: rec.Header().Get("Retry-After"), ContentType: rec.Header().Get("Content-Type"), Body: rec.Body.Bytes()}
+}
+
+// backendView is what a fakeBackend received.
+type backendView struct {
 	requests  int
 	paths     map[string]int
 	spans     map[string]int // span name -> times received
@@ -48,115 +92,59 @@ type fakeBackend struct {
 	times     []time.Time
 	headers   []http.Header
 	order     []string // span names in the order they arrived
-	answer    func(n int, names []string, w http.ResponseWriter) int
 }
 
-func newBackend() *fakeBackend {
-	return &fakeBackend{paths: map[string]int{}, spans: map[string]int{}, canon: map[string]int{}}
-}
+func (b *fakeBackend) view() *backendView { return b.viewSince(0) }
 
-func (b *fakeBackend) ServeHTTP(w http.ResponseWriter, r *http.Request) {
-	if r.Header.Get("Content-Encoding") != "gzip" || r.Header.Get("Content-Type") != "application/x-protobuf" {
-		http.Error(w, "want gzip protobuf", 415)
-		return
-	}
-	zr, err := gzip.NewReader(r.Body)
-	if err != nil {
-		http.Error(w, err.Error(), 400)
-		return
-	}
-	data, err := io.ReadAll(zr)
-	if err != nil {
-		http.Error(w, err.Error(), 400)
-		return
-	}
-	sig, ok := pipeline.SignalOfPath(r.URL.Path)
-	if !ok {
-		http.NotFound(w, r)
-		return
-	}
-	batch, err := otlpwire.UnmarshalRequest(sig, data)
-	var rss []*tracepb.ResourceSpans
-	var rls []*logspb.ResourceLogs
-	if err == nil {
-		// Spans and log records as messages: the decoder keeps them as records.
-		rss, err = pipeline.TracesProto(batch.Traces)
-	}
-	if err == nil {
-		rls, err = pipeline.LogsProto(batch.Logs)
-	}
-	if err != nil {
-		http.Error(w, err.Error(), 400)
-		return
-	}
-	var resources []*resourcepb.Resource
-	var names []string
-	var msgs []proto.Message
-	items := batch.Items
-	for _, rm := range batch.Metrics {
-		resources, msgs = append(resources, rm.Resource), append(msgs, rm)
-	}
-	for _, rs := range rss {
-		resources, msgs = append(resources, rs.Resource), append(msgs, rs)
-		for _, ss := range rs.ScopeSpans {
-			for _, sp := range ss.Spans {
-				names = append(names, sp.Name)
-			}
+// viewSince is the view of the requests after the first n.
+func (b *fakeBackend) viewSince(n int) *backendView {
+	v := &backendView{paths: map[string]int{}, spans: map[string]int{}, canon: map[string]int{}}
+	for _, r := range b.Requests()[n:] {
+		if r.DecodeErr != nil || !wantGzipProtobuf(r) {
+			continue
 		}
-	}
-	for _, rl := range rls {
-		resources, msgs = append(resources, rl.Resource), append(msgs, rl)
-	}
-	b.mu.Lock()
-	b.requests++
-	n := b.requests
-	b.times = append(b.times, time.Now())
-	b.headers = append(b.headers, r.Header.Clone())
-	answer := b.answer
-	b.mu.Unlock()
-	if answer != nil {
-		if code := answer(n, names, w); code != 200 {
-			if code > 0 { // < 0: answer has written the response
-				w.WriteHeader(code)
-			}
-			return
+		v.requests++
+		v.times = append(v.times, r.At)
+		v.headers = append(v.headers, r.Header)
+		if r.Status != http.StatusOK {
+			continue
 		}
-	}
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	b.paths[r.URL.Path]++
-	if r.Header.Get("Authorization") != "Bearer "+token {
-		b.badHeader++
-	}
-	for _, res := range resources {
-		b.resources++
-		got := 0
-		for _, kv := range res.GetAttributes() {
-			if strings.EqualFold(kv.Key, "Authorization") {
-				got++
-				if kv.Key != "Authorization" || kv.Value.GetStringValue() != token {
-					got += 100
+		v.paths[r.Path]++
+		if r.Header.Get("Authorization") != "Bearer "+token {
+			v.badHeader++
+		}
+		for _, res := range r.Resources() {
+			v.resources++
+			got := 0
+			for _, kv := range res.GetAttributes() {
+				if strings.EqualFold(kv.Key, "Authorization") {
+					got++
+					if kv.Key != "Authorization" || kv.Value.GetStringValue() != token {
+						got += 100
+					}
 				}
 			}
+			if got != 1 {
+				v.badAttr++
+			}
 		}
-		if got != 1 {
-			b.badAttr++
+		for _, m := range r.Metrics.GetResourceMetrics() {
+			v.canon[canonical(m)]++
 		}
+		for _, m := range r.Traces.GetResourceSpans() {
+			v.canon[canonical(m)]++
+		}
+		for _, m := range r.Logs.GetResourceLogs() {
+			v.canon[canonical(m)]++
+		}
+		for _, sp := range fakebackend.Spans(r.Traces.GetResourceSpans()) {
+			v.spans[sp.Name]++
+			v.order = append(v.order, sp.Name)
+		}
+		v.logs += len(fakebackend.LogRecords(r.Logs.GetResourceLogs()))
+		v.points += fakebackend.DataPoints(r.Metrics.GetResourceMetrics())
 	}
-	for _, m := range msgs {
-		b.canon[canonical(m)]++
-	}
-	for _, nm := range names {
-		b.spans[nm]++
-	}
-	b.order = append(b.order, names...)
-	switch sig {
-	case pipeline.Logs:
-		b.logs += items
-	case pipeline.Metrics:
-		b.points += items
-	}
-	w.Header().Set("Content-Type", "application/x-protobuf")
+	return v
 }
 
 // canonical is m with its resource attributes sorted, deterministic
@@ -175,13 +163,8 @@ func canonical(m proto.Message) string {
 }
 
 func (b *fakeBackend) snapshot() (requests int, spans map[string]int) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	spans = make(map[string]int, len(b.spans))
-	for k, v := range b.spans {
-		spans[k] = v
-	}
-	return b.requests, spans
+	v := b.view()
+	return v.requests, v.spans
 }
 
 func str(k, v string) *commonpb.KeyValue {
@@ -213,10 +196,10 @@ func writeTraces(t *testing.T, path, prefix string, n int) {
 	}
 }
 
-func opts(srv *httptest.Server, paths ...string) Options {
+func opts(srv *fakeBackend, paths ...string) Options {
 	var out bytes.Buffer
 	return Options{
-		Endpoint: srv.URL, Token: token, Paths: paths, Progress: &out,
+		Endpoint: srv.URL(), Token: token, Paths: paths, Progress: &out,
 		Retry: sink.RetryOptions{InitialInterval: 5 * time.Millisecond, MaxInterval: 20 * time.Millisecond, MaxElapsedTime: 5 * time.Second},
 	}
 }
@@ -255,7 +238,7 @@ func wantEach(t *testing.T, spans map[string]int, prefix string, n int) {
 // and log records.
 func TestFixturesReplay(t *testing.T) {
 	be := newBackend()
-	srv := httptest.NewServer(be)
+	srv := be
 	defer srv.Close()
 	files, _ := filepath.Glob("testdata/*.peer*.jsonl")
 	if len(files) != 3 {
@@ -315,26 +298,25 @@ func TestFixturesReplay(t *testing.T) {
 	if !s.OK() {
 		t.Fatalf("not OK: %s\n%s", s.Reason(), progressOf(o))
 	}
-	be.mu.Lock()
-	defer be.mu.Unlock()
-	if be.badHeader != 0 || be.badAttr != 0 {
-		t.Errorf("%d requests without the Bearer header, %d resources without exactly one new Authorization attribute", be.badHeader, be.badAttr)
+	v := be.view()
+	if v.badHeader != 0 || v.badAttr != 0 {
+		t.Errorf("%d requests without the Bearer header, %d resources without exactly one new Authorization attribute", v.badHeader, v.badAttr)
 	}
 	for k, n := range want {
-		if be.canon[k] != n {
-			t.Errorf("a resource message in the files arrived %d times, want %d", be.canon[k], n)
+		if v.canon[k] != n {
+			t.Errorf("a resource message in the files arrived %d times, want %d", v.canon[k], n)
 		}
 	}
-	if len(be.canon) != len(want) {
-		t.Errorf("%d distinct resource messages arrived, want %d", len(be.canon), len(want))
+	if len(v.canon) != len(want) {
+		t.Errorf("%d distinct resource messages arrived, want %d", len(v.canon), len(want))
 	}
 	for sig, n := range wantItems {
 		if s.Signals[sig].Items != n || n == 0 {
 			t.Errorf("%s: summary says %d items sent, the files hold %d", pipeline.Signal(sig), s.Signals[sig].Items, n)
 		}
 	}
-	if int64(be.points) != wantItems[pipeline.Metrics] {
-		t.Errorf("backend got %d points, want %d", be.points, wantItems[pipeline.Metrics])
+	if int64(v.points) != wantItems[pipeline.Metrics] {
+		t.Errorf("backend got %d points, want %d", v.points, wantItems[pipeline.Metrics])
 	}
 	var sum bytes.Buffer
 	s.Write(&sum)
@@ -357,7 +339,7 @@ func TestBackendFailsThenRecovers(t *testing.T) {
 		}
 		return 200
 	}
-	srv := httptest.NewServer(be)
+	srv := be
 	defer srv.Close()
 	f := filepath.Join(t.TempDir(), "traces.jsonl")
 	writeTraces(t, f, "s", 20)
@@ -372,9 +354,7 @@ func TestBackendFailsThenRecovers(t *testing.T) {
 	if got := s.Signals[pipeline.Traces].Retries; got != 3 {
 		t.Errorf("%d retries, want 3", got)
 	}
-	be.mu.Lock()
-	gap := be.times[1].Sub(be.times[0])
-	be.mu.Unlock()
+	gap := be.view().times[1].Sub(be.view().times[0])
 	if gap < 900*time.Millisecond {
 		t.Errorf("retried %v after a 503 with Retry-After: 1", gap)
 	}
@@ -383,7 +363,7 @@ func TestBackendFailsThenRecovers(t *testing.T) {
 func TestBackendDownPastRetryBudget(t *testing.T) {
 	be := newBackend()
 	be.answer = func(int, []string, http.ResponseWriter) int { return 503 }
-	srv := httptest.NewServer(be)
+	srv := be
 	defer srv.Close()
 	f := filepath.Join(t.TempDir(), "traces.jsonl")
 	writeTraces(t, f, "s", 5)
@@ -394,9 +374,7 @@ func TestBackendDownPastRetryBudget(t *testing.T) {
 		t.Fatalf("want a failure naming the 503, got OK=%v err=%v", s.OK(), s.Err)
 	}
 	// Nothing was done: a later run sends everything.
-	be.mu.Lock()
 	be.answer = nil
-	be.mu.Unlock()
 	s = mustRun(t, context.Background(), opts(srv, f))
 	if !s.OK() {
 		t.Fatal(s.Reason())
@@ -420,7 +398,7 @@ func TestStopAndResume(t *testing.T) {
 			}
 			return 200
 		}
-		srv := httptest.NewServer(be)
+		srv := be
 		f := filepath.Join(t.TempDir(), "traces.jsonl")
 		writeTraces(t, f, "s", n)
 		o := opts(srv, f)
@@ -459,7 +437,7 @@ func TestStopAndResume(t *testing.T) {
 // exactly the lines in the gaps and after.
 func TestResumeSkipsDoneRanges(t *testing.T) {
 	be := newBackend()
-	srv := httptest.NewServer(be)
+	srv := be
 	defer srv.Close()
 	dir := t.TempDir()
 	f := filepath.Join(dir, "traces.jsonl")
@@ -505,7 +483,7 @@ func TestResumeSkipsDoneRanges(t *testing.T) {
 
 func TestRerunSendsNothingAndFromStart(t *testing.T) {
 	be := newBackend()
-	srv := httptest.NewServer(be)
+	srv := be
 	defer srv.Close()
 	dir := t.TempDir()
 	f := filepath.Join(dir, "traces.jsonl")
@@ -541,7 +519,7 @@ func TestRerunSendsNothingAndFromStart(t *testing.T) {
 	}
 	// Another endpoint has its own checkpoint.
 	be2 := newBackend()
-	srv2 := httptest.NewServer(be2)
+	srv2 := be2
 	defer srv2.Close()
 	o2 := opts(srv2, dir)
 	mustRun(t, context.Background(), o2)
@@ -555,7 +533,7 @@ func TestRerunSendsNothingAndFromStart(t *testing.T) {
 // OK (exit 1): they were never sent.
 func TestCorruptAndTruncatedLines(t *testing.T) {
 	be := newBackend()
-	srv := httptest.NewServer(be)
+	srv := be
 	defer srv.Close()
 	dir := t.TempDir()
 	f := filepath.Join(dir, "traces.jsonl")
@@ -646,7 +624,7 @@ func TestBadRequestSkipsOnlyTheBadLine(t *testing.T) {
 		}
 		return 200
 	}
-	srv := httptest.NewServer(be)
+	srv := be
 	defer srv.Close()
 	f := filepath.Join(t.TempDir(), "traces.jsonl")
 	var buf bytes.Buffer
@@ -684,7 +662,7 @@ func TestBadRequestSkipsOnlyTheBadLine(t *testing.T) {
 func TestUnauthorizedStopsTheReplay(t *testing.T) {
 	be := newBackend()
 	be.answer = func(int, []string, http.ResponseWriter) int { return 401 }
-	srv := httptest.NewServer(be)
+	srv := be
 	defer srv.Close()
 	f := filepath.Join(t.TempDir(), "traces.jsonl")
 	writeTraces(t, f, "s", 50)
@@ -698,9 +676,7 @@ func TestUnauthorizedStopsTheReplay(t *testing.T) {
 	if reqs, _ := be.snapshot(); reqs > 2*o.Concurrency+1 {
 		t.Errorf("%d requests after the backend refused the token", reqs)
 	}
-	be.mu.Lock()
 	be.answer = nil
-	be.mu.Unlock()
 	mustRun(t, context.Background(), opts(srv, f))
 	_, spans := be.snapshot()
 	wantEach(t, spans, "s", 50)
@@ -708,7 +684,7 @@ func TestUnauthorizedStopsTheReplay(t *testing.T) {
 
 func TestSignalsDryRunAndStateDir(t *testing.T) {
 	be := newBackend()
-	srv := httptest.NewServer(be)
+	srv := be
 	defer srv.Close()
 	dir := t.TempDir()
 	writeTraces(t, filepath.Join(dir, "traces.jsonl"), "s", 4)
@@ -741,9 +717,7 @@ func TestSignalsDryRunAndStateDir(t *testing.T) {
 	if !s.OK() {
 		t.Fatal(s.Reason())
 	}
-	be.mu.Lock()
-	paths := fmt.Sprint(be.paths)
-	be.mu.Unlock()
+	paths := fmt.Sprint(be.view().paths)
 	if paths != "map[/v1/traces:1]" {
 		t.Errorf("--signal traces sent %s", paths)
 	}
@@ -759,10 +733,8 @@ func TestSignalsDryRunAndStateDir(t *testing.T) {
 	// traces are not sent again.
 	o.Signals = nil
 	mustRun(t, context.Background(), o)
-	be.mu.Lock()
-	defer be.mu.Unlock()
-	if be.paths["/v1/metrics"] == 0 || be.paths["/v1/logs"] == 0 || be.paths["/v1/traces"] != 1 {
-		t.Errorf("the full replay after --signal traces sent %v", be.paths)
+	if be.view().paths["/v1/metrics"] == 0 || be.view().paths["/v1/logs"] == 0 || be.view().paths["/v1/traces"] != 1 {
+		t.Errorf("the full replay after --signal traces sent %v", be.view().paths)
 	}
 }
 
@@ -770,7 +742,7 @@ func TestSignalsDryRunAndStateDir(t *testing.T) {
 // the checkpoint, so a later replay of that signal sends exactly them.
 func TestSignalFilterOnAMixedFile(t *testing.T) {
 	be := newBackend()
-	srv := httptest.NewServer(be)
+	srv := be
 	defer srv.Close()
 	f := filepath.Join(t.TempDir(), "mixed.jsonl")
 	var buf bytes.Buffer
@@ -799,17 +771,15 @@ func TestSignalFilterOnAMixedFile(t *testing.T) {
 	if r2, _ := be.snapshot(); r2 != r1 || s.AlreadySent != 12 {
 		t.Errorf("third run: %d requests, %d already sent; want 0 and 12", r2-r1, s.AlreadySent)
 	}
-	be.mu.Lock()
-	defer be.mu.Unlock()
-	if be.logs != 4 {
-		t.Errorf("%d log records arrived, want 4", be.logs)
+	if be.view().logs != 4 {
+		t.Errorf("%d log records arrived, want 4", be.view().logs)
 	}
 	for i := range 12 {
 		want := 1
 		if i%3 == 2 {
 			want = 0
 		}
-		if got := be.spans[fmt.Sprintf("s-%d", i)]; got != want {
+		if got := be.view().spans[fmt.Sprintf("s-%d", i)]; got != want {
 			t.Errorf("s-%d arrived %d times, want %d", i, got, want)
 		}
 	}
@@ -817,7 +787,7 @@ func TestSignalFilterOnAMixedFile(t *testing.T) {
 
 func TestCheckpointOfARewrittenFile(t *testing.T) {
 	be := newBackend()
-	srv := httptest.NewServer(be)
+	srv := be
 	defer srv.Close()
 	f := filepath.Join(t.TempDir(), "traces.jsonl")
 	writeTraces(t, f, "s", 3)
@@ -858,16 +828,14 @@ func TestOptionErrors(t *testing.T) {
 
 func TestHeadersSent(t *testing.T) {
 	be := newBackend()
-	srv := httptest.NewServer(be)
+	srv := be
 	defer srv.Close()
 	f := filepath.Join(t.TempDir(), "traces.jsonl")
 	writeTraces(t, f, "s", 2)
 	o := opts(srv, f)
 	o.Headers = map[string]string{"X-Tenant": "gym", "X-Scope-OrgID": "42"}
 	mustRun(t, context.Background(), o)
-	be.mu.Lock()
-	defer be.mu.Unlock()
-	for _, h := range be.headers {
+	for _, h := range be.view().headers {
 		if h.Get("X-Tenant") != "gym" || h.Get("X-Scope-OrgID") != "42" {
 			t.Errorf("headers %v", h)
 		}
@@ -877,7 +845,7 @@ func TestHeadersSent(t *testing.T) {
 func TestPlainProgress(t *testing.T) {
 	be := newBackend()
 	be.answer = func(int, []string, http.ResponseWriter) int { time.Sleep(2 * time.Millisecond); return 200 }
-	srv := httptest.NewServer(be)
+	srv := be
 	defer srv.Close()
 	f := filepath.Join(t.TempDir(), "traces.jsonl")
 	writeTraces(t, f, "s", 40)
@@ -898,7 +866,7 @@ func TestPlainProgress(t *testing.T) {
 func TestTerminalBar(t *testing.T) {
 	be := newBackend()
 	be.answer = func(int, []string, http.ResponseWriter) int { time.Sleep(2 * time.Millisecond); return 200 }
-	srv := httptest.NewServer(be)
+	srv := be
 	defer srv.Close()
 	f := filepath.Join(t.TempDir(), "traces.jsonl")
 	writeTraces(t, f, "s", 30)

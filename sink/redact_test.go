@@ -4,8 +4,8 @@ import (
 	"context"
 	"encoding/base64"
 	"fmt"
+	"github.com/otelstep/otelstep/internal/fakebackend"
 	"net/http"
-	"net/http/httptest"
 	"net/url"
 	"strings"
 	"testing"
@@ -50,22 +50,18 @@ func echoBodies() map[string]string {
 // is cut to 256 bytes. Both with a Redactor of the config's secrets and
 // with none (the header values then).
 func TestPostRedactsEchoes(t *testing.T) {
-	var body, ctype string
-	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		w.Header().Set("Content-Type", ctype)
-		w.WriteHeader(http.StatusBadRequest)
-		_, _ = w.Write([]byte(body))
-	}))
-	defer srv.Close()
+	srv := fakebackend.New(t)
+	srv.Route("/", "metrics")
 	headers := map[string]string{"Authorization": "Bearer " + echoToken}
 	for name, text := range echoBodies() {
 		for _, ct := range []string{"text/plain", "application/x-protobuf"} {
-			body, ctype = text, ct
+			body := text
 			if ct != "text/plain" {
 				st := protowire.AppendTag(nil, 2, protowire.BytesType)
 				body = string(protowire.AppendString(st, text))
 			}
-			res := Post(context.Background(), srv.Client(), Export{Signal: pipeline.Metrics, URL: srv.URL, Headers: headers})
+			srv.AnswerAll(fakebackend.Reply{Status: http.StatusBadRequest, ContentType: ct, Body: []byte(body)})
+			res := Post(context.Background(), http.DefaultClient, Export{Signal: pipeline.Metrics, URL: srv.URL() + "/", Headers: headers})
 			if res.Err == nil || res.Status != http.StatusBadRequest {
 				t.Fatalf("%s: status %d", name, res.Status)
 			}
@@ -83,19 +79,15 @@ func TestPostRedactsEchoes(t *testing.T) {
 // A 2xx answer's partial_success message is redacted before it is cut,
 // the sink's secrets (the config's, not only its headers) hidden.
 func TestPartialSuccessRedacted(t *testing.T) {
-	h, logs := newTestHTTP(t, "http://127.0.0.1:1", HTTPOptions{Secrets: []string{"Bearer " + echoToken}})
+	srv := fakebackend.New(t)
+	h, logs := newTestHTTP(t, srv.URL(), HTTPOptions{Secrets: []string{"Bearer " + echoToken}})
 	for name, text := range echoBodies() {
 		if len(text) > 60<<10 {
 			continue // read cut at 64 KiB: it does not decode
 		}
 		resp, _ := proto.Marshal(&colmetricspb.ExportMetricsServiceResponse{PartialSuccess: &colmetricspb.ExportMetricsPartialSuccess{RejectedDataPoints: 1, ErrorMessage: text}})
-		srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-			w.Header().Set("Content-Type", "application/x-protobuf")
-			_, _ = w.Write(resp)
-		}))
-		h.urls[pipeline.Metrics] = srv.URL
+		srv.AnswerAll(fakebackend.Reply{ContentType: "application/x-protobuf", Body: resp})
 		res := h.post(pipeline.Metrics, nil)
-		srv.Close()
 		if res.Rejected != 1 {
 			t.Fatalf("%s: rejected %d", name, res.Rejected)
 		}
@@ -112,27 +104,23 @@ func TestPartialSuccessRedacted(t *testing.T) {
 // token the backend echoes, with a logger that redacts nothing itself.
 func TestHTTPLogsNoEcho(t *testing.T) {
 	bodies := echoBodies()
-	next := make(chan string, len(bodies))
+	var answers []string
 	for _, b := range bodies {
-		next <- b
+		answers = append(answers, b)
 	}
-	close(next)
-	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		b, ok := <-next
-		if !ok {
-			w.WriteHeader(http.StatusOK)
-			return
+	srv := fakebackend.New(t)
+	srv.Answer(func(r *fakebackend.Request) fakebackend.Reply {
+		if r.N > len(answers) {
+			return fakebackend.Reply{}
 		}
-		w.Header().Set("Content-Type", "text/plain")
+		b := answers[r.N-1]
 		code := http.StatusBadRequest
 		if len(b)%2 == 0 {
 			code = http.StatusServiceUnavailable // retried: logged at debug
 		}
-		w.WriteHeader(code)
-		_, _ = w.Write([]byte(b))
-	}))
-	defer srv.Close()
-	h, logs := newTestHTTP(t, srv.URL, HTTPOptions{Headers: map[string]string{"Authorization": "Bearer " + echoToken},
+		return fakebackend.Reply{Status: code, ContentType: "text/plain", Body: []byte(b)}
+	})
+	h, logs := newTestHTTP(t, srv.URL(), HTTPOptions{Headers: map[string]string{"Authorization": "Bearer " + echoToken},
 		Retry: RetryOptions{Enabled: true, InitialInterval: time.Millisecond, MaxInterval: time.Millisecond, MaxElapsedTime: time.Minute}})
 	_ = h.Start(context.Background())
 	for i := range len(bodies) {

@@ -357,8 +357,12 @@ func (b *Backend) record(req *Request) {
 
 // Decompress returns body decoded by its Content-Encoding: gzip, zstd,
 // snappy (the block format, as the collector's exporters send it) or none
-// ("" or "identity").
+// ("" or "identity"). An empty body is empty whatever its encoding (a
+// request of no items).
 func Decompress(encoding string, body []byte) ([]byte, error) {
+	if len(body) == 0 {
+		return body, nil
+	}
 	switch strings.ToLower(strings.TrimSpace(encoding)) {
 	case "", "identity":
 		return body, nil

@@ -115,7 +115,7 @@ func TestHTTPSendsEachCompression(t *testing.T) {
 		t.Run(strings.ReplaceAll(c.String(), " ", "_"), func(t *testing.T) {
 			be := newBackend(t, nil)
 			be.encoding = c.Type
-			h, logs := newTestHTTP(t, be.srv.URL, HTTPOptions{Compression: c.Type, CompressionLevel: c.Level})
+			h, logs := newTestHTTP(t, be.URL(), HTTPOptions{Compression: c.Type, CompressionLevel: c.Level})
 			if got := h.Compression(); got != c {
 				t.Fatalf("Compression() = %+v, want %+v", got, c)
 			}

@@ -36,7 +36,7 @@ func TestHTTPOutageLoggedOnceThenSummedThenRecovered(t *testing.T) {
 		}
 		return false
 	})
-	h, logs := newTestHTTP(t, be.srv.URL, HTTPOptions{TokenEnv: "OTEL_TOKEN", ReportEvery: 20 * time.Millisecond,
+	h, logs := newTestHTTP(t, be.URL(), HTTPOptions{TokenEnv: "OTEL_TOKEN", ReportEvery: 20 * time.Millisecond,
 		Retry: RetryOptions{Enabled: true, InitialInterval: time.Millisecond, MaxInterval: time.Millisecond, MaxElapsedTime: 20 * time.Millisecond}})
 	_ = h.Start(context.Background())
 	defer h.Shutdown(ctxT(patience))
@@ -167,7 +167,7 @@ func TestHTTPFlappingBackendLoggedOncePerPeriod(t *testing.T) {
 		}
 		return false
 	})
-	h, logs := newTestHTTP(t, be.srv.URL, HTTPOptions{ReportEvery: time.Hour})
+	h, logs := newTestHTTP(t, be.URL(), HTTPOptions{ReportEvery: time.Hour})
 	_ = h.Start(context.Background())
 	const n = 10
 	for i := range n {

@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/otelstep/otelstep/internal/fakebackend"
 	"net"
 	"net/http"
 	"net/http/httptest"
@@ -13,45 +14,50 @@ import (
 	"slices"
 	"sort"
 	"strings"
-	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/otelstep/otelstep/pipeline"
-	colmetricspb "go.opentelemetry.io/proto/otlp/collector/metrics/v1"
 	"google.golang.org/protobuf/encoding/protowire"
-	"google.golang.org/protobuf/proto"
 )
 
-// backend is an OTLP/HTTP test server decoding compressed protobuf
-// requests: gzip, or the Content-Encoding in encoding when set ("none":
-// plain).
+// backend is the sink tests' OTLP/HTTP backend (internal/fakebackend): it
+// wants POSTs of protobuf metrics to /v1/metrics with the tests' headers,
+// compressed by gzip or the Content-Encoding in encoding when set ("none":
+// plain), and fails the test on any other or on a body it cannot decode.
 type backend struct {
+	*fakebackend.Backend
 	t        *testing.T
 	encoding string
-	srv      *httptest.Server
-	mu       sync.Mutex
-	ids      []string
 	hits     atomic.Int32
-	// handle, if set, may answer the request itself (returns true).
+	// handle, if set, may answer request n itself (returns true).
 	handle func(n int32, w http.ResponseWriter) bool
 }
 
 func newBackend(t *testing.T, handle func(n int32, w http.ResponseWriter) bool) *backend {
-	be := &backend{t: t, handle: handle}
-	be.srv = httptest.NewServer(http.HandlerFunc(be.serve))
-	t.Cleanup(be.srv.Close)
+	be := &backend{Backend: fakebackend.New(t), t: t, handle: handle}
+	be.Answer(be.answer)
+	t.Cleanup(func() {
+		for _, r := range be.Requests() {
+			if r.DecodeErr != nil {
+				t.Errorf("backend: request %d: %v", r.N, r.DecodeErr)
+			}
+		}
+	})
 	return be
 }
 
-func (be *backend) serve(w http.ResponseWriter, r *http.Request) {
+func (be *backend) answer(r *fakebackend.Request) fakebackend.Reply {
 	n := be.hits.Add(1)
-	if be.handle != nil && be.handle(n, w) {
-		return
+	if be.handle != nil {
+		rec := httptest.NewRecorder()
+		if be.handle(n, rec) {
+			return fakebackend.Reply{Status: rec.Code, RetryAfter: rec.Header().Get("Retry-After"), ContentType: rec.Header().Get("Content-Type"), Body: rec.Body.Bytes()}
+		}
 	}
-	if r.Method != http.MethodPost || r.URL.Path != "/v1/metrics" {
-		be.t.Errorf("%s %s", r.Method, r.URL.Path)
+	if r.Method != http.MethodPost || r.Path != "/v1/metrics" {
+		be.t.Errorf("%s %s", r.Method, r.Path)
 	}
 	enc := be.encoding
 	switch enc {
@@ -68,28 +74,16 @@ func (be *backend) serve(w http.ResponseWriter, r *http.Request) {
 			be.t.Errorf("header %s = %q, want %q", k, got, want)
 		}
 	}
-	raw, err := decompressBody(r.Header.Get("Content-Encoding"), r.Body)
-	if err != nil {
-		be.t.Errorf("body: %v", err)
-		w.WriteHeader(400)
-		return
-	}
-	var req colmetricspb.ExportMetricsServiceRequest
-	if err := proto.Unmarshal(raw, &req); err != nil {
-		be.t.Errorf("proto: %v", err)
-	}
-	be.mu.Lock()
-	be.ids = append(be.ids, batchID(&pipeline.Batch{Metrics: req.ResourceMetrics}))
-	be.mu.Unlock()
-	w.Header().Set("Content-Type", "application/x-protobuf")
-	resp, _ := proto.Marshal(&colmetricspb.ExportMetricsServiceResponse{})
-	_, _ = w.Write(resp)
+	return fakebackend.Reply{}
 }
 
+// got returns the ids of the batches the backend answered 200, in order.
 func (be *backend) got() []string {
-	be.mu.Lock()
-	defer be.mu.Unlock()
-	return append([]string(nil), be.ids...)
+	var ids []string
+	for _, r := range be.Accepted() {
+		ids = append(ids, batchID(&pipeline.Batch{Metrics: r.Metrics.GetResourceMetrics()}))
+	}
+	return ids
 }
 
 func fastRetry() RetryOptions {
@@ -121,7 +115,7 @@ func newTestHTTP(t *testing.T, endpoint string, o HTTPOptions) (*HTTP, *syncBuf)
 
 func TestHTTPSendsGzipProtobuf(t *testing.T) {
 	be := newBackend(t, nil)
-	h, _ := newTestHTTP(t, be.srv.URL+"/", HTTPOptions{Name: "otlp_http/test"})
+	h, _ := newTestHTTP(t, be.URL()+"/", HTTPOptions{Name: "otlp_http/test"})
 	_ = h.Start(context.Background())
 	for i := range 5 {
 		if err := h.Enqueue(context.Background(), metricsBatch(fmt.Sprint(i), 10)); err != nil {
@@ -150,7 +144,7 @@ func TestHTTPRetryAfter503ThenSuccess(t *testing.T) {
 		}
 		return false
 	})
-	h, _ := newTestHTTP(t, be.srv.URL, HTTPOptions{})
+	h, _ := newTestHTTP(t, be.URL(), HTTPOptions{})
 	_ = h.Start(context.Background())
 	start := time.Now()
 	_ = h.Enqueue(context.Background(), metricsBatch("r", 1))
@@ -175,7 +169,7 @@ func TestHTTP400NotRetried(t *testing.T) {
 		_, _ = w.Write(status)
 		return true
 	})
-	u := strings.Replace(be.srv.URL, "http://", "http://user:pa55word@", 1)
+	u := strings.Replace(be.URL(), "http://", "http://user:pa55word@", 1)
 	h, logs := newTestHTTP(t, u, HTTPOptions{})
 	_ = h.Start(context.Background())
 	_ = h.Enqueue(context.Background(), metricsBatch("bad", 1))
@@ -195,7 +189,7 @@ func TestHTTP400NotRetried(t *testing.T) {
 
 func TestHTTPQueueFullDropsOldest(t *testing.T) {
 	be := newBackend(t, nil)
-	h, logs := newTestHTTP(t, be.srv.URL, HTTPOptions{QueueSize: 2})
+	h, logs := newTestHTTP(t, be.URL(), HTTPOptions{QueueSize: 2})
 	// Not started: the queue fills.
 	for i := range 5 {
 		// Blocked, it would wait until ctx ends: nothing drains the queue
@@ -222,7 +216,7 @@ func TestHTTPQueueFullDropsOldest(t *testing.T) {
 
 func TestHTTPShutdownDeliversQueued(t *testing.T) {
 	be := newBackend(t, nil)
-	h, _ := newTestHTTP(t, be.srv.URL, HTTPOptions{QueueSize: 100})
+	h, _ := newTestHTTP(t, be.URL(), HTTPOptions{QueueSize: 100})
 	_ = h.Start(context.Background())
 	for i := range 50 {
 		_ = h.Enqueue(context.Background(), metricsBatch(fmt.Sprint(i), 3))
@@ -305,7 +299,7 @@ func TestParseRetryAfter(t *testing.T) {
 // lock; none is sent twice; and at most httpWorkers encoders ever exist.
 func TestHTTPShutdownDuringEnqueues(t *testing.T) {
 	be := newBackend(t, nil)
-	h, _ := newTestHTTP(t, be.srv.URL, HTTPOptions{QueueSize: 10000})
+	h, _ := newTestHTTP(t, be.URL(), HTTPOptions{QueueSize: 10000})
 	_ = h.Start(context.Background())
 	// Hold every encoder slot: the Enqueues below pass the stopping check
 	// and wait to encode.
@@ -393,7 +387,7 @@ func TestHTTPQueueBytesDropsOldest(t *testing.T) {
 	}
 	size := int64(one.Cap()) // what a queued request holds
 	be := newBackend(t, nil)
-	h, _ := newTestHTTP(t, be.srv.URL, HTTPOptions{QueueSize: 100, QueueBytes: 2*size + size/2})
+	h, _ := newTestHTTP(t, be.URL(), HTTPOptions{QueueSize: 100, QueueBytes: 2*size + size/2})
 	for i := range 5 {
 		if err := h.Enqueue(context.Background(), metricsBatch(fmt.Sprint(i), 50)); err != nil {
 			t.Fatal(err)

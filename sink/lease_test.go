@@ -55,7 +55,7 @@ func TestLeasesReleasedOnceAfterBothSinks(t *testing.T) {
 // "both", or one alone, so each sink's own release is the last one.
 func testLeasesReleased(t *testing.T, which string) {
 	be := newBackend(t, nil)
-	h, _ := newTestHTTP(t, be.srv.URL, HTTPOptions{Name: "otlp_http/lease", QueueSize: 1000})
+	h, _ := newTestHTTP(t, be.URL(), HTTPOptions{Name: "otlp_http/lease", QueueSize: 1000})
 	path := filepath.Join(t.TempDir(), "metrics.jsonl")
 	f, err := NewFile(FileOptions{Path: path, Signal: pipeline.Metrics, QueueSize: 4})
 	if err != nil {
@@ -132,7 +132,7 @@ func testLeasesReleased(t *testing.T, which string) {
 // fan-out could not hand to its blocking sink stays the caller's.
 func TestLeasesOfDroppedBatches(t *testing.T) {
 	be := newBackend(t, nil)
-	h, _ := newTestHTTP(t, be.srv.URL, HTTPOptions{QueueSize: 2})
+	h, _ := newTestHTTP(t, be.URL(), HTTPOptions{QueueSize: 2})
 	frees := make([]atomic.Int32, 5)
 	for i := range 5 { // not started: the queue fills and drops the oldest
 		b := metricsBatch(fmt.Sprint(i), 1)

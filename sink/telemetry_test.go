@@ -52,7 +52,7 @@ func TestHTTPTelemetry(t *testing.T) {
 		}
 		return false
 	})
-	h, _ := newTestHTTP(t, be.srv.URL, HTTPOptions{Name: "otlphttp/t", QueueSize: 7, Telemetry: tm.Sink("otlphttp/t")})
+	h, _ := newTestHTTP(t, be.URL(), HTTPOptions{Name: "otlphttp/t", QueueSize: 7, Telemetry: tm.Sink("otlphttp/t")})
 	wantLines(t, telemetryPage(t, tm), `otelcol_exporter_queue_capacity{exporter="otlphttp/t"} 7`, `otelcol_exporter_queue_size{exporter="otlphttp/t"} 0`)
 	_ = h.Start(context.Background())
 	_ = h.Enqueue(context.Background(), metricsBatch("a", 5))

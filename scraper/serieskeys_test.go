@@ -35,6 +35,9 @@ func TestSeriesKeysSharedWithinAJob(t *testing.T) {
 		if i == 2 {
 			tg = fixtureTarget("other") // another job: keys of its own
 		}
+		// Both scrapes must finish for the line cache to have taken the
+		// second page's lines; a 1 s timeout cut one on a loaded machine.
+		tg.Interval, tg.Timeout = patience, patience
 		tg.Address = strings.TrimPrefix(s.URL, "http://")
 		tgs = append(tgs, tg)
 	}

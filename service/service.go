@@ -4,6 +4,7 @@
 package service
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -164,6 +165,7 @@ func New(cfg *config.Config, log *slog.Logger) (*Service, error) {
 		}
 		e := cfg.OTLPHTTP[id]
 		o := httpOptions(id, e, log)
+		o.RequestItems, o.RequestWait = requestBatch(cfg, id)
 		o.Telemetry = s.telemetry.Sink(id)
 		o.Secrets = cfg.Secrets
 		o.SharedAttrs = s.sharedAttrs
@@ -373,6 +375,40 @@ func httpOptions(id string, e *config.OTLPHTTPExporter, log *slog.Logger) sink.H
 		MetricsEndpoint: e.MetricsEndpoint, TracesEndpoint: e.TracesEndpoint, LogsEndpoint: e.LogsEndpoint,
 		TokenEnv: tokenEnv(e), ReportEvery: reportEvery(log),
 	}
+}
+
+// requestBatch is how an exporter gathers batches into requests
+// (sink.HTTPOptions.RequestItems, RequestWait): as the batch processors of
+// the pipelines feeding it send them, up to the smallest of their
+// send_batch_max_size (or send_batch_size) items and their timeout, at
+// most the collector's defaults. An exporter fed by a pipeline without a
+// batch processor sends each batch as it comes (a wait of 0), as the
+// collector's would.
+func requestBatch(cfg *config.Config, id string) (int, time.Duration) {
+	items, wait := sink.DefaultRequestItems, sink.DefaultRequestWait
+	for _, p := range cfg.Service.Pipelines {
+		if !slices.Contains(p.Exporters, id) {
+			continue
+		}
+		batched := false
+		for _, pr := range p.Processors {
+			b, ok := cfg.Batch[pr]
+			if !ok {
+				continue
+			}
+			batched = true
+			if n := cmp.Or(b.SendBatchMaxSize, b.SendBatchSize); n > 0 {
+				items = min(items, n)
+			}
+			if b.Timeout > 0 {
+				wait = min(wait, b.Timeout)
+			}
+		}
+		if !batched {
+			return items, 0
+		}
+	}
+	return items, wait
 }
 
 // countItems has the items of the batches next takes counted as the

@@ -1,6 +1,7 @@
 package sink
 
 import (
+	"context"
 	"encoding/hex"
 	"fmt"
 	"math/rand/v2"
@@ -40,8 +41,11 @@ func TestBigBodyHoldsItsLength(t *testing.T) {
 		t.Fatal(err)
 	}
 	for _, spans := range []int{5000, 8000, 12000} {
-		bd := h.encode(noisyTraces(spans, 2000), -1)
-		if bd == nil {
+		if err := h.Enqueue(context.Background(), noisyTraces(spans, 2000)); err != nil {
+			t.Fatal(err)
+		}
+		bd, ok := h.pop()
+		if !ok {
 			t.Fatal("encoding failed")
 		}
 		n, c := bd.buf.Len(), bd.buf.Cap()

@@ -340,8 +340,18 @@ func (h *HTTP) Status() HTTPStatus {
 		s.State = StateOK
 	}
 	h.mu.Lock()
-	s.QueueBatches, s.QueueItems, s.QueueBytes = h.n, h.queueItems, h.bytes
+	s.QueueBatches, s.QueueItems, s.QueueBytes = h.queueBatches, h.queueItems, h.bytes
 	h.mu.Unlock()
+	for i := range h.open {
+		o := &h.open[i]
+		o.mu.Lock()
+		if o.bd != nil {
+			s.QueueBatches += len(o.bd.batches)
+			s.QueueItems += o.bd.items
+			s.QueueBytes += int64(o.bd.buf.Cap())
+		}
+		o.mu.Unlock()
+	}
 	s.Backlog = h.backlog()
 	return s
 }

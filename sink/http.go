@@ -65,8 +65,17 @@ type HTTPOptions struct {
 	// fits; a request bigger than QueueBytes is queued alone.
 	QueueSize  int
 	QueueBytes int64
-	Logger     *slog.Logger
-	Client     *http.Client
+	// RequestItems and RequestWait gather a signal's batches into one
+	// request, as the collector's batch processor sends them to its
+	// exporter: the batches taken within RequestWait of a request's first
+	// go into it, up to RequestItems items (a batch that would take it past
+	// that begins the next; one bigger than that goes alone). RequestWait
+	// 0 sends each batch as its own request. RequestItems defaults to
+	// DefaultRequestItems.
+	RequestItems int
+	RequestWait  time.Duration
+	Logger       *slog.Logger
+	Client       *http.Client
 	// Telemetry records what the sink sends, fails, drops and retries,
 	// each request's duration and the queue's length; nil records nothing.
 	Telemetry *telemetry.Sink
@@ -84,6 +93,15 @@ type HTTPOptions struct {
 
 // DefaultReportEvery is HTTPOptions.ReportEvery when unset.
 const DefaultReportEvery = time.Minute
+
+// DefaultRequestItems and DefaultRequestWait are the collector's batch
+// processor's defaults (send_batch_size, timeout): what the service gives
+// HTTPOptions.RequestItems and RequestWait unless a pipeline feeding the
+// exporter bounds its batches lower (send_batch_max_size).
+const (
+	DefaultRequestItems = 8192
+	DefaultRequestWait  = 200 * time.Millisecond
+)
 
 // HTTPStats counts what the HTTP sink did. Fates counts every batch it
 // took by its fate (the sum is what it took); the other fields are sums of
@@ -137,8 +155,16 @@ const DefaultQueueBytes = 16 << 20
 // the queue as OTLP structs, leases held, while the workers posted the
 // requests before it, and a backend outage would hold up to QueueSize
 // batches.
-// Encoding costs the same CPU either way; at most httpWorkers batches are
-// encoded at once, so there are at most that many encoders.
+//
+// A signal's batches are encoded into its open request, one compressed
+// stream, until it is full or RequestWait has passed since its first
+// (openRequest); it is then queued. The batches an OTLP receiver's
+// acknowledgements make (a few milliseconds of requests each: the batch
+// processor's AckLinger) so reach the backend as the collector's do, up to
+// send_batch_size items a request, and the compressor is reset and a
+// request made per RequestItems items rather than per batch. What a body
+// holds is still counted and settled per batch: each batch is a line of
+// the JSONL, and the body's fate is each of its batches' fate.
 type HTTP struct {
 	o       HTTPOptions
 	log     *slog.Logger
@@ -148,24 +174,24 @@ type HTTP struct {
 	red     *redact.Redactor
 	comp    Compression
 	// encoders are the request encoders (their gzip state is about 1 MB
-	// each), taken for an encode only; encoding takes a slot of encSem
-	// first, which bounds them to httpWorkers. A free list, not a
-	// sync.Pool: a garbage collection would drop them, and every few
+	// each), held by an open request: at most one a signal. A free list,
+	// not a sync.Pool: a garbage collection would drop them, and every few
 	// seconds an encode would make a new gzip writer.
 	encoders pool.FreeList[requestEncoder]
-	encSem   chan struct{}
 	bodies   pool.FreeList[body]
+	open     [3]openRequest // by signal
 
-	mu         sync.Mutex
-	ring       []*body
-	head, n    int
-	bytes      int64 // the queued bodies hold (their buffers' capacity), at most o.QueueBytes but for one
-	queueItems int   // the queued bodies' items
-	stopping   bool
-	started    bool
-	avail      chan struct{}
-	stopCh     chan struct{}
-	wg         sync.WaitGroup
+	mu           sync.Mutex
+	ring         []*body
+	head, n      int
+	bytes        int64 // the queued bodies hold (their buffers' capacity), at most o.QueueBytes but for one
+	queueItems   int   // the queued bodies' items
+	queueBatches int   // and batches
+	stopping     bool
+	started      bool
+	avail        chan struct{}
+	stopCh       chan struct{}
+	wg           sync.WaitGroup
 	// enqueuing counts the Enqueue calls past the stopping check: Shutdown
 	// waits for them before the workers drain the queue. enqueuingN is the
 	// same count, for tests.
@@ -220,6 +246,9 @@ func NewHTTP(o HTTPOptions) (*HTTP, error) {
 	if o.ReportEvery <= 0 {
 		o.ReportEvery = DefaultReportEvery
 	}
+	if o.RequestItems <= 0 {
+		o.RequestItems = DefaultRequestItems
+	}
 	h := &HTTP{o: o, client: o.Client, red: redact.New(append(slices.Clone(o.Secrets), slices.Collect(maps.Values(o.Headers))...)...)}
 	h.comp = Compression{Type: strings.ToLower(o.Compression), Level: o.CompressionLevel}
 	if h.comp.Type == "" {
@@ -256,7 +285,6 @@ func NewHTTP(o HTTPOptions) (*HTTP, error) {
 	}
 	h.log = lg.With("component", o.Name)
 	h.ring = make([]*body, o.QueueSize)
-	h.encSem = make(chan struct{}, httpWorkers)
 	h.bodies.Keep = keptBodies
 	h.avail = make(chan struct{}, 1)
 	h.stopCh = make(chan struct{})
@@ -269,11 +297,20 @@ func NewHTTP(o HTTPOptions) (*HTTP, error) {
 	return h, nil
 }
 
-// queued is how many request bodies wait in the queue.
+// queued is how many request bodies wait in the queue, or are open.
 func (h *HTTP) queued() int {
 	h.mu.Lock()
-	defer h.mu.Unlock()
-	return h.n
+	n := h.n
+	h.mu.Unlock()
+	for i := range h.open {
+		o := &h.open[i]
+		o.mu.Lock()
+		if o.bd != nil {
+			n++
+		}
+		o.mu.Unlock()
+	}
+	return n
 }
 
 // redactErr strips URL userinfo from a *url.Error.
@@ -347,10 +384,11 @@ func (h *HTTP) settle(sig pipeline.Signal, items int, f Fate, t *ticket) {
 	}
 }
 
-// finish settles bd with fate f and gives it back.
+// finish settles each batch of bd with fate f and gives bd back.
 func (h *HTTP) finish(bd *body, f Fate) {
-	h.settle(bd.sig, bd.items, f, bd.t)
-	bd.t = nil
+	for _, p := range bd.batches {
+		h.settle(bd.sig, p.items, f, p.t)
+	}
 	h.putBody(bd)
 }
 
@@ -378,9 +416,10 @@ func (h *HTTP) Start(context.Context) error {
 	return nil
 }
 
-// Enqueue encodes b, lets go of it and queues the request body. It waits
-// only for an encoder (while httpWorkers other batches are being encoded),
-// never on the backend. When the queue is full the oldest body is dropped.
+// Enqueue encodes b into its signal's open request and lets go of it; a
+// request it fills is queued. It waits only while another batch of its
+// signal is being encoded, never on the backend. When the queue is full
+// the oldest body is dropped.
 // After Shutdown it returns pipeline.ErrStopped.
 func (h *HTTP) Enqueue(ctx context.Context, b *pipeline.Batch) error {
 	return h.enqueueTracked(ctx, b, nil)
@@ -389,22 +428,157 @@ func (h *HTTP) Enqueue(ctx context.Context, b *pipeline.Batch) error {
 // enqueueTracked is Enqueue of a batch whose ticket (if not nil) is told
 // whether it was delivered.
 func (h *HTTP) enqueueTracked(_ context.Context, b *pipeline.Batch, t *ticket) error {
-	h.mu.Lock()
-	if h.stopping {
-		h.mu.Unlock()
+	if !h.enter() {
 		return pipeline.ErrStopped
+	}
+	defer h.leave()
+	items := b.Items // b is let go of once encoded
+	if b.Signal > pipeline.Logs {
+		b.Release()
+		h.log.Error("otlp/http exporter: unknown signal, batch not sent", "signal", int(b.Signal))
+		h.settle(b.Signal, items, LeftRefused, t)
+		return nil
+	}
+	h.add(b, items, t)
+	return nil
+}
+
+// enter counts an Enqueue (or a timer's end of a request) past the
+// stopping check, which Shutdown waits for; false once stopping.
+func (h *HTTP) enter() bool {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if h.stopping {
+		return false
 	}
 	h.enqueuing.Add(1)
 	h.enqueuingN.Add(1)
-	h.mu.Unlock()
-	defer func() { h.enqueuingN.Add(-1); h.enqueuing.Done() }()
-	sig, items := b.Signal, b.Items // b is let go of once encoded
-	bd := h.encode(b, items)
-	if bd == nil {
-		h.settle(sig, items, LeftRefused, t)
-		return nil // logged: the batch is taken, and failed
+	return true
+}
+
+func (h *HTTP) leave() { h.enqueuingN.Add(-1); h.enqueuing.Done() }
+
+// enqueuingNow is how many Enqueue calls are encoding or queueing.
+func (h *HTTP) enqueuingNow() int { return int(h.enqueuingN.Load()) }
+
+// openRequest is a signal's request body still taking batches: begun
+// with the first batch after the last was queued, it is queued once it
+// holds RequestItems items, once the next batch would take it past that,
+// or RequestWait after it was begun (its timer). Its encoder holds the
+// compressed stream open between batches.
+type openRequest struct {
+	mu    sync.Mutex
+	bd    *body
+	re    *requestEncoder
+	gen   uint64 // bodies begun: which one the timer is for
+	timer *time.Timer
+}
+
+// add encodes b, of items items (its ticket t), into its signal's open
+// request, beginning one if none is open, and lets go of b; a request it
+// fills is queued.
+func (h *HTTP) add(b *pipeline.Batch, items int, t *ticket) {
+	sig := b.Signal
+	o := &h.open[sig]
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	if o.bd != nil && o.bd.items+items > h.o.RequestItems {
+		h.endLocked(o)
 	}
-	bd.t = t
+	if o.bd == nil && !h.beginLocked(o, sig) {
+		b.Release()
+		h.settle(sig, items, LeftRefused, t) // logged
+		return
+	}
+	err := o.re.add(b)
+	b.Release() // once encoded, nothing points into b
+	o.bd.batches = append(o.bd.batches, part{items, t})
+	o.bd.items += items
+	if err != nil {
+		// The stream holds part of b: the request is given up.
+		h.log.Error("otlp/http exporter: encoding failed, batches left in the JSONL", "error", err, "batches", len(o.bd.batches))
+		bd, re := o.bd, o.re
+		h.closeLocked(o)
+		_ = re.end()
+		h.encoders.Put(re)
+		h.finish(bd, LeftRefused)
+		return
+	}
+	if h.o.RequestWait <= 0 || o.bd.items >= h.o.RequestItems || o.bd.buf.Len() >= maxKeptOut {
+		h.endLocked(o)
+	}
+}
+
+// beginLocked begins o's request of sig; o.mu is held. On an error it
+// logs it and returns false.
+func (h *HTTP) beginLocked(o *openRequest, sig pipeline.Signal) bool {
+	bd := h.bodies.Get()
+	bd.sig = sig
+	re := h.encoders.Get()
+	re.enc.Shared = h.o.SharedAttrs
+	if err := re.begin(h.comp, sig, &bd.buf); err != nil {
+		h.encoders.Put(re)
+		h.putBody(bd)
+		h.log.Error("otlp/http exporter: encoding failed, batch left in the JSONL", "error", err)
+		return false
+	}
+	o.bd, o.re = bd, re
+	o.gen++
+	if h.o.RequestWait > 0 {
+		gen := o.gen
+		o.timer = time.AfterFunc(h.o.RequestWait, func() { h.due(sig, gen) })
+	}
+	return true
+}
+
+// closeLocked forgets o's request; o.mu is held.
+func (h *HTTP) closeLocked(o *openRequest) {
+	o.bd, o.re = nil, nil
+	if o.timer != nil {
+		o.timer.Stop()
+		o.timer = nil
+	}
+}
+
+// endLocked ends o's request and queues it; o.mu is held.
+func (h *HTTP) endLocked(o *openRequest) {
+	bd, re := o.bd, o.re
+	h.closeLocked(o)
+	err := re.end()
+	h.encoders.Put(re)
+	if err != nil {
+		h.log.Error("otlp/http exporter: encoding failed, batches left in the JSONL", "error", err, "batches", len(bd.batches))
+		h.finish(bd, LeftRefused)
+		return
+	}
+	// The compressor's writes grew the buffer by doubling: up to twice the
+	// body.
+	// A body too big to be kept for reuse (putBody) is held only until it
+	// is sent, and the queue (while the backend is down or hung) and the
+	// workers hold several: give it a buffer of its length.
+	if c, n := bd.buf.Cap(), bd.buf.Len(); c > maxKeptOut && c-n > n/8 {
+		bd.buf = *bytes.NewBuffer(bytes.Clone(bd.buf.Bytes()))
+	}
+	h.queue(bd)
+}
+
+// due ends the request of sig begun gen-th, if it is still open, at its
+// RequestWait. Once stopping, Shutdown ends it.
+func (h *HTTP) due(sig pipeline.Signal, gen uint64) {
+	if !h.enter() {
+		return
+	}
+	defer h.leave()
+	o := &h.open[sig]
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	if o.bd != nil && o.gen == gen {
+		h.endLocked(o)
+	}
+}
+
+// queue puts bd on the queue, dropping the oldest bodies to make room.
+func (h *HTTP) queue(bd *body) {
 	size := int64(bd.buf.Cap())
 	var dropped []*body
 	h.mu.Lock()
@@ -415,6 +589,7 @@ func (h *HTTP) enqueueTracked(_ context.Context, b *pipeline.Batch, t *ticket) e
 	h.n++
 	h.bytes += size
 	h.queueItems += bd.items
+	h.queueBatches += len(bd.batches)
 	h.mu.Unlock()
 	if len(dropped) > 0 {
 		for _, d := range dropped {
@@ -433,43 +608,6 @@ func (h *HTTP) enqueueTracked(_ context.Context, b *pipeline.Batch, t *ticket) e
 	case h.avail <- struct{}{}:
 	default:
 	}
-	return nil
-}
-
-// enqueuingNow is how many Enqueue calls are encoding or queueing.
-func (h *HTTP) enqueuingNow() int { return int(h.enqueuingN.Load()) }
-
-// encode returns b's request body and lets go of b. On an error it counts
-// and logs the batch as failed and returns nil.
-func (h *HTTP) encode(b *pipeline.Batch, items int) *body {
-	defer b.Release() // once encoded, nothing points into b
-	sig := b.Signal
-	if sig > pipeline.Logs {
-		h.log.Error("otlp/http exporter: unknown signal, batch not sent", "signal", int(sig))
-		return nil
-	}
-	bd := h.bodies.Get()
-	bd.sig, bd.items = sig, items
-	h.encSem <- struct{}{}
-	re := h.encoders.Get()
-	re.enc.Shared = h.o.SharedAttrs
-	err := re.encode(b, h.comp, &bd.buf)
-	h.encoders.Put(re)
-	<-h.encSem
-	if err != nil {
-		h.putBody(bd)
-		h.log.Error("otlp/http exporter: encoding failed, batch left in the JSONL", "error", err)
-		return nil
-	}
-	// The compressor's writes grew the buffer by doubling: up to twice the
-	// body.
-	// A body too big to be kept for reuse (putBody) is held only until it
-	// is sent, and the queue (while the backend is down or hung) and the
-	// workers hold several: give it a buffer of its length.
-	if c, n := bd.buf.Cap(), bd.buf.Len(); c > maxKeptOut && c-n > n/8 {
-		bd.buf = *bytes.NewBuffer(bytes.Clone(bd.buf.Bytes()))
-	}
-	return bd
 }
 
 // popLocked takes the oldest body off the queue, which must not be empty;
@@ -481,6 +619,7 @@ func (h *HTTP) popLocked() *body {
 	h.n--
 	h.bytes -= int64(b.buf.Cap())
 	h.queueItems -= b.items
+	h.queueBatches -= len(b.batches)
 	return b
 }
 
@@ -540,8 +679,17 @@ func (h *HTTP) Shutdown(ctx context.Context) error {
 	}
 	h.stopping = true
 	h.mu.Unlock()
-	// The batches being encoded now are queued before the workers drain.
+	// The batches being encoded now are queued before the workers drain,
+	// and then the open requests.
 	h.enqueuing.Wait()
+	for i := range h.open {
+		o := &h.open[i]
+		o.mu.Lock()
+		if o.bd != nil {
+			h.endLocked(o)
+		}
+		o.mu.Unlock()
+	}
 	h.mu.Lock()
 	if !h.started {
 		h.started = true
@@ -580,14 +728,22 @@ func (h *HTTP) Shutdown(ctx context.Context) error {
 	return err
 }
 
-// body is one batch's request, encoded: what the queue holds and a worker
-// posts (again, on a retry).
+// body is one request, encoded: what the queue holds and a worker posts
+// (again, on a retry).
 type body struct {
 	sig   pipeline.Signal
 	items int
 	buf   bytes.Buffer
-	// t is told the body's fate (settle).
-	t *ticket
+	// batches are the batches the request holds, each settled with its
+	// fate.
+	batches []part
+}
+
+// part is one batch of a request: its items, and its ticket (nil when not
+// tracked), told the request's fate.
+type part struct {
+	items int
+	t     *ticket
 }
 
 // keptBodies bounds the bodies kept for reuse: about what the workers
@@ -597,7 +753,9 @@ const keptBodies = 2 * httpWorkers
 // putBody keeps bd for reuse, emptied, unless one huge batch grew its
 // buffer.
 func (h *HTTP) putBody(bd *body) {
-	bd.t = nil
+	clear(bd.batches)
+	bd.batches = bd.batches[:0]
+	bd.items = 0
 	if bd.buf.Cap() > maxKeptOut {
 		return
 	}

@@ -44,10 +44,21 @@ var requestEncPool pool.Pool[requestEncoder]
 // protobuf and the compressors' state (gzip's is about 1 MB of tables and
 // window). A sync.Pool of these pieces would lose them at every GC, and
 // each request would then regrow its buffers and re-initialise gzip.
+//
+// A body is begun, takes one batch or more (add), and is ended: an export
+// request is its resources one after another (a repeated field), so the
+// requests of several batches of a signal, one after the other, are the
+// request of all of them, and one compressed stream goes across them.
 type requestEncoder struct {
 	enc otlpwire.ProtoEncoder
 	raw []byte
 	zw  compressors
+
+	// The body being encoded, from begin to end.
+	c   Compression
+	sig pipeline.Signal
+	out *bytes.Buffer
+	w   compressor // nil: not streamed (snappy, none)
 }
 
 // compressPiece is how much raw protobuf a compressed request is encoded
@@ -73,8 +84,46 @@ const maxKeptOut = 4 << 20
 // encode writes b's export request into out (which it resets), compressed
 // as c says.
 func (re *requestEncoder) encode(b *pipeline.Batch, c Compression, out *bytes.Buffer) error {
+	if err := re.begin(c, b.Signal, out); err != nil {
+		return err
+	}
+	if err := re.add(b); err != nil {
+		return err
+	}
+	return re.end()
+}
+
+// begin starts a request body of sig in out (which it resets), compressed
+// as c says.
+func (re *requestEncoder) begin(c Compression, sig pipeline.Signal, out *bytes.Buffer) error {
+	if sig > pipeline.Logs {
+		return fmt.Errorf("unknown signal %d", sig)
+	}
+	out.Reset()
+	re.c, re.sig, re.out, re.w = c, sig, out, nil
+	re.raw = re.raw[:0]
+	switch c.Type {
+	case "", "none", "snappy":
+		return nil
+	}
+	zw, err := re.zw.writer(c, sig, out)
+	if err != nil {
+		return err
+	}
+	if zw == nil {
+		return fmt.Errorf("unsupported compression type %q", c.Type)
+	}
+	re.w = zw
+	return nil
+}
+
+// add appends b's resources to the body begun; b must be of its signal.
+func (re *requestEncoder) add(b *pipeline.Batch) error {
 	b.CheckLive()       // what it is about to read was not given back (pipeline.Lease)
 	defer b.CheckLive() // nor while it read
+	if b.Signal != re.sig {
+		return fmt.Errorf("a %s batch in a %s request", b.Signal, re.sig)
+	}
 	// Every signal through the reflection-free encoder: proto.Marshal's
 	// reflection would be a large part of both paths' CPU.
 	enc := &re.enc
@@ -86,30 +135,16 @@ func (re *requestEncoder) encode(b *pipeline.Batch, c Compression, out *bytes.Bu
 		appendReq = func(dst []byte, i, j int) []byte { return enc.AppendTracesRequest(dst, b.Traces[i:j]) }
 	case pipeline.Logs:
 		appendReq = func(dst []byte, i, j int) []byte { return enc.AppendLogsRequest(dst, b.Logs[i:j]) }
-	default:
-		return fmt.Errorf("unknown signal %d", b.Signal)
 	}
-	out.Reset()
 	n := b.Len()
-	defer func() {
-		if cap(re.raw) > maxKeptRaw {
-			re.raw = nil
-		}
-	}()
-	switch c.Type {
-	case "", "none":
-		out.Write(appendReq(out.AvailableBuffer(), 0, n))
+	switch {
+	case re.c.Type == "snappy":
+		// The block format takes the body whole, at end.
+		re.raw = appendReq(re.raw, 0, n)
 		return nil
-	case "snappy":
-		re.raw = appendReq(re.raw[:0], 0, n)
-		return appendSnappy(out, re.raw)
-	}
-	zw, err := re.zw.writer(c, b.Signal, out)
-	if err != nil {
-		return err
-	}
-	if zw == nil {
-		return fmt.Errorf("unsupported compression type %q", c.Type)
+	case re.w == nil:
+		re.out.Write(appendReq(re.out.AvailableBuffer(), 0, n))
+		return nil
 	}
 	// The raw protobuf goes through the compressor a piece at a time:
 	// after the resource that fills a piece, and within a metrics resource
@@ -117,13 +152,12 @@ func (re *requestEncoder) encode(b *pipeline.Batch, c Compression, out *bytes.Bu
 	var werr error
 	write := func(raw []byte) []byte {
 		if werr == nil {
-			_, werr = zw.Write(raw)
+			_, werr = re.w.Write(raw)
 		}
 		return raw[:0]
 	}
 	enc.SetFlush(write, compressPiece)
 	defer enc.SetFlush(nil, 0)
-	re.raw = re.raw[:0]
 	for i := range n {
 		re.raw = appendReq(re.raw, i, i+1)
 		if len(re.raw) >= compressPiece || i == n-1 {
@@ -133,7 +167,24 @@ func (re *requestEncoder) encode(b *pipeline.Batch, c Compression, out *bytes.Bu
 			return werr
 		}
 	}
-	return zw.Close()
+	return nil
+}
+
+// end finishes the body begun.
+func (re *requestEncoder) end() error {
+	defer func() {
+		re.out, re.w = nil, nil
+		if cap(re.raw) > maxKeptRaw {
+			re.raw = nil
+		}
+	}()
+	switch {
+	case re.c.Type == "snappy":
+		return appendSnappy(re.out, re.raw)
+	case re.w == nil:
+		return nil
+	}
+	return re.w.Close()
 }
 
 // Export is one encoded export request and where it goes.

@@ -9,12 +9,12 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
-	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/otelstep/otelstep/internal/fakebackend"
+	"github.com/otelstep/otelstep/internal/testlog"
 	"github.com/otelstep/otelstep/pipeline"
 	"github.com/otelstep/otelstep/replay"
 	"github.com/otelstep/otelstep/sink"
@@ -260,29 +260,6 @@ func readFile(t *testing.T, path string) string {
 	return string(data)
 }
 
-func testLog() (*slog.Logger, *syncWriter) {
-	w := &syncWriter{}
-	return slog.New(slog.NewTextHandler(w, &slog.HandlerOptions{Level: slog.LevelDebug})), w
-}
-
-// syncWriter is a goroutine-safe log buffer.
-type syncWriter struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (w *syncWriter) Write(p []byte) (int, error) {
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	return w.b.Write(p)
-}
-
-func (w *syncWriter) String() string {
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	return w.b.String()
-}
-
 // TestBackfillWhileRunning: the backend is down while batches flow, far
 // more than the exporter's queue holds; once it is up, everything reaches
 // it exactly once (what the queue held live, the rest backfilled from the
@@ -291,7 +268,7 @@ func TestBackfillWhileRunning(t *testing.T) {
 	b := newBackend(t, down)
 	dir := t.TempDir()
 	path := filepath.Join(dir, "traces.jsonl")
-	log, logs := testLog()
+	log, logs := testlog.New()
 	l := startLive(t, path, b.URL(), 3, 20*time.Millisecond, 0, log)
 	const n = 40
 	l.send(t, "down", 0, n)
@@ -328,7 +305,7 @@ func TestBackfillAfterRestart(t *testing.T) {
 	b := newBackend(t, down)
 	dir := t.TempDir()
 	path := filepath.Join(dir, "traces.jsonl")
-	log, logs := testLog()
+	log, logs := testlog.New()
 	l := startLive(t, path, b.URL(), 3, time.Hour, 0, log)
 	l.send(t, "first", 0, 30)
 	l.shutdown(t, false)
@@ -371,7 +348,7 @@ func TestBackfillAfterAKill(t *testing.T) {
 	b := newBackend(t, up)
 	dir := t.TempDir()
 	path := filepath.Join(dir, "traces.jsonl")
-	log, _ := testLog()
+	log, _ := testlog.New()
 	l := startLive(t, path, b.URL(), 100, time.Hour, time.Hour, log)
 	l.send(t, "unlogged", 0, 5)
 	waitSpans(t, b, "unlogged", 5)
@@ -409,7 +386,7 @@ func TestRefusedLeftToReplay(t *testing.T) {
 	b := newBackend(t, refusing)
 	dir := t.TempDir()
 	path := filepath.Join(dir, "traces.jsonl")
-	log, logs := testLog()
+	log, logs := testlog.New()
 	l := startLive(t, path, b.URL(), 100, 10*time.Millisecond, 0, log)
 	const n = 10
 	l.send(t, "refused", 0, n)
@@ -442,7 +419,7 @@ func TestBackfillRefusedLeftToReplay(t *testing.T) {
 	b := newBackend(t, down)
 	dir := t.TempDir()
 	path := filepath.Join(dir, "traces.jsonl")
-	log, _ := testLog()
+	log, _ := testlog.New()
 	l := startLive(t, path, b.URL(), 100, 10*time.Millisecond, 0, log)
 	const n = 6
 	l.send(t, "down", 0, n)

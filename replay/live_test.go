@@ -4,17 +4,17 @@ import (
 	"bytes"
 	"context"
 	"fmt"
-	"github.com/otelstep/otelstep/internal/fakebackend"
 	"log/slog"
 	"net/http"
 	"os"
 	"path/filepath"
 	"strings"
-	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
 
+	"github.com/otelstep/otelstep/internal/fakebackend"
+	"github.com/otelstep/otelstep/internal/testlog"
 	"github.com/otelstep/otelstep/pipeline"
 	"github.com/otelstep/otelstep/sink"
 	commonpb "go.opentelemetry.io/proto/otlp/common/v1"
@@ -152,7 +152,7 @@ func TestReplayAfterAStopWithoutBackfill(t *testing.T) {
 	defer srv.Close()
 	dir := t.TempDir()
 	path := filepath.Join(dir, "traces.jsonl")
-	log, _ := testLog()
+	log, _ := testlog.New()
 	l := startLive(t, path, srv.URL(), 100, time.Hour, log)
 	l.send(t, "up", 0, 10)
 	waitSpans(t, b, "up", 10)
@@ -184,7 +184,7 @@ func TestDeliveryLogAfterAKill(t *testing.T) {
 	defer srv.Close()
 	dir := t.TempDir()
 	path := filepath.Join(dir, "traces.jsonl")
-	log, _ := testLog()
+	log, _ := testlog.New()
 	l := startLive(t, path, srv.URL(), 100, time.Hour, log)
 	l.send(t, "logged", 0, 10)
 	waitSpans(t, b, "logged", 10)
@@ -241,29 +241,6 @@ func readFile(t *testing.T, path string) string {
 	return string(data)
 }
 
-func testLog() (*slog.Logger, *syncWriter) {
-	w := &syncWriter{}
-	return slog.New(slog.NewTextHandler(w, &slog.HandlerOptions{Level: slog.LevelDebug})), w
-}
-
-// syncWriter is a goroutine-safe log buffer.
-type syncWriter struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (w *syncWriter) Write(p []byte) (int, error) {
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	return w.b.Write(p)
-}
-
-func (w *syncWriter) String() string {
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	return w.b.String()
-}
-
 // A file that holds lines from before its record (written by a run
 // without one) is not backfilled: the fate of those lines is unknown, and
 // replay sends them; the lines after are recorded with their numbers in
@@ -274,7 +251,7 @@ func TestRecordOfAFileWrittenWithoutOne(t *testing.T) {
 	dir := t.TempDir()
 	path := filepath.Join(dir, "traces.jsonl")
 	writeTraces(t, path, "old", 5)
-	log, _ := testLog()
+	log, _ := testlog.New()
 	l := startLive(t, path, srv.URL(), 100, time.Hour, log)
 	if p := l.rec.pending(); len(p) != 0 {
 		t.Errorf("the record begins with %v to backfill, want nothing", p)
@@ -309,7 +286,7 @@ func TestRecordOfAReplacedFile(t *testing.T) {
 	defer srv.Close()
 	dir := t.TempDir()
 	path := filepath.Join(dir, "traces.jsonl")
-	log, logs := testLog()
+	log, logs := testlog.New()
 	l := startLive(t, path, srv.URL(), 100, time.Hour, log)
 	l.send(t, "first", 0, 3)
 	l.shutdown(t, false)

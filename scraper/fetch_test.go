@@ -9,31 +9,16 @@ import (
 	"net/http/httptest"
 	"strconv"
 	"strings"
-	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
 
+	"github.com/otelstep/otelstep/internal/testlog"
 	"github.com/otelstep/otelstep/pipeline"
 )
 
 // logBuf is a concurrency-safe log sink for checking scrape errors.
-type logBuf struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (l *logBuf) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.Write(p)
-}
-
-func (l *logBuf) String() string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.String()
-}
+type logBuf = testlog.Buffer
 
 // scrapeLogged scrapes h once with a fresh Manager and returns the batch and the log.
 func scrapeLogged(t *testing.T, h http.Handler, mod func(*Target)) (*pipeline.Batch, string) {

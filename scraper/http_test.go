@@ -40,9 +40,7 @@ func scrapeTarget(t *testing.T, tg Target, mod func(*Options)) (*Manager, func()
 	t.Cleanup(m.Close)
 	return m, func() (float64, float64, string) {
 		col.b = nil
-		lb.mu.Lock()
-		lb.b.Reset()
-		lb.mu.Unlock()
+		lb.Reset()
 		m.ScrapeAll(testCtx(t))
 		if len(col.b) != 1 {
 			t.Fatalf("%d batches", len(col.b))

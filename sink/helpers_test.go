@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/otelstep/otelstep/internal/testlog"
 	"github.com/otelstep/otelstep/pipeline"
 	commonpb "go.opentelemetry.io/proto/otlp/common/v1"
 	metricspb "go.opentelemetry.io/proto/otlp/metrics/v1"
@@ -53,28 +54,10 @@ func batchID(b *pipeline.Batch) string {
 	return ""
 }
 
-// syncBuf is a goroutine-safe log buffer.
-type syncBuf struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
+// syncBuf is the tests' goroutine-safe log buffer.
+type syncBuf = testlog.Buffer
 
-func (s *syncBuf) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuf) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
-}
-
-func testLogger() (*slog.Logger, *syncBuf) {
-	b := &syncBuf{}
-	return slog.New(slog.NewTextHandler(b, &slog.HandlerOptions{Level: slog.LevelDebug})), b
-}
+func testLogger() (*slog.Logger, *syncBuf) { return testlog.New() }
 
 // recorder is a Consumer / non-blocking Sink recording what it got.
 type recorder struct {

@@ -3,56 +3,35 @@ package sink
 import (
 	"bytes"
 	"context"
-	"fmt"
 	"log/slog"
 	"os"
-	"sync"
 	"testing"
 	"time"
 
+	"github.com/otelstep/otelstep/internal/otlptest"
+	"github.com/otelstep/otelstep/internal/pipelinetest"
 	"github.com/otelstep/otelstep/internal/testlog"
 	"github.com/otelstep/otelstep/pipeline"
 	commonpb "go.opentelemetry.io/proto/otlp/common/v1"
-	metricspb "go.opentelemetry.io/proto/otlp/metrics/v1"
-	resourcepb "go.opentelemetry.io/proto/otlp/resource/v1"
 )
 
 func strKV(k, v string) *commonpb.KeyValue {
 	return &commonpb.KeyValue{Key: k, Value: &commonpb.AnyValue{Value: &commonpb.AnyValue_StringValue{StringValue: v}}}
 }
 
-// metricsBatch returns a batch of one resource (tagged id, with a secret
-// Authorization attribute) holding one gauge with points data points.
+// metricsBatch is otlptest.GaugeBatch with a state attribute on every
+// point and a secret Authorization attribute on the resource.
 func metricsBatch(id string, points int) *pipeline.Batch {
-	dps := make([]*metricspb.NumberDataPoint, points)
-	for i := range dps {
-		dps[i] = &metricspb.NumberDataPoint{
-			TimeUnixNano: uint64(1700000000000000000 + i),
-			Value:        &metricspb.NumberDataPoint_AsDouble{AsDouble: float64(i)},
-			Attributes:   []*commonpb.KeyValue{strKV("cpu", fmt.Sprint(i%16)), strKV("state", "user")},
-		}
+	b := otlptest.GaugeBatch(id, points)
+	res := b.Metrics[0].Resource
+	res.Attributes = append(res.Attributes, strKV("Authorization", "Bearer s3cr3t-t0ken"))
+	for _, dp := range b.Metrics[0].ScopeMetrics[0].Metrics[0].GetGauge().DataPoints {
+		dp.Attributes = append(dp.Attributes, strKV("state", "user"))
 	}
-	return &pipeline.Batch{Signal: pipeline.Metrics, Items: points, Metrics: []*metricspb.ResourceMetrics{{
-		Resource: &resourcepb.Resource{Attributes: []*commonpb.KeyValue{
-			strKV("service.name", "svc"), strKV("batch.id", id), strKV("Authorization", "Bearer s3cr3t-t0ken"),
-		}},
-		ScopeMetrics: []*metricspb.ScopeMetrics{{
-			Scope:   &commonpb.InstrumentationScope{Name: "otelstep"},
-			Metrics: []*metricspb.Metric{{Name: "system.cpu.time", Unit: "s", Data: &metricspb.Metric_Gauge{Gauge: &metricspb.Gauge{DataPoints: dps}}}},
-		}},
-	}}}
+	return b
 }
 
-func batchID(b *pipeline.Batch) string {
-	for _, rm := range b.Metrics {
-		for _, kv := range rm.GetResource().GetAttributes() {
-			if kv.Key == "batch.id" {
-				return kv.GetValue().GetStringValue()
-			}
-		}
-	}
-	return ""
-}
+func batchID(b *pipeline.Batch) string { return otlptest.BatchID(b) }
 
 // syncBuf is the tests' goroutine-safe log buffer.
 type syncBuf = testlog.Buffer
@@ -60,47 +39,19 @@ type syncBuf = testlog.Buffer
 func testLogger() (*slog.Logger, *syncBuf) { return testlog.New() }
 
 // recorder is a Consumer / non-blocking Sink recording what it got.
-type recorder struct {
-	mu      sync.Mutex
-	batches []*pipeline.Batch
-	refuse  int // refuse this many calls with ErrFull
-}
+type recorder struct{ pipelinetest.Recorder }
 
-func (r *recorder) Consume(_ context.Context, b *pipeline.Batch) error {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	if r.refuse > 0 {
-		r.refuse--
-		return pipeline.ErrFull
-	}
-	r.batches = append(r.batches, b)
-	return nil
-}
-
-func (r *recorder) got() []*pipeline.Batch {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	return append([]*pipeline.Batch(nil), r.batches...)
-}
-
+func (r *recorder) got() []*pipeline.Batch                               { return r.Got() }
 func (r *recorder) Name() string                                         { return "recorder" }
 func (r *recorder) Enqueue(ctx context.Context, b *pipeline.Batch) error { return r.Consume(ctx, b) }
 func (r *recorder) Start(context.Context) error                          { return nil }
 func (r *recorder) Shutdown(context.Context) error                       { return nil }
 
-// patience bounds every wait on a condition: long enough for a busy CI
-// machine, never a measuring window.
-const patience = time.Minute
+const patience = pipelinetest.Patience
 
 func waitFor(t testing.TB, d time.Duration, cond func() bool, what string) {
 	t.Helper()
-	deadline := time.Now().Add(d)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out waiting for %s", what)
-		}
-		time.Sleep(5 * time.Millisecond)
-	}
+	pipelinetest.WaitFor(t, d, cond, what)
 }
 
 func ctxT(d time.Duration) context.Context {

@@ -262,3 +262,36 @@ func RequestOf(b *pipeline.Batch) proto.Message {
 	}
 	return &colmetricspb.ExportMetricsServiceRequest{ResourceMetrics: b.Metrics}
 }
+
+// GaugeBatch returns a metrics batch of one resource (service.name svc,
+// batch.id id) holding one gauge, system.cpu.time, with points data points
+// valued 0, 1, ... and a cpu attribute.
+func GaugeBatch(id string, points int) *pipeline.Batch {
+	dps := make([]*metricspb.NumberDataPoint, points)
+	for i := range dps {
+		dps[i] = &metricspb.NumberDataPoint{
+			TimeUnixNano: uint64(1700000000000000000 + i),
+			Value:        &metricspb.NumberDataPoint_AsDouble{AsDouble: float64(i)},
+			Attributes:   []*commonpb.KeyValue{str("cpu", fmt.Sprint(i%16))},
+		}
+	}
+	return &pipeline.Batch{Signal: pipeline.Metrics, Items: points, Metrics: []*metricspb.ResourceMetrics{{
+		Resource: &resourcepb.Resource{Attributes: []*commonpb.KeyValue{str("service.name", "svc"), str("batch.id", id)}},
+		ScopeMetrics: []*metricspb.ScopeMetrics{{
+			Scope:   &commonpb.InstrumentationScope{Name: "otelstep"},
+			Metrics: []*metricspb.Metric{{Name: "system.cpu.time", Unit: "s", Data: &metricspb.Metric_Gauge{Gauge: &metricspb.Gauge{DataPoints: dps}}}},
+		}},
+	}}}
+}
+
+// BatchID is the batch.id of the first resource of b that has one, or "".
+func BatchID(b *pipeline.Batch) string {
+	for _, rm := range b.Metrics {
+		for _, kv := range rm.GetResource().GetAttributes() {
+			if kv.Key == "batch.id" {
+				return kv.GetValue().GetStringValue()
+			}
+		}
+	}
+	return ""
+}

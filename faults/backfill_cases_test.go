@@ -4,8 +4,6 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
-	"io"
-	"net/http"
 	"os"
 	"path/filepath"
 	"strings"
@@ -117,20 +115,12 @@ func (j *backfillJob) waitAllDelivered() {
 // holds (to backfill and left for replay), from the status document.
 func exporterBacklog(t testing.TB, health string) int {
 	t.Helper()
-	resp, err := http.Get("http://" + health + "/status")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer resp.Body.Close()
-	b, _ := io.ReadAll(resp.Body)
 	var doc struct {
 		Components map[string]struct {
 			Components map[string]struct{ Details json.RawMessage }
 		}
 	}
-	if err := json.Unmarshal(b, &doc); err != nil {
-		t.Fatalf("status document: %v\n%s", err, b)
-	}
+	b := statusDoc(t, health, &doc)
 	type lines struct{ Batches int }
 	n, found := 0, false
 	for _, p := range doc.Components {

@@ -1,9 +1,7 @@
 package faults
 
 import (
-	"encoding/json"
 	"fmt"
-	"io"
 	"net"
 	"net/http"
 	"runtime"
@@ -24,12 +22,6 @@ type listenerStatus struct {
 // listeners reads the OTLP receiver's listeners from the status document.
 func listeners(t testing.TB, health string) map[string]listenerStatus {
 	t.Helper()
-	resp, err := http.Get("http://" + health + "/status")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer resp.Body.Close()
-	b, _ := io.ReadAll(resp.Body)
 	var doc struct {
 		Components map[string]struct {
 			Components map[string]struct {
@@ -37,9 +29,7 @@ func listeners(t testing.TB, health string) map[string]listenerStatus {
 			}
 		}
 	}
-	if err := json.Unmarshal(b, &doc); err != nil {
-		t.Fatalf("status document: %v\n%s", err, b)
-	}
+	statusDoc(t, health, &doc)
 	out := map[string]listenerStatus{}
 	for _, l := range doc.Components["pipeline:traces"].Components["receiver:otlp"].Details.Connections {
 		out[l.Transport] = l

@@ -1,7 +1,10 @@
 package faults
 
 import (
+	"encoding/json"
 	"fmt"
+	"io"
+	"net/http"
 	"os"
 	"path/filepath"
 	"strings"
@@ -122,6 +125,25 @@ func (n *Node) jsonl(t testing.TB) Items {
 		t.Fatal(err)
 	}
 	return it
+}
+
+// statusDoc decodes the status document of the health endpoint health
+// into doc and returns it as read, failing the test if it cannot.
+func statusDoc(t testing.TB, health string, doc any) []byte {
+	t.Helper()
+	resp, err := http.Get("http://" + health + "/status")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	b, err := io.ReadAll(resp.Body)
+	if err != nil {
+		t.Fatalf("status document: %v", err)
+	}
+	if err := json.Unmarshal(b, doc); err != nil {
+		t.Fatalf("status document: %v\n%s", err, b)
+	}
+	return b
 }
 
 // checkNoToken fails the test if the token is in n's folder (but the

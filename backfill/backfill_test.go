@@ -14,33 +14,14 @@ import (
 	"time"
 
 	"github.com/otelstep/otelstep/internal/fakebackend"
+	"github.com/otelstep/otelstep/internal/livetest"
+	"github.com/otelstep/otelstep/internal/pipelinetest"
 	"github.com/otelstep/otelstep/internal/testlog"
-	"github.com/otelstep/otelstep/pipeline"
 	"github.com/otelstep/otelstep/replay"
 	"github.com/otelstep/otelstep/sink"
-	commonpb "go.opentelemetry.io/proto/otlp/common/v1"
-	resourcepb "go.opentelemetry.io/proto/otlp/resource/v1"
-	tracepb "go.opentelemetry.io/proto/otlp/trace/v1"
 )
 
 const token = "backfill-Test-Token-5e1a7" // must never be printed
-
-func str(k, v string) *commonpb.KeyValue {
-	return &commonpb.KeyValue{Key: k, Value: &commonpb.AnyValue{Value: &commonpb.AnyValue_StringValue{StringValue: v}}}
-}
-
-// liveTraceBatch is what the live pipeline hands the sinks: one span named
-// name, its resource stamped with the token (the resource processor's
-// Authorization attribute, which the JSONL file does not keep).
-func liveTraceBatch(name string) *pipeline.Batch {
-	return &pipeline.Batch{Signal: pipeline.Traces, Items: 1, Traces: pipeline.TracesFromProto([]*tracepb.ResourceSpans{{
-		Resource: &resourcepb.Resource{Attributes: []*commonpb.KeyValue{str("service.name", "svc"), str("Authorization", token)}},
-		ScopeSpans: []*tracepb.ScopeSpans{{Spans: []*tracepb.Span{{
-			Name: name, TraceId: bytes.Repeat([]byte{1}, 16), SpanId: []byte{1, 2, 3, 4, 5, 6, 7, 8},
-			StartTimeUnixNano: 1, EndTimeUnixNano: 2,
-		}}}},
-	}})}
-}
 
 // Answers of a backend by mode: down (503), refusing (401), up (200).
 const (
@@ -133,12 +114,10 @@ func wantStamped(t *testing.T, b *backend) {
 	}
 }
 
-// live is one run's JSONL file sink and OTLP/HTTP sink, fed through a
-// Fanout that records what the HTTP sink delivered, and its backfill.
+// live is one run's sinks (package livetest's), the record its Fanout
+// tracks delivery in, and its backfill.
 type live struct {
-	file *sink.File
-	http *sink.HTTP
-	fan  *sink.Fanout
+	*livetest.Sinks
 	rec  *replay.Record
 	stop context.CancelFunc
 	done chan struct{}
@@ -148,45 +127,24 @@ type live struct {
 // logEvery the record's (0: its defaults).
 func startLive(t *testing.T, path, endpoint string, queue int, every, logEvery time.Duration, log *slog.Logger) *live {
 	t.Helper()
-	f, err := sink.NewFile(sink.FileOptions{Path: path, Signal: pipeline.Traces, Logger: log})
-	if err != nil {
-		t.Fatal(err)
-	}
-	h, err := sink.NewHTTP(sink.HTTPOptions{Endpoint: endpoint, Headers: map[string]string{"Authorization": "Bearer " + token},
-		QueueSize: queue, Logger: log,
-		Retry: sink.RetryOptions{Enabled: true, InitialInterval: time.Millisecond, MaxInterval: 5 * time.Millisecond, MaxElapsedTime: 20 * time.Millisecond}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	rec, err := replay.OpenRecord(replay.RecordOptions{File: path, Endpoint: endpoint, Logger: log, Every: every, LogEvery: logEvery})
-	if err != nil {
-		t.Fatal(err)
-	}
-	l := &live{file: f, http: h, fan: sink.NewFanout(f, h), rec: rec, done: make(chan struct{})}
-	l.fan.Track(f, h, rec)
-	for _, s := range []sink.Sink{f, h} {
-		if err := s.Start(context.Background()); err != nil {
+	l := &live{done: make(chan struct{})}
+	l.Sinks = livetest.Start(t, path, endpoint, token, queue, log, func() sink.DeliveryRecord {
+		rec, err := replay.OpenRecord(replay.RecordOptions{File: path, Endpoint: endpoint, Logger: log, Every: every, LogEvery: logEvery})
+		if err != nil {
 			t.Fatal(err)
 		}
-	}
+		l.rec = rec
+		return rec
+	})
 	ctx, cancel := context.WithCancel(context.Background())
 	l.stop = cancel
 	go func() {
 		defer close(l.done)
-		Run(ctx, Options{Record: rec, Exporter: h, Token: sink.BearerToken(map[string]string{"authorization": "bearer " + token}),
+		Run(ctx, Options{Record: l.rec, Exporter: l.HTTP, Token: sink.BearerToken(map[string]string{"authorization": "bearer " + token}),
 			Retry: sink.RetryOptions{InitialInterval: time.Millisecond, MaxInterval: 10 * time.Millisecond, MaxElapsedTime: 50 * time.Millisecond},
 			Pause: 10 * time.Millisecond, Logger: log})
 	}()
 	return l
-}
-
-func (l *live) send(t *testing.T, prefix string, from, to int) {
-	t.Helper()
-	for i := from; i < to; i++ {
-		if err := l.fan.Consume(context.Background(), liveTraceBatch(fmt.Sprintf("%s-%d", prefix, i))); err != nil {
-			t.Fatal(err)
-		}
-	}
 }
 
 // shutdown stops the run as the service does: the backfill, the sinks,
@@ -195,30 +153,11 @@ func (l *live) shutdown(t *testing.T, crash bool) {
 	t.Helper()
 	l.stop()
 	<-l.done
-	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-	defer cancel()
-	if err := l.file.Shutdown(ctx); err != nil {
-		t.Fatal(err)
-	}
-	if err := l.http.Shutdown(ctx); err != nil {
-		t.Fatal(err)
-	}
+	l.Sinks.Shutdown(t)
 	if !crash {
 		if err := l.rec.Close(); err != nil {
 			t.Fatal(err)
 		}
-	}
-}
-
-// waitUntil waits (a minute at most) until cond holds.
-func waitUntil(t *testing.T, cond func() bool, what string) {
-	t.Helper()
-	deadline := time.Now().Add(time.Minute)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out waiting: %s", what)
-		}
-		time.Sleep(5 * time.Millisecond)
 	}
 }
 
@@ -227,7 +166,7 @@ func waitUntil(t *testing.T, cond func() bool, what string) {
 // run.
 func waitBackfilled(t *testing.T, rec *replay.Record) {
 	t.Helper()
-	waitUntil(t, func() bool { return rec.Pending() == 0 }, "nothing left to backfill")
+	pipelinetest.WaitFor(t, pipelinetest.Patience, func() bool { return rec.Pending() == 0 }, "nothing left to backfill")
 }
 
 // replayAfter replays the folder to the backend as a user would afterwards.
@@ -271,15 +210,15 @@ func TestBackfillWhileRunning(t *testing.T) {
 	log, logs := testlog.New()
 	l := startLive(t, path, b.URL(), 3, 20*time.Millisecond, 0, log)
 	const n = 40
-	l.send(t, "down", 0, n)
+	l.Send(t, "down", 0, n)
 	b.mode.Store(up)
-	l.send(t, "up", 0, 5)
+	l.Send(t, "up", 0, 5)
 	waitSpans(t, b, "down", n)
 	waitSpans(t, b, "up", 5)
 	waitBackfilled(t, l.rec)
 	l.shutdown(t, false)
 
-	if st := l.http.Stats(); st.Dropped+st.Failed < n-3-2 {
+	if st := l.HTTP.Stats(); st.Dropped+st.Failed < n-3-2 {
 		t.Fatalf("the exporter gave up on %d batches, want at least %d: the test did not outlast its queue", st.Dropped+st.Failed, n-5)
 	}
 	got, _ := spans(b.Requests())
@@ -307,7 +246,7 @@ func TestBackfillAfterRestart(t *testing.T) {
 	path := filepath.Join(dir, "traces.jsonl")
 	log, logs := testlog.New()
 	l := startLive(t, path, b.URL(), 3, time.Hour, 0, log)
-	l.send(t, "first", 0, 30)
+	l.Send(t, "first", 0, 30)
 	l.shutdown(t, false)
 	if n := len(b.Accepted()); n > 0 {
 		t.Fatalf("the backend is down, yet it took %d requests", n)
@@ -318,7 +257,7 @@ func TestBackfillAfterRestart(t *testing.T) {
 	if got := l.rec.Pending(); got != 30 {
 		t.Errorf("the record resumed with %d lines to backfill, want 30", got)
 	}
-	l.send(t, "second", 0, 10)
+	l.Send(t, "second", 0, 10)
 	waitSpans(t, b, "first", 30)
 	waitSpans(t, b, "second", 10)
 	waitBackfilled(t, l.rec)
@@ -350,7 +289,7 @@ func TestBackfillAfterAKill(t *testing.T) {
 	path := filepath.Join(dir, "traces.jsonl")
 	log, _ := testlog.New()
 	l := startLive(t, path, b.URL(), 100, time.Hour, time.Hour, log)
-	l.send(t, "unlogged", 0, 5)
+	l.Send(t, "unlogged", 0, 5)
 	waitSpans(t, b, "unlogged", 5)
 	l.shutdown(t, true)
 
@@ -389,10 +328,10 @@ func TestRefusedLeftToReplay(t *testing.T) {
 	log, logs := testlog.New()
 	l := startLive(t, path, b.URL(), 100, 10*time.Millisecond, 0, log)
 	const n = 10
-	l.send(t, "refused", 0, n)
-	waitUntil(t, func() bool { return l.rec.Backlog().ForReplay.Batches == n }, "every line recorded refused")
+	l.Send(t, "refused", 0, n)
+	pipelinetest.WaitFor(t, pipelinetest.Patience, func() bool { return l.rec.Backlog().ForReplay.Batches == n }, "every line recorded refused")
 	b.mode.Store(up)
-	l.send(t, "up", 0, 2)
+	l.Send(t, "up", 0, 2)
 	waitSpans(t, b, "up", 2)
 	l.shutdown(t, false)
 	if got := b.hits[refusing].Load(); got != n {
@@ -422,16 +361,16 @@ func TestBackfillRefusedLeftToReplay(t *testing.T) {
 	log, _ := testlog.New()
 	l := startLive(t, path, b.URL(), 100, 10*time.Millisecond, 0, log)
 	const n = 6
-	l.send(t, "down", 0, n)
-	waitUntil(t, func() bool { return l.http.Stats().Failed == n }, "every batch given up on")
+	l.Send(t, "down", 0, n)
+	pipelinetest.WaitFor(t, pipelinetest.Patience, func() bool { return l.HTTP.Stats().Failed == n }, "every batch given up on")
 	b.mode.Store(refusing)
-	waitUntil(t, func() bool {
+	pipelinetest.WaitFor(t, pipelinetest.Patience, func() bool {
 		bl := l.rec.Backlog()
 		return l.rec.Pending() == 0 && bl.ForReplay.Batches == n && bl.ToBackfill.Batches == 0
 	}, "the backfill's lines refused")
 	refusedHits := b.hits[refusing].Load()
 	b.mode.Store(up)
-	l.send(t, "up", 0, 1)
+	l.Send(t, "up", 0, 1)
 	waitSpans(t, b, "up", 1)
 	l.shutdown(t, false)
 	if refusedHits != 1 || b.hits[refusing].Load() != 1 {

@@ -1,7 +1,6 @@
 package replay
 
 import (
-	"bytes"
 	"context"
 	"fmt"
 	"log/slog"
@@ -14,26 +13,12 @@ import (
 	"time"
 
 	"github.com/otelstep/otelstep/internal/fakebackend"
+	"github.com/otelstep/otelstep/internal/livetest"
+	"github.com/otelstep/otelstep/internal/pipelinetest"
 	"github.com/otelstep/otelstep/internal/testlog"
 	"github.com/otelstep/otelstep/pipeline"
 	"github.com/otelstep/otelstep/sink"
-	commonpb "go.opentelemetry.io/proto/otlp/common/v1"
-	resourcepb "go.opentelemetry.io/proto/otlp/resource/v1"
-	tracepb "go.opentelemetry.io/proto/otlp/trace/v1"
 )
-
-// liveTraceBatch is what the live pipeline hands the sinks: one span named
-// name, its resource stamped with the token (the resource processor's
-// Authorization attribute, which the JSONL file does not keep).
-func liveTraceBatch(name string) *pipeline.Batch {
-	return &pipeline.Batch{Signal: pipeline.Traces, Items: 1, Traces: pipeline.TracesFromProto([]*tracepb.ResourceSpans{{
-		Resource: &resourcepb.Resource{Attributes: []*commonpb.KeyValue{str("service.name", "svc"), str("Authorization", token)}},
-		ScopeSpans: []*tracepb.ScopeSpans{{Spans: []*tracepb.Span{{
-			Name: name, TraceId: bytes.Repeat([]byte{1}, 16), SpanId: []byte{1, 2, 3, 4, 5, 6, 7, 8},
-			StartTimeUnixNano: 1, EndTimeUnixNano: 2,
-		}}}},
-	}})}
-}
 
 // switchable is a backend that answers 503 while down.
 type switchable struct {
@@ -54,65 +39,35 @@ func newSwitchable(down bool) (*switchable, *fakeBackend) {
 	return b, srv
 }
 
-// live is one run's JSONL file sink and OTLP/HTTP sink, fed through a
-// Fanout that records what the HTTP sink delivered (the live backfill,
-// which sends what it did not, is package backfill's; its tests run the
-// same sinks).
+// live is one run's sinks (package livetest's), with the record its
+// Fanout tracks delivery in (the live backfill, which sends what the HTTP
+// sink did not deliver, is package backfill's; its tests run the same
+// sinks).
 type live struct {
-	file *sink.File
-	http *sink.HTTP
-	fan  *sink.Fanout
-	rec  *Record
+	*livetest.Sinks
+	rec *Record
 }
 
 // startLive starts a run; queue is the exporter's queue size.
 func startLive(t *testing.T, path, endpoint string, queue int, every time.Duration, log *slog.Logger) *live {
 	t.Helper()
-	f, err := sink.NewFile(sink.FileOptions{Path: path, Signal: pipeline.Traces, Logger: log})
-	if err != nil {
-		t.Fatal(err)
-	}
-	h, err := sink.NewHTTP(sink.HTTPOptions{Endpoint: endpoint, Headers: map[string]string{"Authorization": "Bearer " + token},
-		QueueSize: queue, Logger: log,
-		Retry: sink.RetryOptions{Enabled: true, InitialInterval: time.Millisecond, MaxInterval: 5 * time.Millisecond, MaxElapsedTime: 20 * time.Millisecond}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	rec, err := OpenRecord(RecordOptions{File: path, Endpoint: endpoint, Logger: log, Every: every})
-	if err != nil {
-		t.Fatal(err)
-	}
-	l := &live{file: f, http: h, fan: sink.NewFanout(f, h), rec: rec}
-	l.fan.Track(f, h, rec)
-	for _, s := range []sink.Sink{f, h} {
-		if err := s.Start(context.Background()); err != nil {
+	l := &live{}
+	l.Sinks = livetest.Start(t, path, endpoint, token, queue, log, func() sink.DeliveryRecord {
+		rec, err := OpenRecord(RecordOptions{File: path, Endpoint: endpoint, Logger: log, Every: every})
+		if err != nil {
 			t.Fatal(err)
 		}
-	}
+		l.rec = rec
+		return rec
+	})
 	return l
-}
-
-func (l *live) send(t *testing.T, prefix string, from, to int) {
-	t.Helper()
-	for i := from; i < to; i++ {
-		if err := l.fan.Consume(context.Background(), liveTraceBatch(fmt.Sprintf("%s-%d", prefix, i))); err != nil {
-			t.Fatal(err)
-		}
-	}
 }
 
 // shutdown stops the run as the service does: the sinks, then the record
 // (unless crash: a kill -9 writes nothing more).
 func (l *live) shutdown(t *testing.T, crash bool) {
 	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-	defer cancel()
-	if err := l.file.Shutdown(ctx); err != nil {
-		t.Fatal(err)
-	}
-	if err := l.http.Shutdown(ctx); err != nil {
-		t.Fatal(err)
-	}
+	l.Sinks.Shutdown(t)
 	if !crash {
 		if err := l.rec.Close(); err != nil {
 			t.Fatal(err)
@@ -154,10 +109,10 @@ func TestReplayAfterAStopWithoutBackfill(t *testing.T) {
 	path := filepath.Join(dir, "traces.jsonl")
 	log, _ := testlog.New()
 	l := startLive(t, path, srv.URL(), 100, time.Hour, log)
-	l.send(t, "up", 0, 10)
+	l.Send(t, "up", 0, 10)
 	waitSpans(t, b, "up", 10)
 	b.down.Store(true)
-	l.send(t, "down", 0, 20)
+	l.Send(t, "down", 0, 20)
 	l.shutdown(t, false)
 	b.down.Store(false)
 
@@ -186,10 +141,10 @@ func TestDeliveryLogAfterAKill(t *testing.T) {
 	path := filepath.Join(dir, "traces.jsonl")
 	log, _ := testlog.New()
 	l := startLive(t, path, srv.URL(), 100, time.Hour, log)
-	l.send(t, "logged", 0, 10)
+	l.Send(t, "logged", 0, 10)
 	waitSpans(t, b, "logged", 10)
 	logPathOf := logPath(l.rec.Path())
-	waitUntil(t, func() bool {
+	pipelinetest.WaitFor(t, pipelinetest.Patience, func() bool {
 		ss, _ := readDeliveryLog(l.rec.Path(), 1<<40)
 		var set spanSet
 		for _, s := range ss {
@@ -207,7 +162,7 @@ func TestDeliveryLogAfterAKill(t *testing.T) {
 	if n := l.rec.Pending(); n != 0 {
 		t.Fatalf("after a kill, %d lines the log holds are to backfill again", n)
 	}
-	l.send(t, "unlogged", 0, 5)
+	l.Send(t, "unlogged", 0, 5)
 	waitSpans(t, b, "unlogged", 5)
 	l.shutdown(t, true)
 
@@ -232,15 +187,6 @@ func TestDeliveryLogAfterAKill(t *testing.T) {
 	}
 }
 
-func readFile(t *testing.T, path string) string {
-	t.Helper()
-	data, err := os.ReadFile(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return string(data)
-}
-
 // A file that holds lines from before its record (written by a run
 // without one) is not backfilled: the fate of those lines is unknown, and
 // replay sends them; the lines after are recorded with their numbers in
@@ -256,7 +202,7 @@ func TestRecordOfAFileWrittenWithoutOne(t *testing.T) {
 	if p := l.rec.pending(); len(p) != 0 {
 		t.Errorf("the record begins with %v to backfill, want nothing", p)
 	}
-	l.send(t, "live", 0, 3)
+	l.Send(t, "live", 0, 3)
 	waitSpans(t, b, "live", 3)
 	l.shutdown(t, false)
 	if _, spans := b.snapshot(); spans["old-0"] != 0 {
@@ -288,7 +234,7 @@ func TestRecordOfAReplacedFile(t *testing.T) {
 	path := filepath.Join(dir, "traces.jsonl")
 	log, logs := testlog.New()
 	l := startLive(t, path, srv.URL(), 100, time.Hour, log)
-	l.send(t, "first", 0, 3)
+	l.Send(t, "first", 0, 3)
 	l.shutdown(t, false)
 	writeTraces(t, path, "other", 8) // longer, other lines
 	b.down.Store(false)
@@ -302,16 +248,5 @@ func TestRecordOfAReplacedFile(t *testing.T) {
 	}
 	if _, spans := b.snapshot(); len(spans) != 0 {
 		t.Errorf("%d spans sent from the replaced file", len(spans))
-	}
-}
-
-func waitUntil(t *testing.T, cond func() bool, what string) {
-	t.Helper()
-	deadline := time.Now().Add(time.Minute)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out waiting: %s", what)
-		}
-		time.Sleep(5 * time.Millisecond)
 	}
 }

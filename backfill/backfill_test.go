@@ -169,6 +169,17 @@ func waitBackfilled(t *testing.T, rec *replay.Record) {
 	pipelinetest.WaitFor(t, pipelinetest.Patience, func() bool { return rec.Pending() == 0 }, "nothing left to backfill")
 }
 
+// replaySendsNothing requires a replay afterwards to send no request and
+// to find the sent lines already sent.
+func replaySendsNothing(t *testing.T, b *backend, dir string, sent int64) {
+	t.Helper()
+	before := len(b.Requests())
+	s := replayAfter(t, b, dir)
+	if after := len(b.Requests()); after != before || s.AlreadySent != sent {
+		t.Errorf("replay afterwards sent %d requests and found %d lines sent, want 0 and %d", after-before, s.AlreadySent, sent)
+	}
+}
+
 // replayAfter replays the folder to the backend as a user would afterwards.
 func replayAfter(t *testing.T, b *backend, dir string) *replay.Summary {
 	t.Helper()
@@ -229,11 +240,7 @@ func TestBackfillWhileRunning(t *testing.T) {
 	noToken(t, "the log", logs.String())
 	noToken(t, "the file", readFile(t, path))
 
-	before := len(b.Requests())
-	s := replayAfter(t, b, dir)
-	if after := len(b.Requests()); after != before || s.AlreadySent != n+5 {
-		t.Errorf("replay afterwards sent %d requests and found %d lines sent, want 0 and %d", after-before, s.AlreadySent, n+5)
-	}
+	replaySendsNothing(t, b, dir, n+5)
 }
 
 // TestBackfillAfterRestart: otelstep is stopped while the backend is down;
@@ -272,11 +279,7 @@ func TestBackfillAfterRestart(t *testing.T) {
 	wantStamped(t, b)
 	noToken(t, "the log", logs.String())
 
-	before := len(b.Requests())
-	s := replayAfter(t, b, dir)
-	if after := len(b.Requests()); after != before || s.AlreadySent != 40 {
-		t.Errorf("replay afterwards sent %d requests and found %d lines sent, want 0 and 40", after-before, s.AlreadySent)
-	}
+	replaySendsNothing(t, b, dir, 40)
 }
 
 // TestBackfillAfterAKill: the lines a run delivered but had not yet put in
@@ -311,11 +314,7 @@ func TestBackfillAfterAKill(t *testing.T) {
 			t.Errorf("unlogged-%d arrived %d times, want twice: live, then backfilled", i, n)
 		}
 	}
-	before := len(b.Requests())
-	s := replayAfter(t, b, dir)
-	if after := len(b.Requests()); after != before || s.AlreadySent != 5 {
-		t.Errorf("replay afterwards sent %d requests and found %d lines sent, want 0 and 5", after-before, s.AlreadySent)
-	}
+	replaySendsNothing(t, b, dir, 5)
 }
 
 // A batch the backend refuses is posted once, recorded as refused (not

@@ -116,7 +116,6 @@ func TestReplayAfterAStopWithoutBackfill(t *testing.T) {
 	l.shutdown(t, false)
 	b.down.Store(false)
 
-	before, _ := b.snapshot()
 	s := replayAfter(t, srv, dir)
 	_, spans := b.snapshot()
 	wantEach(t, spans, "up", 10)
@@ -124,7 +123,6 @@ func TestReplayAfterAStopWithoutBackfill(t *testing.T) {
 	if s.AlreadySent != 10 || s.Signals[pipeline.Traces].Lines != 20 {
 		t.Errorf("replay found %d lines sent and sent %d, want 10 and 20", s.AlreadySent, s.Signals[pipeline.Traces].Lines)
 	}
-	_ = before
 }
 
 // TestDeliveryLogAfterAKill: a run killed leaves the lines it delivered

@@ -98,16 +98,7 @@ func wantStamped(t *testing.T, b *backend) {
 			t.Errorf("request %d without the Authorization header", r.N)
 		}
 		for _, res := range r.Resources() {
-			got := 0
-			for _, kv := range res.GetAttributes() {
-				if strings.EqualFold(kv.Key, "Authorization") {
-					got++
-					if kv.Key != "Authorization" || kv.Value.GetStringValue() != token {
-						got += 100
-					}
-				}
-			}
-			if got != 1 {
+			if !fakebackend.StampedOnce(res, token) {
 				t.Errorf("request %d: a resource without the token stamped once", r.N)
 			}
 		}

@@ -115,16 +115,7 @@ func (b *fakeBackend) viewSince(n int) *backendView {
 		}
 		for _, res := range r.Resources() {
 			v.resources++
-			got := 0
-			for _, kv := range res.GetAttributes() {
-				if strings.EqualFold(kv.Key, "Authorization") {
-					got++
-					if kv.Key != "Authorization" || kv.Value.GetStringValue() != token {
-						got += 100
-					}
-				}
-			}
-			if got != 1 {
+			if !fakebackend.StampedOnce(res, token) {
 				v.badAttr++
 			}
 		}

@@ -642,6 +642,22 @@ func LastValues(rms []*metricspb.ResourceMetrics) map[string]map[string]float64 
 	return out
 }
 
+// StampedOnce reports whether res holds the Authorization attribute once,
+// spelled so and valued token, and under no other spelling: the resource
+// processor's stamp as the backend must get it.
+func StampedOnce(res *resourcepb.Resource, token string) bool {
+	n := 0
+	for _, kv := range res.GetAttributes() {
+		if strings.EqualFold(kv.Key, "Authorization") {
+			if kv.Key != "Authorization" || kv.Value.GetStringValue() != token {
+				return false
+			}
+			n++
+		}
+	}
+	return n == 1
+}
+
 // Attrs returns kvs' string values by key.
 func Attrs(kvs []*commonpb.KeyValue) map[string]string {
 	out := map[string]string{}

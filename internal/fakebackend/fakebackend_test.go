@@ -12,6 +12,8 @@ import (
 	"github.com/klauspost/compress/snappy"
 	"github.com/klauspost/compress/zstd"
 	coltracepb "go.opentelemetry.io/proto/otlp/collector/trace/v1"
+	commonpb "go.opentelemetry.io/proto/otlp/common/v1"
+	resourcepb "go.opentelemetry.io/proto/otlp/resource/v1"
 	tracepb "go.opentelemetry.io/proto/otlp/trace/v1"
 	"google.golang.org/protobuf/encoding/protojson"
 	"google.golang.org/protobuf/proto"
@@ -117,5 +119,32 @@ func TestScriptedAnswers(t *testing.T) {
 	}
 	if len(got) != 3 || got[0] != 503 || got[1] != 0 || got[2] != 200 {
 		t.Fatalf("statuses %v", got)
+	}
+}
+
+func TestStampedOnce(t *testing.T) {
+	kv := func(k, v string) *commonpb.KeyValue {
+		return &commonpb.KeyValue{Key: k, Value: &commonpb.AnyValue{Value: &commonpb.AnyValue_StringValue{StringValue: v}}}
+	}
+	svc := kv("service.name", "svc")
+	for name, c := range map[string]struct {
+		attrs []*commonpb.KeyValue
+		want  bool
+	}{
+		"once":            {[]*commonpb.KeyValue{svc, kv("Authorization", "tok")}, true},
+		"missing":         {[]*commonpb.KeyValue{svc}, false},
+		"twice":           {[]*commonpb.KeyValue{kv("Authorization", "tok"), kv("Authorization", "tok")}, false},
+		"other spelling":  {[]*commonpb.KeyValue{kv("Authorization", "tok"), kv("authorization", "tok")}, false},
+		"only lower case": {[]*commonpb.KeyValue{kv("authorization", "tok")}, false},
+		"another value":   {[]*commonpb.KeyValue{kv("Authorization", "other")}, false},
+		"no resource":     {nil, false},
+	} {
+		res := &resourcepb.Resource{Attributes: c.attrs}
+		if c.attrs == nil {
+			res = nil
+		}
+		if got := StampedOnce(res, "tok"); got != c.want {
+			t.Errorf("%s: StampedOnce = %v, want %v", name, got, c.want)
+		}
 	}
 }

@@ -3,7 +3,6 @@ package service
 import (
 	"bytes"
 	"context"
-	"github.com/otelstep/otelstep/internal/fakebackend"
 	"io"
 	"log/slog"
 	"net/http"
@@ -11,33 +10,16 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
 	"github.com/otelstep/otelstep/config"
+	"github.com/otelstep/otelstep/internal/fakebackend"
+	"github.com/otelstep/otelstep/internal/testlog"
 	coltracepb "go.opentelemetry.io/proto/otlp/collector/trace/v1"
 	tracepb "go.opentelemetry.io/proto/otlp/trace/v1"
 	"google.golang.org/protobuf/proto"
 )
-
-// lockedBuffer is a log sink safe for the service's goroutines.
-type lockedBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (l *lockedBuffer) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.Write(p)
-}
-
-func (l *lockedBuffer) String() string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.String()
-}
 
 const testToken = "svc-test-token-91c2"
 
@@ -132,7 +114,7 @@ func runReady(t *testing.T, ctx context.Context, s *Service) (done <-chan error)
 func TestServiceRunAndStop(t *testing.T) {
 	dir := t.TempDir()
 	cfg := testConfig(t, dir)
-	var logs lockedBuffer
+	var logs testlog.Buffer
 	log := slog.New(NewRedactingHandler(slog.NewTextHandler(&logs, &slog.HandlerOptions{Level: slog.LevelDebug}), cfg.Secrets))
 	s, err := New(cfg, log)
 	if err != nil {
@@ -222,7 +204,7 @@ func TestServiceStopDeadline(t *testing.T) {
 	backend := fakebackend.New(t)
 	backend.AnswerAll(fakebackend.Reply{Hang: true}) // until the client gives up or the test ends
 	cfg := testConfigTo(t, dir, backend.URL())
-	var logs lockedBuffer
+	var logs testlog.Buffer
 	log := slog.New(NewRedactingHandler(slog.NewTextHandler(&logs, &slog.HandlerOptions{Level: slog.LevelDebug}), cfg.Secrets))
 	s, err := New(cfg, log)
 	if err != nil {

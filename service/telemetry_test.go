@@ -2,7 +2,6 @@ package service
 
 import (
 	"context"
-	"github.com/otelstep/otelstep/internal/fakebackend"
 	"io"
 	"log/slog"
 	"net/http"
@@ -11,6 +10,8 @@ import (
 	"testing"
 
 	"github.com/otelstep/otelstep/config"
+	"github.com/otelstep/otelstep/internal/fakebackend"
+	"github.com/otelstep/otelstep/internal/testlog"
 )
 
 // telemetryConfig is a traces pipeline from an OTLP/HTTP receiver to a
@@ -133,7 +134,7 @@ func TestTelemetryPeriodicReader(t *testing.T) {
               headers:
               - name: Authorization
                 value: Bearer ${env:TOKEN}`)
-	var logs lockedBuffer
+	var logs testlog.Buffer
 	s, err := New(cfg, slog.New(NewRedactingHandler(slog.NewTextHandler(&logs, &slog.HandlerOptions{Level: slog.LevelDebug}), cfg.Secrets)))
 	if err != nil {
 		t.Fatal(err)

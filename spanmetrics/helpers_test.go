@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/otelstep/otelstep/internal/testlog"
 	"github.com/otelstep/otelstep/otlpwire"
 	"github.com/otelstep/otelstep/pipeline"
 	"github.com/otelstep/otelstep/sink"
@@ -74,26 +75,9 @@ func (r *recorder) last(t *testing.T) *pipeline.Batch {
 
 func quiet() *slog.Logger { return slog.New(slog.NewTextHandler(io.Discard, nil)) }
 
-// logBuffer is a logger whose lines a test reads.
-type logBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (l *logBuffer) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.Write(p)
-}
-
-func (l *logBuffer) String() string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.String()
-}
-
-func newLog() (*slog.Logger, *logBuffer) {
-	lb := &logBuffer{}
+// newLog is a logger at the default level whose lines a test reads.
+func newLog() (*slog.Logger, *testlog.Buffer) {
+	lb := &testlog.Buffer{}
 	return slog.New(slog.NewTextHandler(lb, nil)), lb
 }
 

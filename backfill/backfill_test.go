@@ -70,23 +70,8 @@ func waitSpans(t *testing.T, b *backend, prefix string, n int) {
 	t.Helper()
 	b.Wait(t, fmt.Sprintf("the spans %s-0..%d", prefix, n-1), func(reqs []*fakebackend.Request) bool {
 		got, _ := spans(reqs)
-		for i := range n {
-			if got[fmt.Sprintf("%s-%d", prefix, i)] == 0 {
-				return false
-			}
-		}
-		return true
+		return livetest.Arrived(got, prefix, n, 1)
 	})
-}
-
-// wantEach requires every span prefix-0..n-1 exactly once.
-func wantEach(t *testing.T, got map[string]int, prefix string, n int) {
-	t.Helper()
-	for i := range n {
-		if c := got[fmt.Sprintf("%s-%d", prefix, i)]; c != 1 {
-			t.Errorf("%s-%d arrived %d times, want once", prefix, i, c)
-		}
-	}
 }
 
 // wantStamped requires the token in every accepted request's header and
@@ -224,8 +209,8 @@ func TestBackfillWhileRunning(t *testing.T) {
 		t.Fatalf("the exporter gave up on %d batches, want at least %d: the test did not outlast its queue", st.Dropped+st.Failed, n-5)
 	}
 	got, _ := spans(b.Requests())
-	wantEach(t, got, "down", n)
-	wantEach(t, got, "up", 5)
+	livetest.WantTimes(t, got, "down", n, 1)
+	livetest.WantTimes(t, got, "up", 5, 1)
 	wantStamped(t, b)
 	noToken(t, "the record", readFile(t, l.rec.Path()))
 	noToken(t, "the log", logs.String())
@@ -261,8 +246,8 @@ func TestBackfillAfterRestart(t *testing.T) {
 	waitBackfilled(t, l.rec)
 	l.shutdown(t, false)
 	got, order := spans(b.Requests())
-	wantEach(t, got, "first", 30)
-	wantEach(t, got, "second", 10)
+	livetest.WantTimes(t, got, "first", 30, 1)
+	livetest.WantTimes(t, got, "second", 10, 1)
 	// Oldest first: the backfill sent first-0 before first-29.
 	if i, j := indexOf(order, "first-0"), indexOf(order, "first-29"); i < 0 || j < 0 || i > j {
 		t.Errorf("first-0 arrived at %d, first-29 at %d: not oldest first", i, j)
@@ -290,21 +275,13 @@ func TestBackfillAfterAKill(t *testing.T) {
 	l = startLive(t, path, b.URL(), 3, time.Hour, 0, log)
 	b.Wait(t, "the unlogged lines twice", func(reqs []*fakebackend.Request) bool {
 		got, _ := spans(reqs)
-		for i := range 5 {
-			if got[fmt.Sprintf("unlogged-%d", i)] < 2 {
-				return false
-			}
-		}
-		return true
+		return livetest.Arrived(got, "unlogged", 5, 2)
 	})
 	waitBackfilled(t, l.rec)
 	l.shutdown(t, false)
 	got, _ := spans(b.Requests())
-	for i := range 5 {
-		if n := got[fmt.Sprintf("unlogged-%d", i)]; n != 2 {
-			t.Errorf("unlogged-%d arrived %d times, want twice: live, then backfilled", i, n)
-		}
-	}
+	// Twice: live, then backfilled.
+	livetest.WantTimes(t, got, "unlogged", 5, 2)
 	replaySendsNothing(t, b, dir, 5)
 }
 
@@ -334,8 +311,8 @@ func TestRefusedLeftToReplay(t *testing.T) {
 
 	s := replayAfter(t, b, dir)
 	got, _ := spans(b.Requests())
-	wantEach(t, got, "refused", n)
-	wantEach(t, got, "up", 2)
+	livetest.WantTimes(t, got, "refused", n, 1)
+	livetest.WantTimes(t, got, "up", 2, 1)
 	if s.Signals[0].Lines+s.Signals[1].Lines+s.Signals[2].Lines != n || s.AlreadySent != 2 || s.Failures() != 0 {
 		t.Fatalf("replay sent %+v, found %d sent, %d failures: want the %d refused lines, 2 sent, none skipped", s.Signals, s.AlreadySent, s.Failures(), n)
 	}
@@ -368,7 +345,7 @@ func TestBackfillRefusedLeftToReplay(t *testing.T) {
 	}
 	s := replayAfter(t, b, dir)
 	got, _ := spans(b.Requests())
-	wantEach(t, got, "down", n)
+	livetest.WantTimes(t, got, "down", n, 1)
 	if s.Failures() != 0 || s.AlreadySent != 1 {
 		t.Fatalf("replay: %d failures, %d found sent", s.Failures(), s.AlreadySent)
 	}

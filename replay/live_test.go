@@ -80,12 +80,7 @@ func waitSpans(t *testing.T, b *switchable, prefix string, n int) {
 	t.Helper()
 	b.Wait(t, fmt.Sprintf("the spans %s-0..%d", prefix, n-1), func([]*fakebackend.Request) bool {
 		_, spans := b.snapshot()
-		for i := range n {
-			if spans[fmt.Sprintf("%s-%d", prefix, i)] == 0 {
-				return false
-			}
-		}
-		return true
+		return livetest.Arrived(spans, prefix, n, 1)
 	})
 }
 
@@ -175,11 +170,8 @@ func TestDeliveryLogAfterAKill(t *testing.T) {
 	s := replayAfter(t, srv, dir)
 	_, spans := b.snapshot()
 	wantEach(t, spans, "logged", 10)
-	for i := range 5 {
-		if n := spans[fmt.Sprintf("unlogged-%d", i)]; n != 2 {
-			t.Errorf("unlogged-%d arrived %d times, want twice: live, then sent again", i, n)
-		}
-	}
+	// Twice: live, then sent again.
+	livetest.WantTimes(t, spans, "unlogged", 5, 2)
 	if s.AlreadySent != 10 || s.Signals[pipeline.Traces].Lines != 5 {
 		t.Errorf("replay afterwards found %d lines sent and sent %d, want 10 and 5", s.AlreadySent, s.Signals[pipeline.Traces].Lines)
 	}

@@ -94,3 +94,25 @@ func TraceBatch(name, token string) *pipeline.Batch {
 func str(k, v string) *commonpb.KeyValue {
 	return &commonpb.KeyValue{Key: k, Value: &commonpb.AnyValue{Value: &commonpb.AnyValue_StringValue{StringValue: v}}}
 }
+
+// Arrived reports whether each span prefix-0..prefix-(n-1) is at least
+// times in got (span counts by name).
+func Arrived(got map[string]int, prefix string, n, times int) bool {
+	for i := range n {
+		if got[fmt.Sprintf("%s-%d", prefix, i)] < times {
+			return false
+		}
+	}
+	return true
+}
+
+// WantTimes requires each span prefix-0..prefix-(n-1) exactly times in got
+// (span counts by name).
+func WantTimes(t testing.TB, got map[string]int, prefix string, n, times int) {
+	t.Helper()
+	for i := range n {
+		if c := got[fmt.Sprintf("%s-%d", prefix, i)]; c != times {
+			t.Errorf("%s-%d arrived %d times, want %d", prefix, i, c, times)
+		}
+	}
+}

@@ -22,6 +22,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/otelstep/otelstep/internal/testlog"
 )
 
 // Patience is how long a test waits for what takes milliseconds on an idle
@@ -83,22 +85,7 @@ func (b *Build) Remove() {
 
 // Output is a process's stdout and stderr, written by exec's copying
 // goroutine while a test reads it.
-type Output struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (l *Output) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.Write(p)
-}
-
-func (l *Output) String() string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.String()
-}
+type Output = testlog.Buffer
 
 // Process is the built binary running on a config.
 type Process struct {

@@ -141,19 +141,26 @@ func TestBudgetBoundsThePage(t *testing.T) {
 }
 
 // A conversion past the scrape's deadline gives up while reading new
-// series, failing the page with the scrape timeout's error.
+// series, failing the page with the scrape timeout's error; one whose
+// context ends (a stop) gives up the same way, with the context's cause.
 func TestConvertStopsAtTheDeadline(t *testing.T) {
 	c := NewConverter(Target{JobName: "j", Address: "127.0.0.1:1", Interval: time.Minute, Timeout: 10 * time.Second})
-	_, _, err := c.convertBy(seriesPage(0, 10*deadlineEvery), ctText, time.Now(), 0, time.Now().Add(-time.Second))
+	_, _, err := c.convertBy(context.Background(), seriesPage(0, 10*deadlineEvery), ctText, time.Now(), 0, time.Now().Add(-time.Second))
 	var pe *pageError
-	if !errors.As(err, &pe) || !errors.Is(err, context.DeadlineExceeded) || !strings.Contains(err.Error(), "scrape timeout of 10s reached while converting the page") {
+	if !errors.As(err, &pe) || !pe.cut || !errors.Is(err, context.DeadlineExceeded) || !strings.Contains(err.Error(), "scrape timeout of 10s reached while converting the page") {
 		t.Fatalf("err = %v", err)
 	}
 	if pe.n.samples != deadlineEvery {
 		t.Errorf("%d samples read, want %d: the clock is read every %d new series", pe.n.samples, deadlineEvery, deadlineEvery)
 	}
+	stopped, stop := context.WithCancelCause(context.Background())
+	stop(errors.New("stopping"))
+	_, _, err = NewConverter(c.t).convertBy(stopped, seriesPage(0, 10*deadlineEvery), ctText, time.Now(), 0, time.Time{})
+	if !errors.As(err, &pe) || !pe.cut || !strings.Contains(err.Error(), "stopping while converting the page") || pe.n.samples != deadlineEvery {
+		t.Fatalf("a conversion whose context ended: err = %v, %d samples read", err, pe.n.samples)
+	}
 	// In time, the same page converts.
-	if _, _, err := c.convertBy(seriesPage(0, 10*deadlineEvery), ctText, time.Now(), 0, time.Now().Add(time.Hour)); err != nil {
+	if _, _, err := c.convertBy(context.Background(), seriesPage(0, 10*deadlineEvery), ctText, time.Now(), 0, time.Now().Add(time.Hour)); err != nil {
 		t.Fatal(err)
 	}
 }

@@ -6,6 +6,7 @@
 package scraper
 
 import (
+	"context"
 	"fmt"
 	"sort"
 	"strings"
@@ -70,12 +71,16 @@ type Converter struct {
 	// pageHeld is what the page being converted is charged (the loop's),
 	// for the budget's bound on one target.
 	pageHeld int64
-	// deadline is when the conversion in progress must give up (zero:
-	// never), newN its new series so far: the clock is read once every
-	// deadlineEvery new series, the slow path.
+	// ctx and deadline bound the conversion in progress: it gives up
+	// once ctx has ended (a stop) or deadline (zero: none) has passed,
+	// looked at once every deadlineEvery new series, the slow path; newN
+	// counts its new series. cut says the bound failed the page: what it
+	// resolved is kept (pageError.cut).
+	ctx      context.Context
 	deadline time.Time
 	timeout  time.Duration
 	newN     int
+	cut      bool
 	// meta is the metadata the pages declared, by name (metatable.go).
 	meta metaTable
 	// resFams: some family is of a resource the page named (honor_labels).
@@ -208,16 +213,18 @@ func (c *Converter) ConvertAll(page []byte, contentType string, ts time.Time, du
 // the batch's Leases (see pipeline.Lease): releasing them once nothing
 // reads the resources any more lets the next scrapes reuse the memory.
 func (c *Converter) ConvertLeased(page []byte, contentType string, ts time.Time, dur time.Duration) ([]*metricspb.ResourceMetrics, []*pipeline.Lease, error) {
-	return c.convertBy(page, contentType, ts, dur, time.Time{})
+	return c.convertBy(context.Background(), page, contentType, ts, dur, time.Time{})
 }
 
-// convertBy is ConvertLeased that gives up, failing the page, once
-// deadline has passed (zero: never) while it reads series new to it.
-func (c *Converter) convertBy(page []byte, contentType string, ts time.Time, dur time.Duration, deadline time.Time) ([]*metricspb.ResourceMetrics, []*pipeline.Lease, error) {
+// convertBy is ConvertLeased that gives up, failing the page, once ctx
+// has ended or deadline has passed (zero: never) while it reads series
+// new to it. The series it resolved until then are kept (cut short, see
+// pageError.cut), and so are the lines it read, in the line cache.
+func (c *Converter) convertBy(ctx context.Context, page []byte, contentType string, ts time.Time, dur time.Duration, deadline time.Time) ([]*metricspb.ResourceMetrics, []*pipeline.Lease, error) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	c.deadline, c.newN = deadline, 0
-	defer c.returnBuilders() // taken and returned in this call
+	c.ctx, c.deadline, c.newN, c.cut = ctx, deadline, 0, false
+	defer c.endConversion() // builders taken and returned in this call
 	om := strings.HasPrefix(strings.TrimSpace(contentType), "application/openmetrics-text")
 	c.om = om
 	c.created = c.created[:0]
@@ -247,10 +254,10 @@ func (c *Converter) convertBy(page []byte, contentType string, ts time.Time, dur
 		err = fmt.Errorf("%w (limit: %d)", errSampleLimit, c.t.Limits.Samples)
 	}
 	if err != nil {
-		c.abort()
+		c.abort(c.cut)
 		c.metrics = metricSlab{}
 		a.lease.Release() // abort dropped every pointer into it
-		return nil, nil, &pageError{err: err, n: st.n}
+		return nil, nil, &pageError{err: err, n: st.n, cut: c.cut}
 	}
 	c.lc.finish()
 	c.keys.judge(&c.keyed)
@@ -263,6 +270,13 @@ func (c *Converter) convertBy(page []byte, contentType string, ts time.Time, dur
 	c.metrics = metricSlab{} // the converter keeps no pointer into the arena
 	c.last = st.n
 	return rms, a.leases[:], nil
+}
+
+// endConversion ends a convertBy call: the histogram builders it took go
+// back, and its context is not held past it.
+func (c *Converter) endConversion() {
+	c.returnBuilders()
+	c.ctx = nil
 }
 
 // lastCounts are the samples of the last page converted: all of them,
@@ -278,6 +292,11 @@ func (c *Converter) lastCounts() scrapeCounts {
 type pageError struct {
 	err error
 	n   scrapeCounts
+	// cut: the conversion's bound (its deadline, or its context) ended
+	// it. The series it resolved are kept, the line cache holds the
+	// lines it read, and the scrape fails keeping them (downLeased), so
+	// that the next scrape of the page goes on from there.
+	cut bool
 }
 
 func (e *pageError) Error() string { return e.err.Error() }
@@ -316,12 +335,15 @@ func (c *Converter) DownAll(ts time.Time, dur time.Duration) []*metricspb.Resour
 // DownLeased is DownAll with the leases of the resources' memory, as
 // ConvertLeased.
 func (c *Converter) DownLeased(ts time.Time, dur time.Duration) ([]*metricspb.ResourceMetrics, []*pipeline.Lease) {
-	return c.downLeased(ts, dur, scrapeCounts{})
+	return c.downLeased(ts, dur, scrapeCounts{}, false)
 }
 
 // downLeased is DownLeased with the scrape_samples_* counts of a page that
-// failed (pageError), as Prometheus reports them.
-func (c *Converter) downLeased(ts time.Time, dur time.Duration, n scrapeCounts) ([]*metricspb.ResourceMetrics, []*pipeline.Lease) {
+// failed (pageError), as Prometheus reports them. With keep (a page cut
+// short by its deadline, pageError.cut), the series stay, resolved, for
+// the next scrape to find rather than resolve again, and only what they
+// committed goes (restart): its output is the same as without.
+func (c *Converter) downLeased(ts time.Time, dur time.Duration, n scrapeCounts, keep bool) ([]*metricspb.ResourceMetrics, []*pipeline.Lease) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	c.gen++
@@ -335,6 +357,10 @@ func (c *Converter) downLeased(ts time.Time, dur time.Duration, n scrapeCounts) 
 	sl := pointSlab{ar: a}
 	rms := c.collect(gen, now, 0, dur, n, &sl)
 	c.metrics = metricSlab{}
+	if keep {
+		c.restart()
+		return rms, a.leases[:]
+	}
 	c.index.reset()
 	c.keys.forget()
 	c.budget.give(c.held)
@@ -343,4 +369,31 @@ func (c *Converter) downLeased(ts time.Time, dur time.Duration, n scrapeCounts) 
 	clear(c.fams)
 	c.lc.reset() // its entries were the index's, just reset
 	return rms, a.leases[:]
+}
+
+// restart makes the series kept through a failed scrape (downLeased's
+// keep) what they would be to a converter that never saw them, but
+// resolved: each was marked stale if it had a point, and what it
+// committed goes (its start time, its last value, the bounds and
+// quantiles its markers take), so that the next page is converted as a
+// fresh converter would convert it, start times from that scrape on. gen
+// 0 makes each count as added (scrape_series_added) when next read, as a
+// new series does, and as gone if the next page lacks it: forgotten then,
+// without a second marker. Families, metadata and attribute sets follow
+// from the series' bytes and the pages' declarations, and stay.
+func (c *Converter) restart() {
+	for _, se := range c.index.all {
+		se.gen = 0
+		if se.ps != nil {
+			se.ps.restart()
+		}
+	}
+}
+
+// seriesKept is how many raw series the converter holds from its last
+// scrapes.
+func (c *Converter) seriesKept() int {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.index.len()
 }

@@ -66,7 +66,16 @@
 //     charged before they are allocated, and a scrape that does not fit
 //     stops reading there and fails (up = 0, the figures in its error),
 //     giving back what it held. The scrape timeout bounds the conversion
-//     too: a page whose new series take past it fails as a timeout.
+//     too: a page whose new series take past it fails as a timeout (up =
+//     0, none of its samples, the last page's series marked stale), but
+//     the series it resolved are kept, so that the next scrape of the
+//     page goes on from there; what is kept changes nothing in the output
+//     (the next page converts as on a fresh converter). A scrape that
+//     begins with no series kept (a target's first, or its first since a
+//     failure forgot them) is judged on its fetch alone, as Prometheus
+//     judges every scrape: a healthy target is up from its first page,
+//     however long its conversion (bounded by the budget and
+//     sample_limit) takes on a busy machine.
 //   - Whatever the limits, a name, label value or exemplar label of more
 //     than 16 MiB (config.MaxLabelLength, the most the Prometheus labels
 //     library encodes: longer panics in it) fails the scrape, naming the

@@ -256,7 +256,7 @@ func convLimited(t *testing.T, lim Limits, mod func(*Target), pages ...string) (
 			if !errors.As(err, &pe) {
 				t.Fatalf("page %d: %v is no pageError", i, err)
 			}
-			rm, _ = c.downLeased(at, 0, pe.n)
+			rm, _ = c.downLeased(at, 0, pe.n, false)
 		}
 		rms = append(rms, rm[0])
 		errs = append(errs, err)

@@ -41,7 +41,10 @@ import (
 // Why the cached entries are live: every entry in the cache was seen by the
 // last successful scrape, so it is still in the Converter's series index
 // under the same key (eviction only removes entries a scrape did not see);
-// a failed scrape and DownAll, which forget series, reset the cache.
+// a failed scrape and DownAll, which forget series, reset the cache. A
+// conversion cut short (past its deadline, or by a stop) keeps its series
+// and the lines it read: the next scrape replays them and parses on from
+// the line it stopped at.
 type lineCache struct {
 	ct    string // content type of the page the lines are of; "" when none
 	om    bool   // the page is OpenMetrics

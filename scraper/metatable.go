@@ -42,7 +42,7 @@ type metaDecl struct {
 type metaTable struct {
 	m     map[string]metaDecl // nil unless built
 	used  bool                // parsed lines this scrape
-	first bool                // this scrape began with no series
+	first bool                // no scrape has ended since there were no series (seriesIndex.first)
 	idle  int                 // scrapes in a row that did not parse
 }
 
@@ -108,16 +108,18 @@ func (t *metaTable) get(name string) (metaDecl, bool) {
 }
 
 // beginScrape starts a scrape.
-func (t *metaTable) beginScrape(noSeries bool) { t.first = noSeries }
+func (t *metaTable) beginScrape(noSeries bool) { t.first = t.first || noSeries }
 
 // endScrape ends a scrape: the table goes after a first scrape (the next
 // one of the same page replays every line) or after indexIdle scrapes in
 // a row that parsed nothing, unless keep (there is no line cache to build
 // it again from).
 func (t *metaTable) endScrape(keep bool) {
+	first := t.first
+	t.first = false
 	switch {
 	case t.m == nil, keep:
-	case t.first:
+	case first:
 		t.m, t.used, t.idle = nil, false, 0
 	case t.used:
 		t.used, t.idle = false, 0

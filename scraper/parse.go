@@ -116,12 +116,10 @@ func (c *Converter) series(p textparse.Parser, b []byte, se *seriesEntry, tsp *i
 	if se == nil {
 		se = c.index.lookup(b)
 	}
-	isNew := false
 	if se == nil {
 		if se = c.newEntry(p, b); se == nil {
 			return nil
 		}
-		isNew = true
 	} else if se.gen == st.gen {
 		// The same raw series twice on one page: Prometheus rejects
 		// the repeat as a duplicate sample, so the first one wins.
@@ -136,6 +134,9 @@ func (c *Converter) series(p textparse.Parser, b []byte, se *seriesEntry, tsp *i
 		// are the same.)
 		_ = c.resolve(p, se)
 	}
+	// New, or kept through a failed scrape that restarted it
+	// (Converter.restart): either way new to what the scrapes delivered.
+	added := se.gen == 0
 	se.gen = st.gen
 	c.seenN++
 	if se.role == roleDrop {
@@ -152,7 +153,7 @@ func (c *Converter) series(p textparse.Parser, b []byte, se *seriesEntry, tsp *i
 			return se
 		}
 	}
-	if isNew {
+	if added {
 		st.n.added++
 	}
 	ptTs := st.tsNs

@@ -63,8 +63,11 @@ func (c *Converter) startsFromCreatedGauges(gen uint64) {
 }
 
 // abort forgets the per-scrape state of a scrape that failed half-way, so
-// nothing of it leaks into the next scrape or the staleness markers.
-func (c *Converter) abort() {
+// nothing of it leaks into the next scrape or the staleness markers. The
+// series it resolved stay in the index; the line cache keeps the lines it
+// read with keepLines (a conversion cut short, whose series are kept:
+// every line's entry is in the index), else it is emptied.
+func (c *Converter) abort(keepLines bool) {
 	for _, ps := range c.touched {
 		ps.resetScrape()
 		ps.gen = 0
@@ -73,6 +76,11 @@ func (c *Converter) abort() {
 		f.out, f.gen = nil, 0
 	}
 	c.touched, c.order = c.touched[:0], c.order[:0]
+	if keepLines {
+		c.lc.stopRecording()
+		c.lc.finish()
+		return
+	}
 	c.lc.reset()
 }
 

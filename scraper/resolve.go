@@ -5,6 +5,7 @@
 package scraper
 
 import (
+	"context"
 	"fmt"
 	"slices"
 	"strings"
@@ -105,9 +106,11 @@ func (c *Converter) famFor(name string) famDecision {
 // metric_relabel_configs, then the collector's label-to-attribute rules.
 // It returns nil, with c.failed set, for a series that fails the scrape.
 func (c *Converter) newEntry(p textparse.Parser, b []byte) *seriesEntry {
-	if c.newN++; c.newN%deadlineEvery == 0 && !c.deadline.IsZero() && time.Now().After(c.deadline) {
-		c.failed = convertTimeout(c.timeout)
-		return nil
+	if c.newN++; c.newN%deadlineEvery == 0 {
+		if err := c.overdue(); err != nil {
+			c.failed, c.cut = err, true
+			return nil
+		}
 	}
 	charge := seriesCharge(len(b))
 	if !c.budget.take(charge, c.held+c.pageHeld) {
@@ -127,8 +130,22 @@ func (c *Converter) newEntry(p textparse.Parser, b []byte) *seriesEntry {
 }
 
 // deadlineEvery is how many new series a conversion reads between two
-// looks at the clock.
+// looks at its bound (overdue). It reads deadlineEvery-1 of them before
+// the first: a page cut short at every look still gets that many further
+// each scrape, since what a cut scrape resolved is kept.
 const deadlineEvery = 256
+
+// overdue is why the conversion in progress must end now, or nil: its
+// context has ended (a stop), or its deadline has passed.
+func (c *Converter) overdue() error {
+	if c.ctx.Err() != nil {
+		return fmt.Errorf("%w while converting the page", context.Cause(c.ctx))
+	}
+	if !c.deadline.IsZero() && time.Now().After(c.deadline) {
+		return convertTimeout(c.timeout)
+	}
+	return nil
+}
 
 // resolve decides se's family, role and attributes from the series p
 // returned last (newEntry), or decides them again when its family's

@@ -118,6 +118,19 @@ type Manager struct {
 	abort context.CancelFunc
 	// inFlight counts Run's scrapes in flight.
 	inFlight atomic.Int32
+	// deadline is when a scrape that started at start with timeout
+	// timeout must have converted its page: start + timeout; tests end
+	// conversions at will with their own.
+	deadline func(start time.Time, timeout time.Duration) time.Time
+}
+
+// convertDeadline is when a scrape that started at start must have
+// converted its page (see fetchAndConvert).
+func (m *Manager) convertDeadline(start time.Time, timeout time.Duration) time.Time {
+	if m.deadline != nil {
+		return m.deadline(start, timeout)
+	}
+	return start.Add(timeout)
 }
 
 // startSpread is the window the targets' first scrapes are spread over.
@@ -267,11 +280,12 @@ func (m *Manager) firstScraped() {
 }
 
 // Run runs one loop per target: the first scrape right away (after a jitter
-// of at most 5ms), then every Interval, each bounded by Timeout. Ticks missed
-// while Next blocks are skipped. When ctx is done no scrape starts, and the
-// scrapes in flight finish, each within its Timeout, and are delivered: a
-// stop is no failed scrape (no up = 0, no staleness markers), only Abort
-// (or the end of Final's time) ends them sooner. Run returns when they have, with the targets'
+// of at most 5ms), then every Interval, each bounded by Timeout (a target's
+// first conversion excepted, see fetchAndConvert). Ticks missed while a
+// scrape runs or Next blocks are skipped. When ctx is done no scrape
+// starts, and the scrapes in flight finish and are delivered: a stop is no
+// failed scrape (no up = 0, no staleness markers), only Abort (or the end
+// of Final's time) ends them sooner. Run returns when they have, with the targets'
 // connections closed.
 func (m *Manager) Run(ctx context.Context) error {
 	var wg sync.WaitGroup
@@ -527,19 +541,28 @@ func (l *loop) scrape(ctx context.Context) ([]*metricspb.ResourceMetrics, []*pip
 	}
 	var n scrapeCounts // what the page counted before it failed, as Prometheus reports it
 	var pgErr *pageError
+	keep := false
 	if errors.As(err, &pgErr) {
-		n = pgErr.n
+		// A page whose conversion ran past the timeout fails the scrape
+		// as any failure does (up = 0, none of its samples, the last
+		// page's series marked stale), but the series it resolved are
+		// kept for the next scrape of the page, which goes on from there
+		// (Converter.restart): forgotten, each scrape would start from
+		// nothing again and, as slow, never end. What was kept makes the
+		// next scrape's output no different from a fresh converter's.
+		n, keep = pgErr.n, pgErr.cut
 	}
 	d := time.Since(start)
 	l.health.scraped(l.m.opts.Logger, l.m.opts.DownLogEvery, start, d, err, n.samples)
 	l.tel.Scraped(false, d, n.samples, n.kept, n.added)
-	rms, leases = l.conv.downLeased(start, d, n)
-	if l.held > bigBody {
+	rms, leases = l.conv.downLeased(start, d, n, keep)
+	if l.held-l.conv.held > bigBody {
 		// A failed scrape that held a huge page or many series (a target
 		// over its limits, or the budget) leaves that much garbage, and
 		// an otherwise idle process may not collect it for minutes, nor
 		// give the memory back: collect and return it now. Only after
-		// such a failure, never on the scrapes of a healthy target.
+		// such a failure, never on the scrapes of a healthy target, nor
+		// for the series a failure keeps.
 		debug.FreeOSMemory()
 	}
 	return rms, leases
@@ -561,14 +584,32 @@ func (l *loop) fetchAndConvert(ctx context.Context, start time.Time) (rms []*met
 		l.held = pg.charged
 		return nil, nil, err
 	}
-	// The conversion is bound by the scrape's timeout too (and by ctx's
-	// end, a stop's): the fetch has had its share of it.
-	deadline := start.Add(l.t.Timeout)
-	if d, ok := ctx.Deadline(); ok && d.Before(deadline) {
-		deadline = d
+	// The conversion ends with ctx (a stop), and is bound by the scrape's
+	// timeout too, the fetch having had its share of it, so that a scrape
+	// ends near its timeout whatever the page holds: what takes long is
+	// series new to the converter (a steady page's lines come from the
+	// line cache), and a page whose new series take past the timeout
+	// fails as a timeout, keeping what it resolved for the next scrape
+	// (see scrape).
+	//
+	// Except a scrape that begins with no series kept (a target's first,
+	// or its first since a failure that forgot them): every series of it
+	// is new, so it converts several times slower than the scrapes after
+	// it, and on a busy machine a big page can take longer than the
+	// timeout although the target answered in time. It is judged on its
+	// fetch alone, as Prometheus and the collector judge every scrape
+	// (their scrape_timeout bounds the request, not what is done with
+	// the page): a healthy target is up from its first page, rather than
+	// reported down for otelstep's own slowness until the kept series
+	// add up, each retry fetching the page again. Its conversion is still
+	// bounded: in work by the memory budget and sample_limit (the series
+	// it may make), in time by ctx (Final's time, Abort).
+	var deadline time.Time
+	if l.conv.seriesKept() > 0 {
+		deadline = l.m.convertDeadline(start, l.t.Timeout)
 	}
 	l.conv.pageHeld = pg.charged
-	rms, leases, err = l.conv.convertBy(pg.bytes(), ct, start, time.Since(start), deadline)
+	rms, leases, err = l.conv.convertBy(ctx, pg.bytes(), ct, start, time.Since(start), deadline)
 	l.held = pg.charged + l.conv.held
 	pg.ok = err == nil
 	pg.done() // the page is converted: its buffer and slot are free

@@ -33,12 +33,14 @@ type seriesIndex struct {
 	byKey  map[string]*seriesEntry   // nil unless built
 	points map[pointKey]*pointSeries // built with byKey
 	used   bool                      // the maps were used this scrape
-	first  bool                      // this scrape began with no series
+	first  bool                      // no scrape has ended since there were no series
 	idle   int                       // scrapes in a row that did not use them
 }
 
-// beginScrape starts a scrape.
-func (x *seriesIndex) beginScrape() { x.first = len(x.all) == 0 }
+// beginScrape starts a scrape. One that begins with no series is a first
+// scrape, and so is each after it until one ends (endScrape): a scrape
+// cut short keeps its series for the next (Converter.restart).
+func (x *seriesIndex) beginScrape() { x.first = x.first || len(x.all) == 0 }
 
 // len is the number of raw series.
 func (x *seriesIndex) len() int { return len(x.all) }
@@ -123,7 +125,7 @@ func (x *seriesIndex) evict(gen uint64, gone func(*seriesEntry)) {
 func (x *seriesIndex) endScrape() {
 	x.all = trimRoom(x.all)
 	if x.first {
-		x.byKey, x.points, x.used, x.idle = nil, nil, false, 0
+		x.byKey, x.points, x.used, x.idle, x.first = nil, nil, false, 0, false
 		return
 	}
 	if x.used {

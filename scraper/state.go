@@ -112,6 +112,13 @@ func (ps *pointSeries) resetScrape() {
 	}
 }
 
+// restart forgets what the series committed, as if it had never had a
+// point (Converter.restart).
+func (ps *pointSeries) restart() {
+	ps.start, ps.last, ps.seen, ps.stale, ps.created = 0, 0, false, 0, 0
+	ps.shape = nil
+}
+
 // shaped returns the series' shapeState, made at its first use.
 func (ps *pointSeries) shaped() *shapeState {
 	if ps.shape == nil {
@@ -164,7 +171,9 @@ type seriesEntry struct {
 	// entry, one of which exists per sample line, to keep it at 48 bytes.)
 	created bool
 	arg     float64
-	gen     uint64
+	// gen is the scrape that last read the series; 0 for a new one, or
+	// one kept through a failed scrape (Converter.restart).
+	gen uint64
 }
 
 // pointKey names a point series: its family and its attributes, one

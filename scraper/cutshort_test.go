@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -102,9 +103,37 @@ func sameResources(t *testing.T, what string, a, b []*metricspb.ResourceMetrics)
 		t.Fatalf("%s: %d resources, want %d", what, len(a), len(b))
 	}
 	for i := range a {
-		if x, y := canonical(a[i]), canonical(b[i]); !proto.Equal(x, y) {
-			t.Fatalf("%s: resource %d differs:\n%v\nwant:\n%v", what, i, x, y)
+		x, y := canonical(a[i]), canonical(b[i])
+		if proto.Equal(x, y) {
+			continue
 		}
+		// Name the first metric that differs, not the whole page.
+		byName := func(rm *metricspb.ResourceMetrics) map[string]*metricspb.Metric {
+			ms := map[string]*metricspb.Metric{}
+			for _, sm := range rm.ScopeMetrics {
+				for _, m := range sm.Metrics {
+					ms[m.Name] = m
+				}
+			}
+			return ms
+		}
+		xm, ym := byName(x), byName(y)
+		var names []string
+		for n := range xm {
+			names = append(names, n)
+		}
+		for n := range ym {
+			if xm[n] == nil {
+				names = append(names, n)
+			}
+		}
+		slices.Sort(names)
+		for _, n := range names {
+			if !proto.Equal(xm[n], ym[n]) {
+				t.Fatalf("%s: resource %d, metric %s differs:\n%v\nwant:\n%v", what, i, n, xm[n], ym[n])
+			}
+		}
+		t.Fatalf("%s: resource %d differs outside its metrics:\n%v\nwant:\n%v", what, i, x.Resource, y.Resource)
 	}
 }
 

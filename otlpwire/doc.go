@@ -27,7 +27,8 @@
 //     AppendMetrics, AppendTraces, AppendLogs and MetricsEncoder, one JSONL
 //     line per request, every field in declaration order, as protojson
 //     writes it (ids in hex). Spans and log records kept as their records
-//     are written from their bytes (json_encode_records.go).
+//     are written from their bytes (generated_json_records.go over
+//     json_encode_records.go).
 //
 // The codecs use no protobuf reflection at run time, for speed. Their
 // per-message code is generated (generated_*.go, by go generate from

@@ -15,8 +15,9 @@ import (
 // messages and empty lists, and always write the member of a oneof that is
 // set (even when it holds a zero value). What is written by hand: the API,
 // the writer's state (pointWriter), the field helpers and primitives
-// (json_encode_values.go), and the items kept as records
-// (json_encode_records.go).
+// (json_encode_values.go), and the primitives of the items kept as records
+// (json_encode_records.go; their writers are generated too,
+// generated_json_records.go).
 //
 // Every helper appends to b and returns the extended slice. Commas are
 // handled with a "first" flag per object: field helpers write a leading comma

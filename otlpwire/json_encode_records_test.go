@@ -290,6 +290,56 @@ func BenchmarkSpanRecordJSON(b *testing.B) {
 	}
 }
 
+// BenchmarkLogRecordJSON is BenchmarkSpanRecordJSON for log records: a
+// string body, five attributes (one an int), ids, times and severity.
+func BenchmarkLogRecordJSON(b *testing.B) {
+	r := rand.New(rand.NewPCG(3, 4))
+	str := func(n int) string {
+		s := make([]byte, n)
+		for i := range s {
+			s[i] = "abcdefghijklmnopqrstuvwxyz0123456789 "[r.IntN(37)]
+		}
+		return string(s)
+	}
+	id := func(n int) []byte {
+		s := make([]byte, n)
+		for i := range s {
+			s[i] = byte(r.Uint32())
+		}
+		return s
+	}
+	sl := &logspb.ScopeLogs{}
+	for i := range 100 {
+		lr := &logspb.LogRecord{TimeUnixNano: 1_780_000_000_000_000_000 + uint64(i), ObservedTimeUnixNano: 1_780_000_000_100_000_000,
+			SeverityNumber: logspb.SeverityNumber_SEVERITY_NUMBER_INFO, SeverityText: "INFO", TraceId: id(16), SpanId: id(8),
+			Body: &commonpb.AnyValue{Value: &commonpb.AnyValue_StringValue{StringValue: str(48)}}}
+		for j := range 4 {
+			lr.Attributes = append(lr.Attributes, &commonpb.KeyValue{Key: "attr." + strconv.Itoa(j), Value: &commonpb.AnyValue{Value: &commonpb.AnyValue_StringValue{StringValue: str(16)}}})
+		}
+		lr.Attributes = append(lr.Attributes, &commonpb.KeyValue{Key: "thread.id", Value: &commonpb.AnyValue{Value: &commonpb.AnyValue_IntValue{IntValue: int64(i % 16)}}})
+		sl.LogRecords = append(sl.LogRecords, lr)
+	}
+	body, _ := proto.Marshal(&collogspb.ExportLogsServiceRequest{ResourceLogs: []*logspb.ResourceLogs{{ScopeLogs: []*logspb.ScopeLogs{sl}}}})
+	kept, err := DecodeLogsOwned(body)
+	if err != nil {
+		b.Fatal(err)
+	}
+	records := kept[0].ScopeLogs[0].Records
+	for _, bc := range []struct {
+		name   string
+		direct func(b, rec []byte) ([]byte, bool)
+	}{{"direct", appendLogRecordRecord}, {"decoded", nil}} {
+		b.Run(bc.name, func(b *testing.B) {
+			var out []byte
+			for b.Loop() {
+				out = fieldItems(out[:0], new(bool), "logRecords", nil, records, bc.direct, &logRecordDecoders, appendLogRecord)
+			}
+			b.SetBytes(int64(len(out)))
+			b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N)/100, "ns/record")
+		})
+	}
+}
+
 // A KeyValue record's JSON is the decoded KeyValue's, for keys and string
 // values of every length around the fast path's one-byte lengths, for
 // other value kinds, and for records with fields the fast path does not

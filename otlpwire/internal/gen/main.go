@@ -39,6 +39,7 @@ var generators = []generator{
 	{"protodecode", genProtoDecode},
 	{"jsondecode", genJSONDecode},
 	{"encode", genEncode},
+	{"records", genRecords},
 }
 
 func main() {

@@ -380,7 +380,9 @@ func (c *Converter) downLeased(ts time.Time, dur time.Duration, n scrapeCounts, 
 // 0 makes each count as added (scrape_series_added) when next read, as a
 // new series does, and as gone if the next page lacks it: forgotten then,
 // without a second marker. Families, metadata and attribute sets follow
-// from the series' bytes and the pages' declarations, and stay.
+// from the series' bytes and the pages' declarations, and stay: as after
+// any scrape, a declaration the cut one read after its family's samples
+// counts from the next (metatable.go).
 func (c *Converter) restart() {
 	for _, se := range c.index.all {
 		se.gen = 0

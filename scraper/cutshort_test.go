@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net/http"
 	"slices"
 	"strings"
 	"testing"
@@ -300,6 +301,20 @@ func TestTimedOutScrapesComeUp(t *testing.T) {
 	sameResources(t, "the first complete scrape", withoutDuration(b), withoutDuration(want))
 	if l := log.String(); strings.Count(l, "scrape failed: target down") != 1 || !strings.Contains(l, "scrape target up again") {
 		t.Errorf("log:\n%s", l)
+	}
+
+	// A failure that forgets the series (the target answering 500 here)
+	// leaves none kept: the next scrape is a first one again, judged on
+	// its fetch, up at once with a page of new series.
+	sp.fail(http.StatusInternalServerError)
+	m.ScrapeAll(ctx)
+	if up := countsOf(col.last().Metrics[0]).up; up != 0 || m.loops[0].conv.seriesKept() != 0 {
+		t.Fatalf("a 500: up %v, %d series kept", up, m.loops[0].conv.seriesKept())
+	}
+	sp.set(seriesPage(20_000, n), ctText)
+	m.ScrapeAll(ctx)
+	if c := countsOf(col.last().Metrics[0]); c.up != 1 || c.added != n {
+		t.Errorf("the scrape after the series were forgotten: %+v, want up with %d series added", c, n)
 	}
 }
 

@@ -46,23 +46,36 @@ func countsOf(rm *metricspb.ResourceMetrics) counts {
 	return counts{s["up"], s["scrape_samples_scraped"], s["scrape_samples_post_metric_relabeling"], s["scrape_series_added"]}
 }
 
-// switchPage serves whatever page it was last set to.
+// switchPage serves whatever page it was last set to, or the HTTP status
+// it was last set to fail with.
 type switchPage struct {
-	mu   sync.Mutex
-	page []byte
-	ct   string
+	mu     sync.Mutex
+	page   []byte
+	ct     string
+	status int // not 0: the answer instead of the page
 }
 
 func (s *switchPage) set(page []byte, ct string) {
 	s.mu.Lock()
-	s.page, s.ct = page, ct
+	s.page, s.ct, s.status = page, ct, 0
+	s.mu.Unlock()
+}
+
+// fail makes s answer status instead of a page, until the next set.
+func (s *switchPage) fail(status int) {
+	s.mu.Lock()
+	s.status = status
 	s.mu.Unlock()
 }
 
 func (s *switchPage) ServeHTTP(w http.ResponseWriter, _ *http.Request) {
 	s.mu.Lock()
-	page, ct := s.page, s.ct
+	page, ct, status := s.page, s.ct, s.status
 	s.mu.Unlock()
+	if status != 0 {
+		http.Error(w, http.StatusText(status), status)
+		return
+	}
 	w.Header().Set("Content-Type", ct)
 	_, _ = w.Write(page)
 }

@@ -175,8 +175,28 @@ func appendEntityRef(b []byte, m *commonpb.EntityRef) []byte {
 	first := true
 	b = fieldString(b, &first, "schemaUrl", m.SchemaUrl)
 	b = fieldString(b, &first, "type", m.Type)
-	b = fieldStrings(b, &first, "idKeys", m.IdKeys)
-	b = fieldStrings(b, &first, "descriptionKeys", m.DescriptionKeys)
+	if len(m.IdKeys) > 0 {
+		b = key(b, &first, "idKeys")
+		b = append(b, '[')
+		for i, y := range m.IdKeys {
+			if i > 0 {
+				b = append(b, ',')
+			}
+			b = appendString(b, y)
+		}
+		b = append(b, ']')
+	}
+	if len(m.DescriptionKeys) > 0 {
+		b = key(b, &first, "descriptionKeys")
+		b = append(b, '[')
+		for i, y := range m.DescriptionKeys {
+			if i > 0 {
+				b = append(b, ',')
+			}
+			b = appendString(b, y)
+		}
+		b = append(b, ']')
+	}
 	return append(b, '}')
 }
 
@@ -594,8 +614,30 @@ func appendHistogramDataPoint(b []byte, m *metricspb.HistogramDataPoint, pw *poi
 	}
 	b = fieldUint64(b, &first, "count", m.Count)
 	b = fieldOptDouble(b, &first, "sum", m.Sum)
-	b = fieldUint64s(b, &first, "bucketCounts", m.BucketCounts)
-	b = fieldDoubles(b, &first, "explicitBounds", m.ExplicitBounds)
+	if len(m.BucketCounts) > 0 {
+		b = key(b, &first, "bucketCounts")
+		b = append(b, '[')
+		for i, y := range m.BucketCounts {
+			if i > 0 {
+				b = append(b, ',')
+			}
+			b = append(b, '"')
+			b = strconv.AppendUint(b, y, 10)
+			b = append(b, '"')
+		}
+		b = append(b, ']')
+	}
+	if len(m.ExplicitBounds) > 0 {
+		b = key(b, &first, "explicitBounds")
+		b = append(b, '[')
+		for i, y := range m.ExplicitBounds {
+			if i > 0 {
+				b = append(b, ',')
+			}
+			b = appendFloat(b, y)
+		}
+		b = append(b, ']')
+	}
 	if len(m.Exemplars) > 0 {
 		b = key(b, &first, "exemplars")
 		b = append(b, '[')
@@ -688,7 +730,19 @@ func appendExponentialHistogramDataPointBuckets(b []byte, m *metricspb.Exponenti
 	}
 	first := true
 	b = fieldInt32(b, &first, "offset", m.Offset)
-	b = fieldUint64s(b, &first, "bucketCounts", m.BucketCounts)
+	if len(m.BucketCounts) > 0 {
+		b = key(b, &first, "bucketCounts")
+		b = append(b, '[')
+		for i, y := range m.BucketCounts {
+			if i > 0 {
+				b = append(b, ',')
+			}
+			b = append(b, '"')
+			b = strconv.AppendUint(b, y, 10)
+			b = append(b, '"')
+		}
+		b = append(b, ']')
+	}
 	return append(b, '}')
 }
 

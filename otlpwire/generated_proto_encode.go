@@ -51,7 +51,9 @@ func (e *ProtoEncoder) sizeResourceLogsList(num protowire.Number, xs []*pipeline
 			s += lenField(1, e.sizeResource(m.Resource))
 		}
 		s += e.sizeScopeLogsList(2, m.ScopeLogs)
-		s += strSize(3, m.SchemaURL)
+		if len(m.SchemaURL) > 0 {
+			s += lenField(3, len(m.SchemaURL))
+		}
 		e.sizes[idx] = s
 		n += lenField(num, s)
 	}
@@ -66,7 +68,11 @@ func (e *ProtoEncoder) appendResourceLogsList(dst []byte, num protowire.Number, 
 			dst = e.appendResource(dst, m.Resource)
 		}
 		dst = e.appendScopeLogsList(dst, 2, m.ScopeLogs)
-		dst = appendStr(dst, 3, m.SchemaURL)
+		if len(m.SchemaURL) > 0 {
+			dst = appendTag(dst, 3, protowire.BytesType)
+			dst = appendUvarint(dst, uint64(len(m.SchemaURL)))
+			dst = append(dst, m.SchemaURL...)
+		}
 	}
 	return dst
 }
@@ -80,7 +86,9 @@ func (e *ProtoEncoder) sizeResourceMetricsList(num protowire.Number, xs []*metri
 			s += lenField(1, e.sizeResource(m.Resource))
 		}
 		s += e.sizeScopeMetricsList(2, m.ScopeMetrics)
-		s += strSize(3, m.SchemaUrl)
+		if len(m.SchemaUrl) > 0 {
+			s += lenField(3, len(m.SchemaUrl))
+		}
 		e.sizes[idx] = s
 		n += lenField(num, s)
 	}
@@ -95,7 +103,11 @@ func (e *ProtoEncoder) appendResourceMetricsList(dst []byte, num protowire.Numbe
 			dst = e.appendResource(dst, m.Resource)
 		}
 		dst = e.appendScopeMetricsList(dst, 2, m.ScopeMetrics)
-		dst = appendStr(dst, 3, m.SchemaUrl)
+		if len(m.SchemaUrl) > 0 {
+			dst = appendTag(dst, 3, protowire.BytesType)
+			dst = appendUvarint(dst, uint64(len(m.SchemaUrl)))
+			dst = append(dst, m.SchemaUrl...)
+		}
 	}
 	return dst
 }
@@ -109,7 +121,9 @@ func (e *ProtoEncoder) sizeResourceSpansList(num protowire.Number, xs []*pipelin
 			s += lenField(1, e.sizeResource(m.Resource))
 		}
 		s += e.sizeScopeSpansList(2, m.ScopeSpans)
-		s += strSize(3, m.SchemaURL)
+		if len(m.SchemaURL) > 0 {
+			s += lenField(3, len(m.SchemaURL))
+		}
 		e.sizes[idx] = s
 		n += lenField(num, s)
 	}
@@ -124,7 +138,11 @@ func (e *ProtoEncoder) appendResourceSpansList(dst []byte, num protowire.Number,
 			dst = e.appendResource(dst, m.Resource)
 		}
 		dst = e.appendScopeSpansList(dst, 2, m.ScopeSpans)
-		dst = appendStr(dst, 3, m.SchemaURL)
+		if len(m.SchemaURL) > 0 {
+			dst = appendTag(dst, 3, protowire.BytesType)
+			dst = appendUvarint(dst, uint64(len(m.SchemaURL)))
+			dst = append(dst, m.SchemaURL...)
+		}
 	}
 	return dst
 }
@@ -133,7 +151,9 @@ func (e *ProtoEncoder) sizeResource(m *resourcepb.Resource) int {
 	idx := e.mark()
 	n := 0
 	n += e.sizeKeyValues(1, m.Attributes)
-	n += varintSize(2, uint64(m.DroppedAttributesCount))
+	if m.DroppedAttributesCount != 0 {
+		n += 1 + protowire.SizeVarint(uint64(m.DroppedAttributesCount))
+	}
 	n += e.sizeEntityRefs(3, m.EntityRefs)
 	e.sizes[idx] = n
 	return n
@@ -141,7 +161,10 @@ func (e *ProtoEncoder) sizeResource(m *resourcepb.Resource) int {
 
 func (e *ProtoEncoder) appendResource(dst []byte, m *resourcepb.Resource) []byte {
 	dst = e.appendKeyValues(dst, 1, m.Attributes)
-	dst = appendVarint(dst, 2, uint64(m.DroppedAttributesCount))
+	if m.DroppedAttributesCount != 0 {
+		dst = appendTag(dst, 2, protowire.VarintType)
+		dst = appendUvarint(dst, uint64(m.DroppedAttributesCount))
+	}
 	dst = e.appendEntityRefs(dst, 3, m.EntityRefs)
 	return dst
 }
@@ -151,8 +174,12 @@ func (e *ProtoEncoder) sizeEntityRefs(num protowire.Number, xs []*commonpb.Entit
 	for _, m := range xs {
 		idx := e.mark()
 		s := 0
-		s += strSize(1, m.SchemaUrl)
-		s += strSize(2, m.Type)
+		if len(m.SchemaUrl) > 0 {
+			s += lenField(1, len(m.SchemaUrl))
+		}
+		if len(m.Type) > 0 {
+			s += lenField(2, len(m.Type))
+		}
 		for _, y := range m.IdKeys {
 			s += lenField(3, len(y))
 		}
@@ -168,8 +195,16 @@ func (e *ProtoEncoder) sizeEntityRefs(num protowire.Number, xs []*commonpb.Entit
 func (e *ProtoEncoder) appendEntityRefs(dst []byte, num protowire.Number, xs []*commonpb.EntityRef) []byte {
 	for _, m := range xs {
 		dst = e.msg(dst, num)
-		dst = appendStr(dst, 1, m.SchemaUrl)
-		dst = appendStr(dst, 2, m.Type)
+		if len(m.SchemaUrl) > 0 {
+			dst = appendTag(dst, 1, protowire.BytesType)
+			dst = appendUvarint(dst, uint64(len(m.SchemaUrl)))
+			dst = append(dst, m.SchemaUrl...)
+		}
+		if len(m.Type) > 0 {
+			dst = appendTag(dst, 2, protowire.BytesType)
+			dst = appendUvarint(dst, uint64(len(m.Type)))
+			dst = append(dst, m.Type...)
+		}
 		for _, y := range m.IdKeys {
 			dst = appendTag(dst, 3, protowire.BytesType)
 			dst = appendUvarint(dst, uint64(len(y)))
@@ -189,11 +224,15 @@ func (e *ProtoEncoder) sizeKeyValues(num protowire.Number, xs []*commonpb.KeyVal
 	for _, m := range xs {
 		idx := e.mark()
 		s := 0
-		s += strSize(1, m.Key)
+		if len(m.Key) > 0 {
+			s += lenField(1, len(m.Key))
+		}
 		if m.Value != nil {
 			s += lenField(2, e.sizeAnyValue(m.Value))
 		}
-		s += int32Size(3, int32(m.KeyStrindex))
+		if m.KeyStrindex != 0 {
+			s += 1 + protowire.SizeVarint(uint64(int64(m.KeyStrindex)))
+		}
 		e.sizes[idx] = s
 		n += lenField(num, s)
 	}
@@ -203,12 +242,19 @@ func (e *ProtoEncoder) sizeKeyValues(num protowire.Number, xs []*commonpb.KeyVal
 func (e *ProtoEncoder) appendKeyValues(dst []byte, num protowire.Number, xs []*commonpb.KeyValue) []byte {
 	for _, m := range xs {
 		dst = e.msg(dst, num)
-		dst = appendStr(dst, 1, m.Key)
+		if len(m.Key) > 0 {
+			dst = appendTag(dst, 1, protowire.BytesType)
+			dst = appendUvarint(dst, uint64(len(m.Key)))
+			dst = append(dst, m.Key...)
+		}
 		if m.Value != nil {
 			dst = e.msg(dst, 2)
 			dst = e.appendAnyValue(dst, m.Value)
 		}
-		dst = appendInt32(dst, 3, int32(m.KeyStrindex))
+		if m.KeyStrindex != 0 {
+			dst = appendTag(dst, 3, protowire.VarintType)
+			dst = appendUvarint(dst, uint64(int64(m.KeyStrindex)))
+		}
 	}
 	return dst
 }
@@ -223,7 +269,9 @@ func (e *ProtoEncoder) sizeScopeLogsList(num protowire.Number, xs []*pipeline.Sc
 		}
 		s += e.sizeLogRecords(2, m.LogRecords)
 		s += len(m.Records) // received, as they came
-		s += strSize(3, m.SchemaURL)
+		if len(m.SchemaURL) > 0 {
+			s += lenField(3, len(m.SchemaURL))
+		}
 		e.sizes[idx] = s
 		n += lenField(num, s)
 	}
@@ -239,7 +287,11 @@ func (e *ProtoEncoder) appendScopeLogsList(dst []byte, num protowire.Number, xs 
 		}
 		dst = e.appendLogRecords(dst, 2, m.LogRecords)
 		dst = append(dst, m.Records...)
-		dst = appendStr(dst, 3, m.SchemaURL)
+		if len(m.SchemaURL) > 0 {
+			dst = appendTag(dst, 3, protowire.BytesType)
+			dst = appendUvarint(dst, uint64(len(m.SchemaURL)))
+			dst = append(dst, m.SchemaURL...)
+		}
 	}
 	return dst
 }
@@ -253,7 +305,9 @@ func (e *ProtoEncoder) sizeScopeMetricsList(num protowire.Number, xs []*metricsp
 			s += lenField(1, e.sizeInstrumentationScope(m.Scope))
 		}
 		s += e.sizeMetricsFlushing(2, m.Metrics)
-		s += strSize(3, m.SchemaUrl)
+		if len(m.SchemaUrl) > 0 {
+			s += lenField(3, len(m.SchemaUrl))
+		}
 		e.sizes[idx] = s
 		n += lenField(num, s)
 	}
@@ -268,7 +322,11 @@ func (e *ProtoEncoder) appendScopeMetricsList(dst []byte, num protowire.Number, 
 			dst = e.appendInstrumentationScope(dst, m.Scope)
 		}
 		dst = e.appendMetricsFlushing(dst, 2, m.Metrics)
-		dst = appendStr(dst, 3, m.SchemaUrl)
+		if len(m.SchemaUrl) > 0 {
+			dst = appendTag(dst, 3, protowire.BytesType)
+			dst = appendUvarint(dst, uint64(len(m.SchemaUrl)))
+			dst = append(dst, m.SchemaUrl...)
+		}
 	}
 	return dst
 }
@@ -283,7 +341,9 @@ func (e *ProtoEncoder) sizeScopeSpansList(num protowire.Number, xs []*pipeline.S
 		}
 		s += e.sizeSpans(2, m.Spans)
 		s += len(m.Records) // received, as they came
-		s += strSize(3, m.SchemaURL)
+		if len(m.SchemaURL) > 0 {
+			s += lenField(3, len(m.SchemaURL))
+		}
 		e.sizes[idx] = s
 		n += lenField(num, s)
 	}
@@ -299,7 +359,11 @@ func (e *ProtoEncoder) appendScopeSpansList(dst []byte, num protowire.Number, xs
 		}
 		dst = e.appendSpans(dst, 2, m.Spans)
 		dst = append(dst, m.Records...)
-		dst = appendStr(dst, 3, m.SchemaURL)
+		if len(m.SchemaURL) > 0 {
+			dst = appendTag(dst, 3, protowire.BytesType)
+			dst = appendUvarint(dst, uint64(len(m.SchemaURL)))
+			dst = append(dst, m.SchemaURL...)
+		}
 	}
 	return dst
 }
@@ -364,19 +428,36 @@ func (e *ProtoEncoder) appendAnyValue(dst []byte, m *commonpb.AnyValue) []byte {
 func (e *ProtoEncoder) sizeInstrumentationScope(m *commonpb.InstrumentationScope) int {
 	idx := e.mark()
 	n := 0
-	n += strSize(1, m.Name)
-	n += strSize(2, m.Version)
+	if len(m.Name) > 0 {
+		n += lenField(1, len(m.Name))
+	}
+	if len(m.Version) > 0 {
+		n += lenField(2, len(m.Version))
+	}
 	n += e.sizeKeyValues(3, m.Attributes)
-	n += varintSize(4, uint64(m.DroppedAttributesCount))
+	if m.DroppedAttributesCount != 0 {
+		n += 1 + protowire.SizeVarint(uint64(m.DroppedAttributesCount))
+	}
 	e.sizes[idx] = n
 	return n
 }
 
 func (e *ProtoEncoder) appendInstrumentationScope(dst []byte, m *commonpb.InstrumentationScope) []byte {
-	dst = appendStr(dst, 1, m.Name)
-	dst = appendStr(dst, 2, m.Version)
+	if len(m.Name) > 0 {
+		dst = appendTag(dst, 1, protowire.BytesType)
+		dst = appendUvarint(dst, uint64(len(m.Name)))
+		dst = append(dst, m.Name...)
+	}
+	if len(m.Version) > 0 {
+		dst = appendTag(dst, 2, protowire.BytesType)
+		dst = appendUvarint(dst, uint64(len(m.Version)))
+		dst = append(dst, m.Version...)
+	}
 	dst = e.appendKeyValues(dst, 3, m.Attributes)
-	dst = appendVarint(dst, 4, uint64(m.DroppedAttributesCount))
+	if m.DroppedAttributesCount != 0 {
+		dst = appendTag(dst, 4, protowire.VarintType)
+		dst = appendUvarint(dst, uint64(m.DroppedAttributesCount))
+	}
 	return dst
 }
 
@@ -385,19 +466,37 @@ func (e *ProtoEncoder) sizeLogRecords(num protowire.Number, xs []*logspb.LogReco
 	for _, m := range xs {
 		idx := e.mark()
 		s := 0
-		s += fixed64Size(1, m.TimeUnixNano)
-		s += int32Size(2, int32(m.SeverityNumber))
-		s += strSize(3, m.SeverityText)
+		if m.TimeUnixNano != 0 {
+			s += 1 + 8
+		}
+		if m.SeverityNumber != 0 {
+			s += 1 + protowire.SizeVarint(uint64(int64(m.SeverityNumber)))
+		}
+		if len(m.SeverityText) > 0 {
+			s += lenField(3, len(m.SeverityText))
+		}
 		if m.Body != nil {
 			s += lenField(5, e.sizeAnyValue(m.Body))
 		}
 		s += e.sizeKeyValues(6, m.Attributes)
-		s += varintSize(7, uint64(m.DroppedAttributesCount))
-		s += fixed32Size(8, m.Flags)
-		s += bytesSize(9, m.TraceId)
-		s += bytesSize(10, m.SpanId)
-		s += fixed64Size(11, m.ObservedTimeUnixNano)
-		s += strSize(12, m.EventName)
+		if m.DroppedAttributesCount != 0 {
+			s += 1 + protowire.SizeVarint(uint64(m.DroppedAttributesCount))
+		}
+		if m.Flags != 0 {
+			s += 1 + 4
+		}
+		if len(m.TraceId) > 0 {
+			s += lenField(9, len(m.TraceId))
+		}
+		if len(m.SpanId) > 0 {
+			s += lenField(10, len(m.SpanId))
+		}
+		if m.ObservedTimeUnixNano != 0 {
+			s += 1 + 8
+		}
+		if len(m.EventName) > 0 {
+			s += lenField(12, len(m.EventName))
+		}
 		e.sizes[idx] = s
 		n += lenField(num, s)
 	}
@@ -407,20 +506,51 @@ func (e *ProtoEncoder) sizeLogRecords(num protowire.Number, xs []*logspb.LogReco
 func (e *ProtoEncoder) appendLogRecords(dst []byte, num protowire.Number, xs []*logspb.LogRecord) []byte {
 	for _, m := range xs {
 		dst = e.msg(dst, num)
-		dst = appendFixed64(dst, 1, m.TimeUnixNano)
-		dst = appendInt32(dst, 2, int32(m.SeverityNumber))
-		dst = appendStr(dst, 3, m.SeverityText)
+		if m.TimeUnixNano != 0 {
+			dst = appendTag(dst, 1, protowire.Fixed64Type)
+			dst = protowire.AppendFixed64(dst, uint64(m.TimeUnixNano))
+		}
+		if m.SeverityNumber != 0 {
+			dst = appendTag(dst, 2, protowire.VarintType)
+			dst = appendUvarint(dst, uint64(int64(m.SeverityNumber)))
+		}
+		if len(m.SeverityText) > 0 {
+			dst = appendTag(dst, 3, protowire.BytesType)
+			dst = appendUvarint(dst, uint64(len(m.SeverityText)))
+			dst = append(dst, m.SeverityText...)
+		}
 		if m.Body != nil {
 			dst = e.msg(dst, 5)
 			dst = e.appendAnyValue(dst, m.Body)
 		}
 		dst = e.appendKeyValues(dst, 6, m.Attributes)
-		dst = appendVarint(dst, 7, uint64(m.DroppedAttributesCount))
-		dst = appendFixed32(dst, 8, m.Flags)
-		dst = appendBytes(dst, 9, m.TraceId)
-		dst = appendBytes(dst, 10, m.SpanId)
-		dst = appendFixed64(dst, 11, m.ObservedTimeUnixNano)
-		dst = appendStr(dst, 12, m.EventName)
+		if m.DroppedAttributesCount != 0 {
+			dst = appendTag(dst, 7, protowire.VarintType)
+			dst = appendUvarint(dst, uint64(m.DroppedAttributesCount))
+		}
+		if m.Flags != 0 {
+			dst = appendTag(dst, 8, protowire.Fixed32Type)
+			dst = protowire.AppendFixed32(dst, uint32(m.Flags))
+		}
+		if len(m.TraceId) > 0 {
+			dst = appendTag(dst, 9, protowire.BytesType)
+			dst = appendUvarint(dst, uint64(len(m.TraceId)))
+			dst = append(dst, m.TraceId...)
+		}
+		if len(m.SpanId) > 0 {
+			dst = appendTag(dst, 10, protowire.BytesType)
+			dst = appendUvarint(dst, uint64(len(m.SpanId)))
+			dst = append(dst, m.SpanId...)
+		}
+		if m.ObservedTimeUnixNano != 0 {
+			dst = appendTag(dst, 11, protowire.Fixed64Type)
+			dst = protowire.AppendFixed64(dst, uint64(m.ObservedTimeUnixNano))
+		}
+		if len(m.EventName) > 0 {
+			dst = appendTag(dst, 12, protowire.BytesType)
+			dst = appendUvarint(dst, uint64(len(m.EventName)))
+			dst = append(dst, m.EventName...)
+		}
 	}
 	return dst
 }
@@ -430,9 +560,15 @@ func (e *ProtoEncoder) sizeMetricsFlushing(num protowire.Number, xs []*metricspb
 	for _, m := range xs {
 		idx := e.mark()
 		s := 0
-		s += strSize(1, m.Name)
-		s += strSize(2, m.Description)
-		s += strSize(3, m.Unit)
+		if len(m.Name) > 0 {
+			s += lenField(1, len(m.Name))
+		}
+		if len(m.Description) > 0 {
+			s += lenField(2, len(m.Description))
+		}
+		if len(m.Unit) > 0 {
+			s += lenField(3, len(m.Unit))
+		}
 		switch x := m.Data.(type) {
 		case *metricspb.Metric_Gauge:
 			s += lenField(5, e.sizeGauge(x.Gauge))
@@ -456,9 +592,21 @@ func (e *ProtoEncoder) appendMetricsFlushing(dst []byte, num protowire.Number, x
 	for _, m := range xs {
 		dst = e.maybeFlush(dst)
 		dst = e.msg(dst, num)
-		dst = appendStr(dst, 1, m.Name)
-		dst = appendStr(dst, 2, m.Description)
-		dst = appendStr(dst, 3, m.Unit)
+		if len(m.Name) > 0 {
+			dst = appendTag(dst, 1, protowire.BytesType)
+			dst = appendUvarint(dst, uint64(len(m.Name)))
+			dst = append(dst, m.Name...)
+		}
+		if len(m.Description) > 0 {
+			dst = appendTag(dst, 2, protowire.BytesType)
+			dst = appendUvarint(dst, uint64(len(m.Description)))
+			dst = append(dst, m.Description...)
+		}
+		if len(m.Unit) > 0 {
+			dst = appendTag(dst, 3, protowire.BytesType)
+			dst = appendUvarint(dst, uint64(len(m.Unit)))
+			dst = append(dst, m.Unit...)
+		}
 		switch x := m.Data.(type) {
 		case *metricspb.Metric_Gauge:
 			dst = e.msg(dst, 5)
@@ -486,24 +634,48 @@ func (e *ProtoEncoder) sizeSpans(num protowire.Number, xs []*tracepb.Span) int {
 	for _, m := range xs {
 		idx := e.mark()
 		s := 0
-		s += bytesSize(1, m.TraceId)
-		s += bytesSize(2, m.SpanId)
-		s += strSize(3, m.TraceState)
-		s += bytesSize(4, m.ParentSpanId)
-		s += strSize(5, m.Name)
-		s += int32Size(6, int32(m.Kind))
-		s += fixed64Size(7, m.StartTimeUnixNano)
-		s += fixed64Size(8, m.EndTimeUnixNano)
+		if len(m.TraceId) > 0 {
+			s += lenField(1, len(m.TraceId))
+		}
+		if len(m.SpanId) > 0 {
+			s += lenField(2, len(m.SpanId))
+		}
+		if len(m.TraceState) > 0 {
+			s += lenField(3, len(m.TraceState))
+		}
+		if len(m.ParentSpanId) > 0 {
+			s += lenField(4, len(m.ParentSpanId))
+		}
+		if len(m.Name) > 0 {
+			s += lenField(5, len(m.Name))
+		}
+		if m.Kind != 0 {
+			s += 1 + protowire.SizeVarint(uint64(int64(m.Kind)))
+		}
+		if m.StartTimeUnixNano != 0 {
+			s += 1 + 8
+		}
+		if m.EndTimeUnixNano != 0 {
+			s += 1 + 8
+		}
 		s += e.sizeKeyValues(9, m.Attributes)
-		s += varintSize(10, uint64(m.DroppedAttributesCount))
+		if m.DroppedAttributesCount != 0 {
+			s += 1 + protowire.SizeVarint(uint64(m.DroppedAttributesCount))
+		}
 		s += e.sizeSpanEvents(11, m.Events)
-		s += varintSize(12, uint64(m.DroppedEventsCount))
+		if m.DroppedEventsCount != 0 {
+			s += 1 + protowire.SizeVarint(uint64(m.DroppedEventsCount))
+		}
 		s += e.sizeSpanLinks(13, m.Links)
-		s += varintSize(14, uint64(m.DroppedLinksCount))
+		if m.DroppedLinksCount != 0 {
+			s += 1 + protowire.SizeVarint(uint64(m.DroppedLinksCount))
+		}
 		if m.Status != nil {
 			s += lenField(15, e.sizeStatus(m.Status))
 		}
-		s += fixed32Size(16, m.Flags)
+		if m.Flags != 0 {
+			s += 2 + 4
+		}
 		e.sizes[idx] = s
 		n += lenField(num, s)
 	}
@@ -513,26 +685,67 @@ func (e *ProtoEncoder) sizeSpans(num protowire.Number, xs []*tracepb.Span) int {
 func (e *ProtoEncoder) appendSpans(dst []byte, num protowire.Number, xs []*tracepb.Span) []byte {
 	for _, m := range xs {
 		dst = e.msg(dst, num)
-		dst = appendBytes(dst, 1, m.TraceId)
-		dst = appendBytes(dst, 2, m.SpanId)
-		dst = appendStr(dst, 3, m.TraceState)
-		dst = appendBytes(dst, 4, m.ParentSpanId)
-		dst = appendStr(dst, 5, m.Name)
-		dst = appendInt32(dst, 6, int32(m.Kind))
-		dst = appendFixed64(dst, 7, m.StartTimeUnixNano)
-		dst = appendFixed64(dst, 8, m.EndTimeUnixNano)
+		if len(m.TraceId) > 0 {
+			dst = appendTag(dst, 1, protowire.BytesType)
+			dst = appendUvarint(dst, uint64(len(m.TraceId)))
+			dst = append(dst, m.TraceId...)
+		}
+		if len(m.SpanId) > 0 {
+			dst = appendTag(dst, 2, protowire.BytesType)
+			dst = appendUvarint(dst, uint64(len(m.SpanId)))
+			dst = append(dst, m.SpanId...)
+		}
+		if len(m.TraceState) > 0 {
+			dst = appendTag(dst, 3, protowire.BytesType)
+			dst = appendUvarint(dst, uint64(len(m.TraceState)))
+			dst = append(dst, m.TraceState...)
+		}
+		if len(m.ParentSpanId) > 0 {
+			dst = appendTag(dst, 4, protowire.BytesType)
+			dst = appendUvarint(dst, uint64(len(m.ParentSpanId)))
+			dst = append(dst, m.ParentSpanId...)
+		}
+		if len(m.Name) > 0 {
+			dst = appendTag(dst, 5, protowire.BytesType)
+			dst = appendUvarint(dst, uint64(len(m.Name)))
+			dst = append(dst, m.Name...)
+		}
+		if m.Kind != 0 {
+			dst = appendTag(dst, 6, protowire.VarintType)
+			dst = appendUvarint(dst, uint64(int64(m.Kind)))
+		}
+		if m.StartTimeUnixNano != 0 {
+			dst = appendTag(dst, 7, protowire.Fixed64Type)
+			dst = protowire.AppendFixed64(dst, uint64(m.StartTimeUnixNano))
+		}
+		if m.EndTimeUnixNano != 0 {
+			dst = appendTag(dst, 8, protowire.Fixed64Type)
+			dst = protowire.AppendFixed64(dst, uint64(m.EndTimeUnixNano))
+		}
 		dst = e.appendKeyValues(dst, 9, m.Attributes)
-		dst = appendVarint(dst, 10, uint64(m.DroppedAttributesCount))
+		if m.DroppedAttributesCount != 0 {
+			dst = appendTag(dst, 10, protowire.VarintType)
+			dst = appendUvarint(dst, uint64(m.DroppedAttributesCount))
+		}
 		dst = e.appendSpanEvents(dst, 11, m.Events)
-		dst = appendVarint(dst, 12, uint64(m.DroppedEventsCount))
+		if m.DroppedEventsCount != 0 {
+			dst = appendTag(dst, 12, protowire.VarintType)
+			dst = appendUvarint(dst, uint64(m.DroppedEventsCount))
+		}
 		dst = e.appendSpanLinks(dst, 13, m.Links)
-		dst = appendVarint(dst, 14, uint64(m.DroppedLinksCount))
+		if m.DroppedLinksCount != 0 {
+			dst = appendTag(dst, 14, protowire.VarintType)
+			dst = appendUvarint(dst, uint64(m.DroppedLinksCount))
+		}
 		if m.Status != nil {
 			dst = appendTag(dst, 15, protowire.BytesType)
 			dst = appendUvarint(dst, uint64(e.sizeStatus(m.Status)))
 			dst = e.appendStatus(dst, m.Status)
 		}
-		dst = appendFixed32(dst, 16, m.Flags)
+		if m.Flags != 0 {
+			dst = appendTag(dst, 16, protowire.Fixed32Type)
+			dst = protowire.AppendFixed32(dst, uint32(m.Flags))
+		}
 	}
 	return dst
 }
@@ -554,14 +767,19 @@ func (e *ProtoEncoder) sizeExponentialHistogram(m *metricspb.ExponentialHistogra
 	idx := e.mark()
 	n := 0
 	n += e.sizeExponentialHistogramDataPointsFlushing(1, m.DataPoints)
-	n += int32Size(2, int32(m.AggregationTemporality))
+	if m.AggregationTemporality != 0 {
+		n += 1 + protowire.SizeVarint(uint64(int64(m.AggregationTemporality)))
+	}
 	e.sizes[idx] = n
 	return n
 }
 
 func (e *ProtoEncoder) appendExponentialHistogram(dst []byte, m *metricspb.ExponentialHistogram) []byte {
 	dst = e.appendExponentialHistogramDataPointsFlushing(dst, 1, m.DataPoints)
-	dst = appendInt32(dst, 2, int32(m.AggregationTemporality))
+	if m.AggregationTemporality != 0 {
+		dst = appendTag(dst, 2, protowire.VarintType)
+		dst = appendUvarint(dst, uint64(int64(m.AggregationTemporality)))
+	}
 	return dst
 }
 
@@ -582,14 +800,19 @@ func (e *ProtoEncoder) sizeHistogram(m *metricspb.Histogram) int {
 	idx := e.mark()
 	n := 0
 	n += e.sizeHistogramDataPointsFlushing(1, m.DataPoints)
-	n += int32Size(2, int32(m.AggregationTemporality))
+	if m.AggregationTemporality != 0 {
+		n += 1 + protowire.SizeVarint(uint64(int64(m.AggregationTemporality)))
+	}
 	e.sizes[idx] = n
 	return n
 }
 
 func (e *ProtoEncoder) appendHistogram(dst []byte, m *metricspb.Histogram) []byte {
 	dst = e.appendHistogramDataPointsFlushing(dst, 1, m.DataPoints)
-	dst = appendInt32(dst, 2, int32(m.AggregationTemporality))
+	if m.AggregationTemporality != 0 {
+		dst = appendTag(dst, 2, protowire.VarintType)
+		dst = appendUvarint(dst, uint64(int64(m.AggregationTemporality)))
+	}
 	return dst
 }
 
@@ -608,14 +831,25 @@ func (e *ProtoEncoder) appendKeyValueList(dst []byte, m *commonpb.KeyValueList) 
 
 func (e *ProtoEncoder) sizeStatus(m *tracepb.Status) int {
 	n := 0
-	n += strSize(2, m.Message)
-	n += int32Size(3, int32(m.Code))
+	if len(m.Message) > 0 {
+		n += lenField(2, len(m.Message))
+	}
+	if m.Code != 0 {
+		n += 1 + protowire.SizeVarint(uint64(int64(m.Code)))
+	}
 	return n
 }
 
 func (e *ProtoEncoder) appendStatus(dst []byte, m *tracepb.Status) []byte {
-	dst = appendStr(dst, 2, m.Message)
-	dst = appendInt32(dst, 3, int32(m.Code))
+	if len(m.Message) > 0 {
+		dst = appendTag(dst, 2, protowire.BytesType)
+		dst = appendUvarint(dst, uint64(len(m.Message)))
+		dst = append(dst, m.Message...)
+	}
+	if m.Code != 0 {
+		dst = appendTag(dst, 3, protowire.VarintType)
+		dst = appendUvarint(dst, uint64(int64(m.Code)))
+	}
 	return dst
 }
 
@@ -623,16 +857,26 @@ func (e *ProtoEncoder) sizeSum(m *metricspb.Sum) int {
 	idx := e.mark()
 	n := 0
 	n += e.sizeNumberDataPointsFlushing(1, m.DataPoints)
-	n += int32Size(2, int32(m.AggregationTemporality))
-	n += boolSize(3, m.IsMonotonic)
+	if m.AggregationTemporality != 0 {
+		n += 1 + protowire.SizeVarint(uint64(int64(m.AggregationTemporality)))
+	}
+	if m.IsMonotonic {
+		n += 1 + 1
+	}
 	e.sizes[idx] = n
 	return n
 }
 
 func (e *ProtoEncoder) appendSum(dst []byte, m *metricspb.Sum) []byte {
 	dst = e.appendNumberDataPointsFlushing(dst, 1, m.DataPoints)
-	dst = appendInt32(dst, 2, int32(m.AggregationTemporality))
-	dst = appendBool(dst, 3, m.IsMonotonic)
+	if m.AggregationTemporality != 0 {
+		dst = appendTag(dst, 2, protowire.VarintType)
+		dst = appendUvarint(dst, uint64(int64(m.AggregationTemporality)))
+	}
+	if m.IsMonotonic {
+		dst = appendTag(dst, 3, protowire.VarintType)
+		dst = appendUvarint(dst, protowire.EncodeBool(m.IsMonotonic))
+	}
 	return dst
 }
 
@@ -719,23 +963,43 @@ func (e *ProtoEncoder) sizeExponentialHistogramDataPointsFlushing(num protowire.
 		idx := e.mark()
 		s := 0
 		s += e.sizeKeyValues(1, m.Attributes)
-		s += fixed64Size(2, m.StartTimeUnixNano)
-		s += fixed64Size(3, m.TimeUnixNano)
-		s += fixed64Size(4, m.Count)
-		s += optDoubleSize(5, m.Sum)
-		s += varintSize(6, protowire.EncodeZigZag(int64(m.Scale)))
-		s += fixed64Size(7, m.ZeroCount)
+		if m.StartTimeUnixNano != 0 {
+			s += 1 + 8
+		}
+		if m.TimeUnixNano != 0 {
+			s += 1 + 8
+		}
+		if m.Count != 0 {
+			s += 1 + 8
+		}
+		if m.Sum != nil {
+			s += 1 + 8
+		}
+		if m.Scale != 0 {
+			s += 1 + protowire.SizeVarint(protowire.EncodeZigZag(int64(m.Scale)))
+		}
+		if m.ZeroCount != 0 {
+			s += 1 + 8
+		}
 		if m.Positive != nil {
 			s += lenField(8, e.sizeExponentialHistogramDataPointBuckets(m.Positive))
 		}
 		if m.Negative != nil {
 			s += lenField(9, e.sizeExponentialHistogramDataPointBuckets(m.Negative))
 		}
-		s += varintSize(10, uint64(m.Flags))
+		if m.Flags != 0 {
+			s += 1 + protowire.SizeVarint(uint64(m.Flags))
+		}
 		s += e.sizeExemplars(11, m.Exemplars)
-		s += optDoubleSize(12, m.Min)
-		s += optDoubleSize(13, m.Max)
-		s += doubleSize(14, m.ZeroThreshold)
+		if m.Min != nil {
+			s += 1 + 8
+		}
+		if m.Max != nil {
+			s += 1 + 8
+		}
+		if math.Float64bits(m.ZeroThreshold) != 0 {
+			s += 1 + 8
+		}
 		e.sizes[idx] = s
 		n += lenField(num, s)
 	}
@@ -747,12 +1011,30 @@ func (e *ProtoEncoder) appendExponentialHistogramDataPointsFlushing(dst []byte, 
 		dst = e.maybeFlush(dst)
 		dst = e.msg(dst, num)
 		dst = e.appendKeyValues(dst, 1, m.Attributes)
-		dst = appendFixed64(dst, 2, m.StartTimeUnixNano)
-		dst = appendFixed64(dst, 3, m.TimeUnixNano)
-		dst = appendFixed64(dst, 4, m.Count)
-		dst = appendOptDouble(dst, 5, m.Sum)
-		dst = appendVarint(dst, 6, protowire.EncodeZigZag(int64(m.Scale)))
-		dst = appendFixed64(dst, 7, m.ZeroCount)
+		if m.StartTimeUnixNano != 0 {
+			dst = appendTag(dst, 2, protowire.Fixed64Type)
+			dst = protowire.AppendFixed64(dst, uint64(m.StartTimeUnixNano))
+		}
+		if m.TimeUnixNano != 0 {
+			dst = appendTag(dst, 3, protowire.Fixed64Type)
+			dst = protowire.AppendFixed64(dst, uint64(m.TimeUnixNano))
+		}
+		if m.Count != 0 {
+			dst = appendTag(dst, 4, protowire.Fixed64Type)
+			dst = protowire.AppendFixed64(dst, uint64(m.Count))
+		}
+		if m.Sum != nil {
+			dst = appendTag(dst, 5, protowire.Fixed64Type)
+			dst = protowire.AppendFixed64(dst, math.Float64bits(*m.Sum))
+		}
+		if m.Scale != 0 {
+			dst = appendTag(dst, 6, protowire.VarintType)
+			dst = appendUvarint(dst, protowire.EncodeZigZag(int64(m.Scale)))
+		}
+		if m.ZeroCount != 0 {
+			dst = appendTag(dst, 7, protowire.Fixed64Type)
+			dst = protowire.AppendFixed64(dst, uint64(m.ZeroCount))
+		}
 		if m.Positive != nil {
 			dst = e.msg(dst, 8)
 			dst = e.appendExponentialHistogramDataPointBuckets(dst, m.Positive)
@@ -761,11 +1043,23 @@ func (e *ProtoEncoder) appendExponentialHistogramDataPointsFlushing(dst []byte, 
 			dst = e.msg(dst, 9)
 			dst = e.appendExponentialHistogramDataPointBuckets(dst, m.Negative)
 		}
-		dst = appendVarint(dst, 10, uint64(m.Flags))
+		if m.Flags != 0 {
+			dst = appendTag(dst, 10, protowire.VarintType)
+			dst = appendUvarint(dst, uint64(m.Flags))
+		}
 		dst = e.appendExemplars(dst, 11, m.Exemplars)
-		dst = appendOptDouble(dst, 12, m.Min)
-		dst = appendOptDouble(dst, 13, m.Max)
-		dst = appendDouble(dst, 14, m.ZeroThreshold)
+		if m.Min != nil {
+			dst = appendTag(dst, 12, protowire.Fixed64Type)
+			dst = protowire.AppendFixed64(dst, math.Float64bits(*m.Min))
+		}
+		if m.Max != nil {
+			dst = appendTag(dst, 13, protowire.Fixed64Type)
+			dst = protowire.AppendFixed64(dst, math.Float64bits(*m.Max))
+		}
+		if math.Float64bits(m.ZeroThreshold) != 0 {
+			dst = appendTag(dst, 14, protowire.Fixed64Type)
+			dst = protowire.AppendFixed64(dst, math.Float64bits(m.ZeroThreshold))
+		}
 	}
 	return dst
 }
@@ -775,10 +1069,18 @@ func (e *ProtoEncoder) sizeHistogramDataPointsFlushing(num protowire.Number, xs 
 	for _, m := range xs {
 		idx := e.mark()
 		s := 0
-		s += fixed64Size(2, m.StartTimeUnixNano)
-		s += fixed64Size(3, m.TimeUnixNano)
-		s += fixed64Size(4, m.Count)
-		s += optDoubleSize(5, m.Sum)
+		if m.StartTimeUnixNano != 0 {
+			s += 1 + 8
+		}
+		if m.TimeUnixNano != 0 {
+			s += 1 + 8
+		}
+		if m.Count != 0 {
+			s += 1 + 8
+		}
+		if m.Sum != nil {
+			s += 1 + 8
+		}
 		if len(m.BucketCounts) > 0 {
 			s += lenField(6, 8*len(m.BucketCounts))
 		}
@@ -787,9 +1089,15 @@ func (e *ProtoEncoder) sizeHistogramDataPointsFlushing(num protowire.Number, xs 
 		}
 		s += e.sizeExemplars(8, m.Exemplars)
 		s += e.sizePointAttrs(9, m.Attributes)
-		s += varintSize(10, uint64(m.Flags))
-		s += optDoubleSize(11, m.Min)
-		s += optDoubleSize(12, m.Max)
+		if m.Flags != 0 {
+			s += 1 + protowire.SizeVarint(uint64(m.Flags))
+		}
+		if m.Min != nil {
+			s += 1 + 8
+		}
+		if m.Max != nil {
+			s += 1 + 8
+		}
 		e.sizes[idx] = s
 		n += lenField(num, s)
 	}
@@ -800,10 +1108,22 @@ func (e *ProtoEncoder) appendHistogramDataPointsFlushing(dst []byte, num protowi
 	for _, m := range xs {
 		dst = e.maybeFlush(dst)
 		dst = e.msg(dst, num)
-		dst = appendFixed64(dst, 2, m.StartTimeUnixNano)
-		dst = appendFixed64(dst, 3, m.TimeUnixNano)
-		dst = appendFixed64(dst, 4, m.Count)
-		dst = appendOptDouble(dst, 5, m.Sum)
+		if m.StartTimeUnixNano != 0 {
+			dst = appendTag(dst, 2, protowire.Fixed64Type)
+			dst = protowire.AppendFixed64(dst, uint64(m.StartTimeUnixNano))
+		}
+		if m.TimeUnixNano != 0 {
+			dst = appendTag(dst, 3, protowire.Fixed64Type)
+			dst = protowire.AppendFixed64(dst, uint64(m.TimeUnixNano))
+		}
+		if m.Count != 0 {
+			dst = appendTag(dst, 4, protowire.Fixed64Type)
+			dst = protowire.AppendFixed64(dst, uint64(m.Count))
+		}
+		if m.Sum != nil {
+			dst = appendTag(dst, 5, protowire.Fixed64Type)
+			dst = protowire.AppendFixed64(dst, math.Float64bits(*m.Sum))
+		}
 		if len(m.BucketCounts) > 0 {
 			dst = appendTag(dst, 6, protowire.BytesType)
 			dst = appendUvarint(dst, uint64(8*len(m.BucketCounts)))
@@ -820,9 +1140,18 @@ func (e *ProtoEncoder) appendHistogramDataPointsFlushing(dst []byte, num protowi
 		}
 		dst = e.appendExemplars(dst, 8, m.Exemplars)
 		dst = e.appendPointAttrs(dst, 9, m.Attributes)
-		dst = appendVarint(dst, 10, uint64(m.Flags))
-		dst = appendOptDouble(dst, 11, m.Min)
-		dst = appendOptDouble(dst, 12, m.Max)
+		if m.Flags != 0 {
+			dst = appendTag(dst, 10, protowire.VarintType)
+			dst = appendUvarint(dst, uint64(m.Flags))
+		}
+		if m.Min != nil {
+			dst = appendTag(dst, 11, protowire.Fixed64Type)
+			dst = protowire.AppendFixed64(dst, math.Float64bits(*m.Min))
+		}
+		if m.Max != nil {
+			dst = appendTag(dst, 12, protowire.Fixed64Type)
+			dst = protowire.AppendFixed64(dst, math.Float64bits(*m.Max))
+		}
 	}
 	return dst
 }
@@ -832,8 +1161,12 @@ func (e *ProtoEncoder) sizeNumberDataPointsFlushing(num protowire.Number, xs []*
 	for _, m := range xs {
 		idx := e.mark()
 		s := 0
-		s += fixed64Size(2, m.StartTimeUnixNano)
-		s += fixed64Size(3, m.TimeUnixNano)
+		if m.StartTimeUnixNano != 0 {
+			s += 1 + 8
+		}
+		if m.TimeUnixNano != 0 {
+			s += 1 + 8
+		}
 		switch m.Value.(type) {
 		case *metricspb.NumberDataPoint_AsDouble:
 			s += 1 + 8
@@ -842,7 +1175,9 @@ func (e *ProtoEncoder) sizeNumberDataPointsFlushing(num protowire.Number, xs []*
 		}
 		s += e.sizeExemplars(5, m.Exemplars)
 		s += e.sizePointAttrs(7, m.Attributes)
-		s += varintSize(8, uint64(m.Flags))
+		if m.Flags != 0 {
+			s += 1 + protowire.SizeVarint(uint64(m.Flags))
+		}
 		e.sizes[idx] = s
 		n += lenField(num, s)
 	}
@@ -853,8 +1188,14 @@ func (e *ProtoEncoder) appendNumberDataPointsFlushing(dst []byte, num protowire.
 	for _, m := range xs {
 		dst = e.maybeFlush(dst)
 		dst = e.msg(dst, num)
-		dst = appendFixed64(dst, 2, m.StartTimeUnixNano)
-		dst = appendFixed64(dst, 3, m.TimeUnixNano)
+		if m.StartTimeUnixNano != 0 {
+			dst = appendTag(dst, 2, protowire.Fixed64Type)
+			dst = protowire.AppendFixed64(dst, uint64(m.StartTimeUnixNano))
+		}
+		if m.TimeUnixNano != 0 {
+			dst = appendTag(dst, 3, protowire.Fixed64Type)
+			dst = protowire.AppendFixed64(dst, uint64(m.TimeUnixNano))
+		}
 		switch x := m.Value.(type) {
 		case *metricspb.NumberDataPoint_AsDouble:
 			dst = appendTag(dst, 4, protowire.Fixed64Type)
@@ -865,7 +1206,10 @@ func (e *ProtoEncoder) appendNumberDataPointsFlushing(dst []byte, num protowire.
 		}
 		dst = e.appendExemplars(dst, 5, m.Exemplars)
 		dst = e.appendPointAttrs(dst, 7, m.Attributes)
-		dst = appendVarint(dst, 8, uint64(m.Flags))
+		if m.Flags != 0 {
+			dst = appendTag(dst, 8, protowire.VarintType)
+			dst = appendUvarint(dst, uint64(m.Flags))
+		}
 	}
 	return dst
 }
@@ -875,10 +1219,16 @@ func (e *ProtoEncoder) sizeSpanEvents(num protowire.Number, xs []*tracepb.Span_E
 	for _, m := range xs {
 		idx := e.mark()
 		s := 0
-		s += fixed64Size(1, m.TimeUnixNano)
-		s += strSize(2, m.Name)
+		if m.TimeUnixNano != 0 {
+			s += 1 + 8
+		}
+		if len(m.Name) > 0 {
+			s += lenField(2, len(m.Name))
+		}
 		s += e.sizeKeyValues(3, m.Attributes)
-		s += varintSize(4, uint64(m.DroppedAttributesCount))
+		if m.DroppedAttributesCount != 0 {
+			s += 1 + protowire.SizeVarint(uint64(m.DroppedAttributesCount))
+		}
 		e.sizes[idx] = s
 		n += lenField(num, s)
 	}
@@ -888,10 +1238,20 @@ func (e *ProtoEncoder) sizeSpanEvents(num protowire.Number, xs []*tracepb.Span_E
 func (e *ProtoEncoder) appendSpanEvents(dst []byte, num protowire.Number, xs []*tracepb.Span_Event) []byte {
 	for _, m := range xs {
 		dst = e.msg(dst, num)
-		dst = appendFixed64(dst, 1, m.TimeUnixNano)
-		dst = appendStr(dst, 2, m.Name)
+		if m.TimeUnixNano != 0 {
+			dst = appendTag(dst, 1, protowire.Fixed64Type)
+			dst = protowire.AppendFixed64(dst, uint64(m.TimeUnixNano))
+		}
+		if len(m.Name) > 0 {
+			dst = appendTag(dst, 2, protowire.BytesType)
+			dst = appendUvarint(dst, uint64(len(m.Name)))
+			dst = append(dst, m.Name...)
+		}
 		dst = e.appendKeyValues(dst, 3, m.Attributes)
-		dst = appendVarint(dst, 4, uint64(m.DroppedAttributesCount))
+		if m.DroppedAttributesCount != 0 {
+			dst = appendTag(dst, 4, protowire.VarintType)
+			dst = appendUvarint(dst, uint64(m.DroppedAttributesCount))
+		}
 	}
 	return dst
 }
@@ -901,12 +1261,22 @@ func (e *ProtoEncoder) sizeSpanLinks(num protowire.Number, xs []*tracepb.Span_Li
 	for _, m := range xs {
 		idx := e.mark()
 		s := 0
-		s += bytesSize(1, m.TraceId)
-		s += bytesSize(2, m.SpanId)
-		s += strSize(3, m.TraceState)
+		if len(m.TraceId) > 0 {
+			s += lenField(1, len(m.TraceId))
+		}
+		if len(m.SpanId) > 0 {
+			s += lenField(2, len(m.SpanId))
+		}
+		if len(m.TraceState) > 0 {
+			s += lenField(3, len(m.TraceState))
+		}
 		s += e.sizeKeyValues(4, m.Attributes)
-		s += varintSize(5, uint64(m.DroppedAttributesCount))
-		s += fixed32Size(6, m.Flags)
+		if m.DroppedAttributesCount != 0 {
+			s += 1 + protowire.SizeVarint(uint64(m.DroppedAttributesCount))
+		}
+		if m.Flags != 0 {
+			s += 1 + 4
+		}
 		e.sizes[idx] = s
 		n += lenField(num, s)
 	}
@@ -916,12 +1286,30 @@ func (e *ProtoEncoder) sizeSpanLinks(num protowire.Number, xs []*tracepb.Span_Li
 func (e *ProtoEncoder) appendSpanLinks(dst []byte, num protowire.Number, xs []*tracepb.Span_Link) []byte {
 	for _, m := range xs {
 		dst = e.msg(dst, num)
-		dst = appendBytes(dst, 1, m.TraceId)
-		dst = appendBytes(dst, 2, m.SpanId)
-		dst = appendStr(dst, 3, m.TraceState)
+		if len(m.TraceId) > 0 {
+			dst = appendTag(dst, 1, protowire.BytesType)
+			dst = appendUvarint(dst, uint64(len(m.TraceId)))
+			dst = append(dst, m.TraceId...)
+		}
+		if len(m.SpanId) > 0 {
+			dst = appendTag(dst, 2, protowire.BytesType)
+			dst = appendUvarint(dst, uint64(len(m.SpanId)))
+			dst = append(dst, m.SpanId...)
+		}
+		if len(m.TraceState) > 0 {
+			dst = appendTag(dst, 3, protowire.BytesType)
+			dst = appendUvarint(dst, uint64(len(m.TraceState)))
+			dst = append(dst, m.TraceState...)
+		}
 		dst = e.appendKeyValues(dst, 4, m.Attributes)
-		dst = appendVarint(dst, 5, uint64(m.DroppedAttributesCount))
-		dst = appendFixed32(dst, 6, m.Flags)
+		if m.DroppedAttributesCount != 0 {
+			dst = appendTag(dst, 5, protowire.VarintType)
+			dst = appendUvarint(dst, uint64(m.DroppedAttributesCount))
+		}
+		if m.Flags != 0 {
+			dst = appendTag(dst, 6, protowire.Fixed32Type)
+			dst = protowire.AppendFixed32(dst, uint32(m.Flags))
+		}
 	}
 	return dst
 }
@@ -931,13 +1319,23 @@ func (e *ProtoEncoder) sizeSummaryDataPointsFlushing(num protowire.Number, xs []
 	for _, m := range xs {
 		idx := e.mark()
 		s := 0
-		s += fixed64Size(2, m.StartTimeUnixNano)
-		s += fixed64Size(3, m.TimeUnixNano)
-		s += fixed64Size(4, m.Count)
-		s += doubleSize(5, m.Sum)
+		if m.StartTimeUnixNano != 0 {
+			s += 1 + 8
+		}
+		if m.TimeUnixNano != 0 {
+			s += 1 + 8
+		}
+		if m.Count != 0 {
+			s += 1 + 8
+		}
+		if math.Float64bits(m.Sum) != 0 {
+			s += 1 + 8
+		}
 		s += e.sizeSummaryDataPointValueAtQuantiles(6, m.QuantileValues)
 		s += e.sizePointAttrs(7, m.Attributes)
-		s += varintSize(8, uint64(m.Flags))
+		if m.Flags != 0 {
+			s += 1 + protowire.SizeVarint(uint64(m.Flags))
+		}
 		e.sizes[idx] = s
 		n += lenField(num, s)
 	}
@@ -948,13 +1346,28 @@ func (e *ProtoEncoder) appendSummaryDataPointsFlushing(dst []byte, num protowire
 	for _, m := range xs {
 		dst = e.maybeFlush(dst)
 		dst = e.msg(dst, num)
-		dst = appendFixed64(dst, 2, m.StartTimeUnixNano)
-		dst = appendFixed64(dst, 3, m.TimeUnixNano)
-		dst = appendFixed64(dst, 4, m.Count)
-		dst = appendDouble(dst, 5, m.Sum)
+		if m.StartTimeUnixNano != 0 {
+			dst = appendTag(dst, 2, protowire.Fixed64Type)
+			dst = protowire.AppendFixed64(dst, uint64(m.StartTimeUnixNano))
+		}
+		if m.TimeUnixNano != 0 {
+			dst = appendTag(dst, 3, protowire.Fixed64Type)
+			dst = protowire.AppendFixed64(dst, uint64(m.TimeUnixNano))
+		}
+		if m.Count != 0 {
+			dst = appendTag(dst, 4, protowire.Fixed64Type)
+			dst = protowire.AppendFixed64(dst, uint64(m.Count))
+		}
+		if math.Float64bits(m.Sum) != 0 {
+			dst = appendTag(dst, 5, protowire.Fixed64Type)
+			dst = protowire.AppendFixed64(dst, math.Float64bits(m.Sum))
+		}
 		dst = e.appendSummaryDataPointValueAtQuantiles(dst, 6, m.QuantileValues)
 		dst = e.appendPointAttrs(dst, 7, m.Attributes)
-		dst = appendVarint(dst, 8, uint64(m.Flags))
+		if m.Flags != 0 {
+			dst = appendTag(dst, 8, protowire.VarintType)
+			dst = appendUvarint(dst, uint64(m.Flags))
+		}
 	}
 	return dst
 }
@@ -962,7 +1375,9 @@ func (e *ProtoEncoder) appendSummaryDataPointsFlushing(dst []byte, num protowire
 func (e *ProtoEncoder) sizeExponentialHistogramDataPointBuckets(m *metricspb.ExponentialHistogramDataPoint_Buckets) int {
 	idx := e.mark()
 	n := 0
-	n += varintSize(1, protowire.EncodeZigZag(int64(m.Offset)))
+	if m.Offset != 0 {
+		n += 1 + protowire.SizeVarint(protowire.EncodeZigZag(int64(m.Offset)))
+	}
 	if len(m.BucketCounts) > 0 {
 		p, pidx := 0, e.mark()
 		for _, y := range m.BucketCounts {
@@ -976,7 +1391,10 @@ func (e *ProtoEncoder) sizeExponentialHistogramDataPointBuckets(m *metricspb.Exp
 }
 
 func (e *ProtoEncoder) appendExponentialHistogramDataPointBuckets(dst []byte, m *metricspb.ExponentialHistogramDataPoint_Buckets) []byte {
-	dst = appendVarint(dst, 1, protowire.EncodeZigZag(int64(m.Offset)))
+	if m.Offset != 0 {
+		dst = appendTag(dst, 1, protowire.VarintType)
+		dst = appendUvarint(dst, protowire.EncodeZigZag(int64(m.Offset)))
+	}
 	if len(m.BucketCounts) > 0 {
 		dst = e.msg(dst, 2)
 		for _, y := range m.BucketCounts {
@@ -991,15 +1409,21 @@ func (e *ProtoEncoder) sizeExemplars(num protowire.Number, xs []*metricspb.Exemp
 	for _, m := range xs {
 		idx := e.mark()
 		s := 0
-		s += fixed64Size(2, m.TimeUnixNano)
+		if m.TimeUnixNano != 0 {
+			s += 1 + 8
+		}
 		switch m.Value.(type) {
 		case *metricspb.Exemplar_AsDouble:
 			s += 1 + 8
 		case *metricspb.Exemplar_AsInt:
 			s += 1 + 8
 		}
-		s += bytesSize(4, m.SpanId)
-		s += bytesSize(5, m.TraceId)
+		if len(m.SpanId) > 0 {
+			s += lenField(4, len(m.SpanId))
+		}
+		if len(m.TraceId) > 0 {
+			s += lenField(5, len(m.TraceId))
+		}
 		s += e.sizeKeyValues(7, m.FilteredAttributes)
 		e.sizes[idx] = s
 		n += lenField(num, s)
@@ -1010,7 +1434,10 @@ func (e *ProtoEncoder) sizeExemplars(num protowire.Number, xs []*metricspb.Exemp
 func (e *ProtoEncoder) appendExemplars(dst []byte, num protowire.Number, xs []*metricspb.Exemplar) []byte {
 	for _, m := range xs {
 		dst = e.msg(dst, num)
-		dst = appendFixed64(dst, 2, m.TimeUnixNano)
+		if m.TimeUnixNano != 0 {
+			dst = appendTag(dst, 2, protowire.Fixed64Type)
+			dst = protowire.AppendFixed64(dst, uint64(m.TimeUnixNano))
+		}
 		switch x := m.Value.(type) {
 		case *metricspb.Exemplar_AsDouble:
 			dst = appendTag(dst, 3, protowire.Fixed64Type)
@@ -1019,8 +1446,16 @@ func (e *ProtoEncoder) appendExemplars(dst []byte, num protowire.Number, xs []*m
 			dst = appendTag(dst, 6, protowire.Fixed64Type)
 			dst = protowire.AppendFixed64(dst, uint64(x.AsInt))
 		}
-		dst = appendBytes(dst, 4, m.SpanId)
-		dst = appendBytes(dst, 5, m.TraceId)
+		if len(m.SpanId) > 0 {
+			dst = appendTag(dst, 4, protowire.BytesType)
+			dst = appendUvarint(dst, uint64(len(m.SpanId)))
+			dst = append(dst, m.SpanId...)
+		}
+		if len(m.TraceId) > 0 {
+			dst = appendTag(dst, 5, protowire.BytesType)
+			dst = appendUvarint(dst, uint64(len(m.TraceId)))
+			dst = append(dst, m.TraceId...)
+		}
 		dst = e.appendKeyValues(dst, 7, m.FilteredAttributes)
 	}
 	return dst
@@ -1030,8 +1465,12 @@ func (e *ProtoEncoder) sizeSummaryDataPointValueAtQuantiles(num protowire.Number
 	n := 0
 	for _, m := range xs {
 		s := 0
-		s += doubleSize(1, m.Quantile)
-		s += doubleSize(2, m.Value)
+		if math.Float64bits(m.Quantile) != 0 {
+			s += 1 + 8
+		}
+		if math.Float64bits(m.Value) != 0 {
+			s += 1 + 8
+		}
 		n += lenField(num, s)
 	}
 	return n
@@ -1041,21 +1480,37 @@ func (e *ProtoEncoder) appendSummaryDataPointValueAtQuantiles(dst []byte, num pr
 	for _, m := range xs {
 		dst = appendTag(dst, num, protowire.BytesType)
 		dst = appendUvarint(dst, uint64(e.sizeSummaryDataPointValueAtQuantile(m)))
-		dst = appendDouble(dst, 1, m.Quantile)
-		dst = appendDouble(dst, 2, m.Value)
+		if math.Float64bits(m.Quantile) != 0 {
+			dst = appendTag(dst, 1, protowire.Fixed64Type)
+			dst = protowire.AppendFixed64(dst, math.Float64bits(m.Quantile))
+		}
+		if math.Float64bits(m.Value) != 0 {
+			dst = appendTag(dst, 2, protowire.Fixed64Type)
+			dst = protowire.AppendFixed64(dst, math.Float64bits(m.Value))
+		}
 	}
 	return dst
 }
 
 func (e *ProtoEncoder) sizeSummaryDataPointValueAtQuantile(m *metricspb.SummaryDataPoint_ValueAtQuantile) int {
 	n := 0
-	n += doubleSize(1, m.Quantile)
-	n += doubleSize(2, m.Value)
+	if math.Float64bits(m.Quantile) != 0 {
+		n += 1 + 8
+	}
+	if math.Float64bits(m.Value) != 0 {
+		n += 1 + 8
+	}
 	return n
 }
 
 func (e *ProtoEncoder) appendSummaryDataPointValueAtQuantile(dst []byte, m *metricspb.SummaryDataPoint_ValueAtQuantile) []byte {
-	dst = appendDouble(dst, 1, m.Quantile)
-	dst = appendDouble(dst, 2, m.Value)
+	if math.Float64bits(m.Quantile) != 0 {
+		dst = appendTag(dst, 1, protowire.Fixed64Type)
+		dst = protowire.AppendFixed64(dst, math.Float64bits(m.Quantile))
+	}
+	if math.Float64bits(m.Value) != 0 {
+		dst = appendTag(dst, 2, protowire.Fixed64Type)
+		dst = protowire.AppendFixed64(dst, math.Float64bits(m.Value))
+	}
 	return dst
 }

@@ -104,54 +104,6 @@ func fieldBase64(b []byte, first *bool, name string, v []byte) []byte {
 	return appendBase64(b, v)
 }
 
-// fieldUint64s writes a list of 64-bit integers as decimal strings.
-func fieldUint64s(b []byte, first *bool, name string, vs []uint64) []byte {
-	if len(vs) == 0 {
-		return b
-	}
-	b = key(b, first, name)
-	b = append(b, '[')
-	for i, v := range vs {
-		if i > 0 {
-			b = append(b, ',')
-		}
-		b = append(b, '"')
-		b = strconv.AppendUint(b, v, 10)
-		b = append(b, '"')
-	}
-	return append(b, ']')
-}
-
-func fieldDoubles(b []byte, first *bool, name string, vs []float64) []byte {
-	if len(vs) == 0 {
-		return b
-	}
-	b = key(b, first, name)
-	b = append(b, '[')
-	for i, v := range vs {
-		if i > 0 {
-			b = append(b, ',')
-		}
-		b = appendFloat(b, v)
-	}
-	return append(b, ']')
-}
-
-func fieldStrings(b []byte, first *bool, name string, vs []string) []byte {
-	if len(vs) == 0 {
-		return b
-	}
-	b = key(b, first, name)
-	b = append(b, '[')
-	for i, v := range vs {
-		if i > 0 {
-			b = append(b, ',')
-		}
-		b = appendString(b, v)
-	}
-	return append(b, ']')
-}
-
 func fieldHex(b []byte, first *bool, name string, id []byte) []byte {
 	if len(id) == 0 {
 		return b

@@ -1,8 +1,6 @@
 package otlpwire
 
 import (
-	"math"
-
 	"github.com/otelstep/otelstep/pipeline"
 	commonpb "go.opentelemetry.io/proto/otlp/common/v1"
 	metricspb "go.opentelemetry.io/proto/otlp/metrics/v1"
@@ -177,7 +175,7 @@ func (e *ProtoEncoder) storedKeyValues(num protowire.Number, kvs []*commonpb.Key
 	return set.StoreProto(int32(num), e.scratch)
 }
 
-// ---- primitives: a field's size and its append, zero values left out ----
+// ---- primitives (the generated code writes each field by its kind) ----
 
 // appendUvarint is protowire.AppendVarint with the one-byte case, most
 // lengths, inlined.
@@ -200,125 +198,4 @@ func appendTag(dst []byte, num protowire.Number, typ protowire.Type) []byte {
 // lenField is the size of a length-delimited field of n bytes.
 func lenField(num protowire.Number, n int) int {
 	return protowire.SizeTag(num) + protowire.SizeBytes(n)
-}
-
-func strSize(num protowire.Number, s string) int {
-	if s == "" {
-		return 0
-	}
-	return lenField(num, len(s))
-}
-
-func appendStr(dst []byte, num protowire.Number, s string) []byte {
-	if s == "" {
-		return dst
-	}
-	dst = appendTag(dst, num, protowire.BytesType)
-	return append(appendUvarint(dst, uint64(len(s))), s...)
-}
-
-func bytesSize(num protowire.Number, b []byte) int {
-	if len(b) == 0 {
-		return 0
-	}
-	return lenField(num, len(b))
-}
-
-func appendBytes(dst []byte, num protowire.Number, b []byte) []byte {
-	if len(b) == 0 {
-		return dst
-	}
-	dst = appendTag(dst, num, protowire.BytesType)
-	return append(appendUvarint(dst, uint64(len(b))), b...)
-}
-
-func varintSize(num protowire.Number, v uint64) int {
-	if v == 0 {
-		return 0
-	}
-	return protowire.SizeTag(num) + protowire.SizeVarint(v)
-}
-
-func appendVarint(dst []byte, num protowire.Number, v uint64) []byte {
-	if v == 0 {
-		return dst
-	}
-	dst = appendTag(dst, num, protowire.VarintType)
-	return appendUvarint(dst, v)
-}
-
-// int32Size and appendInt32 are for an int32 or enum field: a varint of
-// the value sign-extended to 64 bits, as protobuf encodes it.
-func int32Size(num protowire.Number, v int32) int { return varintSize(num, uint64(int64(v))) }
-
-func appendInt32(dst []byte, num protowire.Number, v int32) []byte {
-	return appendVarint(dst, num, uint64(int64(v)))
-}
-
-func boolSize(num protowire.Number, v bool) int {
-	if !v {
-		return 0
-	}
-	return protowire.SizeTag(num) + 1
-}
-
-func appendBool(dst []byte, num protowire.Number, v bool) []byte {
-	if !v {
-		return dst
-	}
-	return append(appendTag(dst, num, protowire.VarintType), 1)
-}
-
-func fixed32Size(num protowire.Number, v uint32) int {
-	if v == 0 {
-		return 0
-	}
-	return protowire.SizeTag(num) + 4
-}
-
-func appendFixed32(dst []byte, num protowire.Number, v uint32) []byte {
-	if v == 0 {
-		return dst
-	}
-	dst = appendTag(dst, num, protowire.Fixed32Type)
-	return protowire.AppendFixed32(dst, v)
-}
-
-func fixed64Size(num protowire.Number, v uint64) int {
-	if v == 0 {
-		return 0
-	}
-	return protowire.SizeTag(num) + 8
-}
-
-func appendFixed64(dst []byte, num protowire.Number, v uint64) []byte {
-	if v == 0 {
-		return dst
-	}
-	dst = appendTag(dst, num, protowire.Fixed64Type)
-	return protowire.AppendFixed64(dst, v)
-}
-
-// doubleSize and appendDouble leave out +0 only: -0 has a bit set.
-func doubleSize(num protowire.Number, v float64) int { return fixed64Size(num, math.Float64bits(v)) }
-
-func appendDouble(dst []byte, num protowire.Number, v float64) []byte {
-	return appendFixed64(dst, num, math.Float64bits(v))
-}
-
-// optDoubleSize and appendOptDouble are for a proto3 optional double:
-// written when set, even to zero.
-func optDoubleSize(num protowire.Number, v *float64) int {
-	if v == nil {
-		return 0
-	}
-	return protowire.SizeTag(num) + 8
-}
-
-func appendOptDouble(dst []byte, num protowire.Number, v *float64) []byte {
-	if v == nil {
-		return dst
-	}
-	dst = appendTag(dst, num, protowire.Fixed64Type)
-	return protowire.AppendFixed64(dst, math.Float64bits(*v))
 }

@@ -517,43 +517,27 @@ func (g *encGen) protoMsgHead(m *encMsg, num, v string) {
 	g.p("dst = appendUvarint(dst, uint64(e.size%s(%s)))", g.single(m), v)
 }
 
-// scalar returns the size and append helpers of a non-repeated scalar
-// field, and the value converted to their argument's type.
-func encScalar(f *encField, v string) (size, app, arg string) {
-	switch f.Kind {
-	case protoreflect.StringKind:
-		return "strSize", "appendStr", v
-	case protoreflect.BytesKind:
-		return "bytesSize", "appendBytes", v
-	case protoreflect.BoolKind:
-		return "boolSize", "appendBool", v
-	case protoreflect.EnumKind, protoreflect.Int32Kind:
-		return "int32Size", "appendInt32", "int32(" + v + ")"
-	case protoreflect.Int64Kind, protoreflect.Uint32Kind:
-		return "varintSize", "appendVarint", "uint64(" + v + ")"
-	case protoreflect.Uint64Kind:
-		return "varintSize", "appendVarint", v
-	case protoreflect.Sint32Kind, protoreflect.Sint64Kind:
-		return "varintSize", "appendVarint", "protowire.EncodeZigZag(int64(" + v + "))"
-	case protoreflect.Fixed32Kind:
-		return "fixed32Size", "appendFixed32", v
-	case protoreflect.Sfixed32Kind:
-		return "fixed32Size", "appendFixed32", "uint32(" + v + ")"
-	case protoreflect.Fixed64Kind:
-		return "fixed64Size", "appendFixed64", v
-	case protoreflect.Sfixed64Kind:
-		return "fixed64Size", "appendFixed64", "uint64(" + v + ")"
-	case protoreflect.DoubleKind:
-		if f.opt {
-			return "optDoubleSize", "appendOptDouble", v
-		}
-		return "doubleSize", "appendDouble", v
+// encPresent is the test that a scalar field x is written (proto3 leaves
+// out zero values; a double's +0 only, since -0 has a bit set; an optional
+// one when set, even to zero) and the value to write when it is.
+func encPresent(f *encField, x string) (cond, v string) {
+	switch {
+	case f.opt:
+		return x + " != nil", "*" + x
+	case f.Kind == protoreflect.StringKind, f.Kind == protoreflect.BytesKind:
+		return "len(" + x + ") > 0", x
+	case f.Kind == protoreflect.BoolKind:
+		return x, x
+	case f.Kind == protoreflect.DoubleKind:
+		return "math.Float64bits(" + x + ") != 0", x
 	}
-	panic("encCheckKind let " + f.Kind.String() + " through")
+	return x + " != 0", x
 }
 
-// oneofValue returns the size of a set oneof member's value v (written even
-// when zero) and the statements appending it.
+// encOneofValue returns the size of a value v of f's kind and the statements
+// appending it: of a set oneof member (written even when zero), and of any
+// other scalar field once encPresent says it is written. The one rule per
+// kind, so no two places write a kind differently.
 func encOneofValue(f *encField, v string) (size string, app []string) {
 	t := encTagSize(f.Number)
 	tag := func(typ string) string { return fmt.Sprintf("dst = appendTag(dst, %d, protowire.%s)", f.Number, typ) }
@@ -640,8 +624,11 @@ func (g *encGen) protoSizeBody(m *encMsg, v, acc string) {
 				g.p("}")
 			}
 		default:
-			size, _, arg := encScalar(f, x)
-			g.p("%s += %s(%d, %s)", acc, size, f.Number, arg)
+			cond, y := encPresent(f, x)
+			size, _ := encOneofValue(f, y)
+			g.p("if %s {", cond)
+			g.p("%s += %s", acc, size)
+			g.p("}")
 		}
 	}
 }
@@ -711,8 +698,13 @@ func (g *encGen) protoAppendBody(m *encMsg, v string) {
 				g.p("}")
 			}
 		default:
-			_, app, arg := encScalar(f, x)
-			g.p("dst = %s(dst, %d, %s)", app, f.Number, arg)
+			cond, y := encPresent(f, x)
+			_, app := encOneofValue(f, y)
+			g.p("if %s {", cond)
+			for _, s := range app {
+				g.p("%s", s)
+			}
+			g.p("}")
 		}
 	}
 }
@@ -827,14 +819,17 @@ func (g *encGen) jsonBody(m *encMsg) []byte {
 			g.p("b = append%s(b, %s%s)", sub.name, x, g.args(sub))
 			g.p("}")
 		case f.Repeated:
-			switch f.Kind {
-			case protoreflect.Fixed64Kind, protoreflect.Uint64Kind:
-				g.p("b = fieldUint64s(b, &first, %q, %s)", f.JSONName, x)
-			case protoreflect.DoubleKind:
-				g.p("b = fieldDoubles(b, &first, %q, %s)", f.JSONName, x)
-			case protoreflect.StringKind:
-				g.p("b = fieldStrings(b, &first, %q, %s)", f.JSONName, x)
-			}
+			g.p("if len(%s) > 0 {", x)
+			key(f.JSONName)
+			g.p("b = append(b, '[')")
+			g.p("for i, y := range %s {", x)
+			g.p("if i > 0 {")
+			g.p("b = append(b, ',')")
+			g.p("}")
+			g.jsonOneofValue(f, "y")
+			g.p("}")
+			g.p("b = append(b, ']')")
+			g.p("}")
 		case f.c.PointTime > 0:
 			g.p("if %s != 0 {", x)
 			key(f.JSONName)
@@ -906,7 +901,8 @@ func encJSONArg(f *encField, x string) string {
 	return x
 }
 
-// jsonOneofValue writes the value v of a set oneof member, even a zero one.
+// jsonOneofValue writes a value v of f's kind: of a set oneof member (even
+// a zero one), or of a list's element.
 func (g *encGen) jsonOneofValue(f *encField, v string) {
 	switch f.Kind {
 	case protoreflect.StringKind:

@@ -16,7 +16,8 @@
 //   - The protobuf decoder's per-message code, its validators and record
 //     checks are generated (generated_proto_decode.go,
 //     generated_proto_validate.go), and so is the OTLP/JSON decoder's
-//     (generated_json_decode.go).
+//     (generated_json_decode.go). Each signal's entry points below are
+//     generated from its export request (generated_api.go).
 //   - Protobuf encoding (proto_encode.go, generated_proto_encode.go):
 //     ProtoEncoder appends an export request of any signal to a
 //     caller-owned buffer; every field in field-number order, as

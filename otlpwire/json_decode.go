@@ -1,13 +1,5 @@
 package otlpwire
 
-import (
-	"fmt"
-
-	collogspb "go.opentelemetry.io/proto/otlp/collector/logs/v1"
-	colmetricspb "go.opentelemetry.io/proto/otlp/collector/metrics/v1"
-	coltracepb "go.opentelemetry.io/proto/otlp/collector/trace/v1"
-)
-
 // The decoders are written out per message rather than driven by protobuf
 // reflection: protojson spends most of its time in reflection and
 // allocation. The per-message code is generated from the OTLP descriptors
@@ -18,46 +10,11 @@ import (
 // (json_scan*.go). What is written by hand is that, the member loop below,
 // the pools (json_decode_pool.go) and the fast paths (json_decode_fast.go).
 
-// DecodeMetrics parses an OTLP/JSON ExportMetricsServiceRequest as the spec
-// and the OpenTelemetry Collector write it: hex trace and span ids, camelCase
-// or snake_case field names, 64-bit integers as strings or numbers, enums as
-// integers or names (a name the enum does not have is an error, as in the
-// collector). Unknown fields are ignored.
-func DecodeMetrics(data []byte) (*colmetricspb.ExportMetricsServiceRequest, error) {
-	req := &colmetricspb.ExportMetricsServiceRequest{}
-	d := newDecoder(data)
-	if err := d.document(func() error { return d.decodeExportMetricsServiceRequest(req) }); err != nil {
-		return nil, fmt.Errorf("otlpwire: decode OTLP/JSON metrics: %w", err)
-	}
-	return req, nil
-}
-
-// DecodeTraces parses an OTLP/JSON ExportTraceServiceRequest; see DecodeMetrics.
-func DecodeTraces(data []byte) (*coltracepb.ExportTraceServiceRequest, error) {
-	req := &coltracepb.ExportTraceServiceRequest{}
-	d := newDecoder(data)
-	if err := d.document(func() error { return d.decodeExportTraceServiceRequest(req) }); err != nil {
-		return nil, fmt.Errorf("otlpwire: decode OTLP/JSON traces: %w", err)
-	}
-	return req, nil
-}
-
-// DecodeLogs parses an OTLP/JSON ExportLogsServiceRequest; see DecodeMetrics.
-func DecodeLogs(data []byte) (*collogspb.ExportLogsServiceRequest, error) {
-	req := &collogspb.ExportLogsServiceRequest{}
-	d := newDecoder(data)
-	if err := d.document(func() error { return d.decodeExportLogsServiceRequest(req) }); err != nil {
-		return nil, fmt.Errorf("otlpwire: decode OTLP/JSON logs: %w", err)
-	}
-	return req, nil
-}
-
-func newDecoder(data []byte) *jsonDecoder {
-	return &jsonDecoder{b: data}
-}
-
 // document decodes the whole input as one value with decode: whitespace
-// around it is allowed, anything else after it is an error.
+// around it is allowed, anything else after it is an error. (Each signal's
+// entry point, DecodeTraces and the others in generated_api.go, calls it
+// with its request's decode method, directly: called through a function
+// value, the decoder would escape to the heap.)
 func (d *jsonDecoder) document(decode func() error) error {
 	d.skipWS()
 	if err := decode(); err != nil {

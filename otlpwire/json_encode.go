@@ -7,14 +7,14 @@ import (
 
 	"github.com/otelstep/otelstep/pipeline"
 	commonpb "go.opentelemetry.io/proto/otlp/common/v1"
-	metricspb "go.opentelemetry.io/proto/otlp/metrics/v1"
 )
 
 // The writers of each message (generated_json_encode.go) write fields in
 // .proto declaration order, as protojson does, omit proto3 zero values, nil
 // messages and empty lists, and always write the member of a oneof that is
-// set (even when it holds a zero value). What is written by hand: the API,
-// the writer's state (pointWriter), the field helpers and primitives
+// set (even when it holds a zero value); the entry points of each signal
+// are generated too (generated_api.go). What is written by hand: the
+// writer's state (pointWriter), the field helpers and primitives
 // (json_encode_values.go), and the primitives of the items kept as records
 // (json_encode_records.go; their writers are generated too,
 // generated_json_records.go).
@@ -22,12 +22,6 @@ import (
 // Every helper appends to b and returns the extended slice. Commas are
 // handled with a "first" flag per object: field helpers write a leading comma
 // unless they are the first field written.
-
-// AppendMetrics appends the OTLP/JSON encoding of an ExportMetricsServiceRequest holding rms to dst (no trailing newline).
-// Resource attributes whose key equals any of skipResourceKeys are left out (used to keep the Authorization token off disk).
-func AppendMetrics(dst []byte, rms []*metricspb.ResourceMetrics, skipResourceKeys ...string) []byte {
-	return appendExportMetricsServiceRequest(dst, rms, skipResourceKeys, &pointWriter{})
-}
 
 // MetricsEncoder is AppendMetrics reusing the OTLP/JSON of data-point
 // attributes (and metrics' metadata) that are a shared set's
@@ -53,13 +47,6 @@ type MetricsEncoder struct {
 	// JSON, which held whole grew the JSONL sink's buffer at every scrape.
 	Flush   func(b []byte) []byte
 	FlushAt int
-}
-
-// AppendMetrics appends the OTLP/JSON encoding of an
-// ExportMetricsServiceRequest holding rms to dst, as the package-level
-// AppendMetrics does.
-func (e *MetricsEncoder) AppendMetrics(dst []byte, rms []*metricspb.ResourceMetrics, skipResourceKeys ...string) []byte {
-	return appendExportMetricsServiceRequest(dst, rms, skipResourceKeys, e.pointWriter())
 }
 
 // pointWriter returns a pointWriter using e's sets and Flush.
@@ -114,53 +101,8 @@ func (t *timeDigits) append(b []byte, v uint64) []byte {
 // megabytes through a buffer of a few hundred kilobytes. (A request with no
 // resources is "{}".)
 
-// RequestStart returns how the OTLP/JSON of a non-empty export request of
-// signal s begins, or "" for an unknown signal.
-func RequestStart(s pipeline.Signal) string {
-	switch s {
-	case pipeline.Metrics:
-		return `{"resourceMetrics":[`
-	case pipeline.Traces:
-		return `{"resourceSpans":[`
-	case pipeline.Logs:
-		return `{"resourceLogs":[`
-	}
-	return ""
-}
-
 // RequestEnd is how the OTLP/JSON of a non-empty export request ends.
 const RequestEnd = "]}"
-
-// AppendResourceMetrics appends the OTLP/JSON encoding of one
-// ResourceMetrics, as an element of a request's list (see RequestStart),
-// reusing the encodings stored with shared sets as e.AppendMetrics does.
-func (e *MetricsEncoder) AppendResourceMetrics(dst []byte, rm *metricspb.ResourceMetrics, skipResourceKeys ...string) []byte {
-	return appendResourceMetrics(dst, rm, skipResourceKeys, e.pointWriter())
-}
-
-// AppendResourceSpans appends the OTLP/JSON encoding of one ResourceSpans,
-// as an element of a request's list (see RequestStart).
-func AppendResourceSpans(dst []byte, rs *pipeline.ResourceSpans, skipResourceKeys ...string) []byte {
-	return appendResourceSpans(dst, rs, skipResourceKeys)
-}
-
-// AppendResourceLogs appends the OTLP/JSON encoding of one ResourceLogs, as
-// an element of a request's list (see RequestStart).
-func AppendResourceLogs(dst []byte, rl *pipeline.ResourceLogs, skipResourceKeys ...string) []byte {
-	return appendResourceLogs(dst, rl, skipResourceKeys)
-}
-
-// AppendTraces appends the OTLP/JSON encoding of an ExportTraceServiceRequest holding rss to dst (no trailing newline).
-// Resource attributes whose key equals any of skipResourceKeys are left out.
-func AppendTraces(dst []byte, rss []*pipeline.ResourceSpans, skipResourceKeys ...string) []byte {
-	return appendExportTraceServiceRequest(dst, rss, skipResourceKeys)
-}
-
-// AppendLogs appends the OTLP/JSON encoding of an ExportLogsServiceRequest holding rls to dst (no trailing newline).
-// Resource attributes whose key equals any of skipResourceKeys are left out.
-func AppendLogs(dst []byte, rls []*pipeline.ResourceLogs, skipResourceKeys ...string) []byte {
-	return appendExportLogsServiceRequest(dst, rls, skipResourceKeys)
-}
 
 // ---- common ----
 

@@ -10,8 +10,6 @@ import (
 	"unicode/utf8"
 	"unsafe"
 
-	"github.com/otelstep/otelstep/pipeline"
-	metricspb "go.opentelemetry.io/proto/otlp/metrics/v1"
 	"google.golang.org/protobuf/encoding/protowire"
 )
 
@@ -137,25 +135,6 @@ func (e *DecodeError) done() *DecodeError {
 	}
 	e.Path, e.segs = strings.Join(names, "."), nil
 	return e
-}
-
-// DecodeTracesOwned decodes a protobuf ExportTraceServiceRequest without
-// copying it: the caller hands buf over, and neither it nor anyone else may
-// modify buf afterwards (the result's strings and ids point into it).
-// UnmarshalRequest is the copying form.
-func DecodeTracesOwned(buf []byte) ([]*pipeline.ResourceSpans, error) {
-	return decodeOwned(buf, (*decoder).traces)
-}
-
-// DecodeLogsOwned decodes an ExportLogsServiceRequest; see DecodeTracesOwned.
-func DecodeLogsOwned(buf []byte) ([]*pipeline.ResourceLogs, error) {
-	return decodeOwned(buf, (*decoder).logs)
-}
-
-// DecodeMetricsOwned decodes an ExportMetricsServiceRequest; see
-// DecodeTracesOwned.
-func DecodeMetricsOwned(buf []byte) ([]*metricspb.ResourceMetrics, error) {
-	return decodeOwned(buf, (*decoder).metrics)
 }
 
 // decodeOwned runs one request's decode with a pooled decoder.

@@ -3,7 +3,6 @@ package otlpwire
 import (
 	"github.com/otelstep/otelstep/pipeline"
 	commonpb "go.opentelemetry.io/proto/otlp/common/v1"
-	metricspb "go.opentelemetry.io/proto/otlp/metrics/v1"
 	"google.golang.org/protobuf/encoding/protowire"
 )
 
@@ -56,24 +55,6 @@ type ProtoEncoder struct {
 	// whole.
 	flush   func(dst []byte) []byte
 	flushAt int
-}
-
-// AppendMetricsRequest appends the encoding of an ExportMetricsServiceRequest
-// holding rms to dst.
-func (e *ProtoEncoder) AppendMetricsRequest(dst []byte, rms []*metricspb.ResourceMetrics) []byte {
-	return e.appendExportMetricsServiceRequest(dst, rms)
-}
-
-// AppendTracesRequest appends the encoding of an ExportTraceServiceRequest
-// holding rss to dst.
-func (e *ProtoEncoder) AppendTracesRequest(dst []byte, rss []*pipeline.ResourceSpans) []byte {
-	return e.appendExportTraceServiceRequest(dst, rss)
-}
-
-// AppendLogsRequest appends the encoding of an ExportLogsServiceRequest
-// holding rls to dst.
-func (e *ProtoEncoder) AppendLogsRequest(dst []byte, rls []*pipeline.ResourceLogs) []byte {
-	return e.appendExportLogsServiceRequest(dst, rls)
 }
 
 // SetFlush sets the flush function and its threshold (see the flush

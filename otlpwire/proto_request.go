@@ -27,26 +27,3 @@ func UnmarshalOwnedRequest(s pipeline.Signal, buf []byte) (*pipeline.Batch, erro
 	}
 	return b, nil
 }
-
-// DecodeRequestOwned decodes a protobuf export request of b.Signal into b,
-// without copying buf (see DecodeTracesOwned): its resources, and its
-// Items, counted once here for every stage after. On error b holds no
-// resources.
-func DecodeRequestOwned(b *pipeline.Batch, buf []byte) error {
-	var err error
-	switch b.Signal {
-	case pipeline.Metrics:
-		b.Metrics, err = DecodeMetricsOwned(buf)
-	case pipeline.Traces:
-		b.Traces, err = DecodeTracesOwned(buf)
-	case pipeline.Logs:
-		b.Logs, err = DecodeLogsOwned(buf)
-	default:
-		return fmt.Errorf("unknown signal %d", b.Signal)
-	}
-	if err != nil {
-		return err
-	}
-	b.Items = pipeline.CountItems(b)
-	return nil
-}

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"fmt"
 	"path"
+	"regexp"
 	"sort"
 	"strconv"
 	"strings"
@@ -826,6 +827,7 @@ func (d *decoder) %[2]s0() *%[3]s {
 func withImports(src []byte) []byte {
 	known := []struct{ alias, path string }{
 		{"binary", "encoding/binary"},
+		{"fmt", "fmt"},
 		{"math", "math"},
 		{"pipeline", "github.com/otelstep/otelstep/pipeline"},
 		{"protowire", "google.golang.org/protobuf/encoding/protowire"},
@@ -848,7 +850,8 @@ func withImports(src []byte) []byte {
 	}
 	var lines []string
 	for _, k := range known {
-		if bytes.Contains(code.Bytes(), []byte(k.alias+".")) {
+		// The alias as a whole word: "tracepb." is inside "coltracepb.".
+		if regexp.MustCompile(`\b` + k.alias + `\.`).Match(code.Bytes()) {
 			if path.Base(k.path) == k.alias {
 				lines = append(lines, strconv.Quote(k.path))
 			} else {

@@ -40,6 +40,7 @@ var generators = []generator{
 	{"jsondecode", genJSONDecode},
 	{"encode", genEncode},
 	{"records", genRecords},
+	{"api", genAPI},
 }
 
 func main() {

@@ -8,62 +8,29 @@ package otlpwire
 // decoded (chunks are never reused across calls), so the caller owns the
 // result as with any freshly allocated message.
 
-// jsonSlab carves exact-size slices out of shared chunks.
-type jsonSlab[T any] struct {
-	free []T // rest of the current chunk
-	used int // elements handed out so far
-}
+// The chunks are the protobuf decoder's slabs (proto_decode_slab.go); a
+// list is built in place at the start of a chunk of pointers (grow, claim).
 
-// Chunk sizes, in elements.
-const (
-	jsonMinChunk = 1
-	minList      = 8 // see grow
-	jsonMaxChunk = 4096
-)
-
-// alloc returns n zeroed elements. The slice's capacity equals its length,
-// so appending to it reallocates instead of overwriting its neighbour.
-//
-// done and total are the decoder's progress through the input, in bytes. A
-// new chunk is sized by extrapolating how many elements the rest of the
-// input will need from how many the part already read needed: OTLP requests
-// are repetitive, so this is close, where doubling would waste up to half of
-// the last chunk. Only half the estimate is allocated at a time, so an
-// unrepresentative start (a resource with many attributes, say) costs one
-// more allocation rather than a large unused chunk; and a chunk is at least
-// half as large as everything handed out before, so the number of chunks
-// grows only logarithmically when the estimate is low.
-func (s *jsonSlab[T]) alloc(n, done, total int) []T {
-	if len(s.free) < n {
-		size := max(jsonMinChunk, s.used/2) // grow by half at least: O(log n) chunks
-		if done > 0 {
-			size = max(size, (s.used*(total-done)/done)/2)
-		}
-		s.free = make([]T, max(n, min(size, jsonMaxChunk)))
-	}
-	out := s.free[:n:n]
-	s.free = s.free[n:]
-	s.used += n
-	return out
-}
+// minList is the least room a list built in place starts with (see grow).
+const minList = 8
 
 // grow moves the first keep elements of the current chunk, a list being
 // built in place, to a new chunk with room for more.
-func (s *jsonSlab[T]) grow(keep, done, total int) {
+func (s *slab[T]) grow(keep, done, total int) {
 	// Lists are mostly short and their storage is just pointers, so start
 	// with room for a few elements rather than growing one at a time.
 	size := max(2*keep, minList)
 	if done > 0 {
 		size = max(size, keep+(s.used*(total-done)/done)/2)
 	}
-	free := make([]T, min(size, max(jsonMaxChunk, 2*keep)))
+	free := make([]T, min(size, max(maxChunk, 2*keep)))
 	copy(free, s.free[:keep])
-	s.free = free
+	s.free, s.chunk = free, free
 }
 
 // claim hands out the first n elements of the current chunk, which the
 // caller has filled in place.
-func (s *jsonSlab[T]) claim(n int) []T {
+func (s *slab[T]) claim(n int) []T {
 	out := s.free[:n:n]
 	s.free = s.free[n:]
 	s.used += n
@@ -73,8 +40,8 @@ func (s *jsonSlab[T]) claim(n int) []T {
 // pool stores messages of type T for one decoded request and builds the
 // lists that hold them.
 type pool[T any] struct {
-	items jsonSlab[T]
-	lists jsonSlab[*T]
+	items slab[T]
+	lists slab[*T]
 	open  bool // a list is being built in place in lists
 }
 
@@ -150,7 +117,7 @@ func nestedList[T any](d *jsonDecoder, p *pool[T], decode func(*T) error) ([]*T,
 // exact-size copies are carved from.
 type scalarPool[T any] struct {
 	scratch []T
-	lists   jsonSlab[T]
+	lists   slab[T]
 }
 
 // scalars decodes a JSON array of scalars with decode, collecting them in

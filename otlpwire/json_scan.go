@@ -26,7 +26,7 @@ type jsonDecoder struct {
 	depth     int    // messages open, counted as protojson counts them
 	buf       []byte // scratch for unescaping strings
 	jsonPools        // storage for the decoded messages
-	idBytes   jsonSlab[byte]
+	idBytes   slab[byte]
 
 	strCache [internBuckets]string // see intern
 }

@@ -1,7 +1,8 @@
 package otlpwire
 
-// The decoder's memory: the messages of a request are carved from slabs,
-// and its repeated fields built from lists (see decoder).
+// The decoders' memory: the messages of a request are carved from slabs,
+// and its repeated fields built from lists (see decoder); the OTLP/JSON
+// decoder's pools (json_decode_pool.go) are slabs too.
 
 // Chunk sizes, in elements.
 const (

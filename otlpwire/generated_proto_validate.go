@@ -8,47 +8,50 @@ package otlpwire
 // validSpan is span's check.
 func (d *decoder) validSpan(p, end int) bool {
 	for p < end {
-		tag, q, ok := d.readTag(p, end)
-		if !ok {
-			return false
+		tag, q := uint64(d.b[p]), p+1
+		var e *DecodeError
+		if tag-8 >= 0x80-8 { // not a one-byte tag (field 1 to 15)
+			if tag, q, e = d.tagSlow(p, end); e != nil {
+				return false
+			}
 		}
 		switch tag {
 		case 1<<3 | wtLen:
-			p, ok = d.skipID(q, end, TraceIDSize)
+			_, p, e = d.id(q, end, TraceIDSize)
 		case 2<<3 | wtLen, 4<<3 | wtLen:
-			p, ok = d.skipID(q, end, SpanIDSize)
+			_, p, e = d.id(q, end, SpanIDSize)
 		case 3<<3 | wtLen, 5<<3 | wtLen:
-			p, ok = d.skipString(q, end)
+			_, p, e = d.str(q, end)
 		case 6<<3 | wtVarint, 10<<3 | wtVarint, 12<<3 | wtVarint, 14<<3 | wtVarint:
-			p, ok = d.skipVarint(q, end)
+			_, p, e = d.varint(q, end)
 		case 7<<3 | wtI64, 8<<3 | wtI64:
-			p, ok = skipFixed(q, end, 8)
+			_, p, e = d.fixed64(q, end)
 		case 9<<3 | wtLen:
 			var a int
-			if a, p, ok = d.lenBounds(q, end); ok {
-				ok = d.validKeyValue(a, p, 5)
+			if a, p, e = d.lenPrefix(q, end); e == nil && !d.validKeyValue(a, p, 5) {
+				return false
 			}
 		case 11<<3 | wtLen:
 			var a int
-			if a, p, ok = d.lenBounds(q, end); ok {
-				ok = d.validSpan_Event(a, p)
+			if a, p, e = d.lenPrefix(q, end); e == nil && !d.validSpan_Event(a, p) {
+				return false
 			}
 		case 13<<3 | wtLen:
 			var a int
-			if a, p, ok = d.lenBounds(q, end); ok {
-				ok = d.validSpan_Link(a, p)
+			if a, p, e = d.lenPrefix(q, end); e == nil && !d.validSpan_Link(a, p) {
+				return false
 			}
 		case 15<<3 | wtLen:
 			var a int
-			if a, p, ok = d.lenBounds(q, end); ok {
-				ok = d.validStatus(a, p)
+			if a, p, e = d.lenPrefix(q, end); e == nil && !d.validStatus(a, p) {
+				return false
 			}
 		case 16<<3 | wtI32:
-			p, ok = skipFixed(q, end, 4)
+			_, p, e = d.fixed32(q, end)
 		default:
-			p, ok = d.skipOther(tag, q, end, spanFields)
+			p, e = d.other(tag, p, q, end, spanFields)
 		}
-		if !ok {
+		if e != nil {
 			return false
 		}
 	}
@@ -64,24 +67,27 @@ func (d *decoder) validKeyValue(p, end, lv int) bool {
 		return ok
 	}
 	for p < end {
-		tag, q, ok := d.readTag(p, end)
-		if !ok {
-			return false
+		tag, q := uint64(d.b[p]), p+1
+		var e *DecodeError
+		if tag-8 >= 0x80-8 { // not a one-byte tag (field 1 to 15)
+			if tag, q, e = d.tagSlow(p, end); e != nil {
+				return false
+			}
 		}
 		switch tag {
 		case 1<<3 | wtLen:
-			p, ok = d.skipString(q, end)
+			_, p, e = d.str(q, end)
 		case 2<<3 | wtLen:
 			var a int
-			if a, p, ok = d.lenBounds(q, end); ok {
-				ok = d.validAnyValue(a, p, lv+1)
+			if a, p, e = d.lenPrefix(q, end); e == nil && !d.validAnyValue(a, p, lv+1) {
+				return false
 			}
 		case 3<<3 | wtVarint:
-			p, ok = d.skipVarint(q, end)
+			_, p, e = d.varint(q, end)
 		default:
-			p, ok = d.skipOther(tag, q, end, keyValueFields)
+			p, e = d.other(tag, p, q, end, keyValueFields)
 		}
-		if !ok {
+		if e != nil {
 			return false
 		}
 	}
@@ -94,33 +100,36 @@ func (d *decoder) validAnyValue(p, end, lv int) bool {
 		return false
 	}
 	for p < end {
-		tag, q, ok := d.readTag(p, end)
-		if !ok {
-			return false
+		tag, q := uint64(d.b[p]), p+1
+		var e *DecodeError
+		if tag-8 >= 0x80-8 { // not a one-byte tag (field 1 to 15)
+			if tag, q, e = d.tagSlow(p, end); e != nil {
+				return false
+			}
 		}
 		switch tag {
 		case 1<<3 | wtLen:
-			p, ok = d.skipString(q, end)
+			_, p, e = d.str(q, end)
 		case 2<<3 | wtVarint, 3<<3 | wtVarint, 8<<3 | wtVarint:
-			p, ok = d.skipVarint(q, end)
+			_, p, e = d.varint(q, end)
 		case 4<<3 | wtI64:
-			p, ok = skipFixed(q, end, 8)
+			_, p, e = d.fixed64(q, end)
 		case 5<<3 | wtLen:
 			var a int
-			if a, p, ok = d.lenBounds(q, end); ok {
-				ok = d.validArrayValue(a, p, lv+1)
+			if a, p, e = d.lenPrefix(q, end); e == nil && !d.validArrayValue(a, p, lv+1) {
+				return false
 			}
 		case 6<<3 | wtLen:
 			var a int
-			if a, p, ok = d.lenBounds(q, end); ok {
-				ok = d.validKeyValueList(a, p, lv+1)
+			if a, p, e = d.lenPrefix(q, end); e == nil && !d.validKeyValueList(a, p, lv+1) {
+				return false
 			}
 		case 7<<3 | wtLen:
-			_, p, ok = d.lenBounds(q, end)
+			_, p, e = d.lenPrefix(q, end)
 		default:
-			p, ok = d.skipOther(tag, q, end, anyValueFields)
+			p, e = d.other(tag, p, q, end, anyValueFields)
 		}
-		if !ok {
+		if e != nil {
 			return false
 		}
 	}
@@ -133,20 +142,23 @@ func (d *decoder) validArrayValue(p, end, lv int) bool {
 		return false
 	}
 	for p < end {
-		tag, q, ok := d.readTag(p, end)
-		if !ok {
-			return false
+		tag, q := uint64(d.b[p]), p+1
+		var e *DecodeError
+		if tag-8 >= 0x80-8 { // not a one-byte tag (field 1 to 15)
+			if tag, q, e = d.tagSlow(p, end); e != nil {
+				return false
+			}
 		}
 		switch tag {
 		case 1<<3 | wtLen:
 			var a int
-			if a, p, ok = d.lenBounds(q, end); ok {
-				ok = d.validAnyValue(a, p, lv+1)
+			if a, p, e = d.lenPrefix(q, end); e == nil && !d.validAnyValue(a, p, lv+1) {
+				return false
 			}
 		default:
-			p, ok = d.skipOther(tag, q, end, valuesFields)
+			p, e = d.other(tag, p, q, end, valuesFields)
 		}
-		if !ok {
+		if e != nil {
 			return false
 		}
 	}
@@ -159,20 +171,23 @@ func (d *decoder) validKeyValueList(p, end, lv int) bool {
 		return false
 	}
 	for p < end {
-		tag, q, ok := d.readTag(p, end)
-		if !ok {
-			return false
+		tag, q := uint64(d.b[p]), p+1
+		var e *DecodeError
+		if tag-8 >= 0x80-8 { // not a one-byte tag (field 1 to 15)
+			if tag, q, e = d.tagSlow(p, end); e != nil {
+				return false
+			}
 		}
 		switch tag {
 		case 1<<3 | wtLen:
 			var a int
-			if a, p, ok = d.lenBounds(q, end); ok {
-				ok = d.validKeyValue(a, p, lv+1)
+			if a, p, e = d.lenPrefix(q, end); e == nil && !d.validKeyValue(a, p, lv+1) {
+				return false
 			}
 		default:
-			p, ok = d.skipOther(tag, q, end, valuesFields)
+			p, e = d.other(tag, p, q, end, valuesFields)
 		}
-		if !ok {
+		if e != nil {
 			return false
 		}
 	}
@@ -182,26 +197,29 @@ func (d *decoder) validKeyValueList(p, end, lv int) bool {
 // validSpan_Event is event's check.
 func (d *decoder) validSpan_Event(p, end int) bool {
 	for p < end {
-		tag, q, ok := d.readTag(p, end)
-		if !ok {
-			return false
+		tag, q := uint64(d.b[p]), p+1
+		var e *DecodeError
+		if tag-8 >= 0x80-8 { // not a one-byte tag (field 1 to 15)
+			if tag, q, e = d.tagSlow(p, end); e != nil {
+				return false
+			}
 		}
 		switch tag {
 		case 1<<3 | wtI64:
-			p, ok = skipFixed(q, end, 8)
+			_, p, e = d.fixed64(q, end)
 		case 2<<3 | wtLen:
-			p, ok = d.skipString(q, end)
+			_, p, e = d.str(q, end)
 		case 3<<3 | wtLen:
 			var a int
-			if a, p, ok = d.lenBounds(q, end); ok {
-				ok = d.validKeyValue(a, p, 6)
+			if a, p, e = d.lenPrefix(q, end); e == nil && !d.validKeyValue(a, p, 6) {
+				return false
 			}
 		case 4<<3 | wtVarint:
-			p, ok = d.skipVarint(q, end)
+			_, p, e = d.varint(q, end)
 		default:
-			p, ok = d.skipOther(tag, q, end, eventFields)
+			p, e = d.other(tag, p, q, end, eventFields)
 		}
-		if !ok {
+		if e != nil {
 			return false
 		}
 	}
@@ -211,30 +229,33 @@ func (d *decoder) validSpan_Event(p, end int) bool {
 // validSpan_Link is link's check.
 func (d *decoder) validSpan_Link(p, end int) bool {
 	for p < end {
-		tag, q, ok := d.readTag(p, end)
-		if !ok {
-			return false
+		tag, q := uint64(d.b[p]), p+1
+		var e *DecodeError
+		if tag-8 >= 0x80-8 { // not a one-byte tag (field 1 to 15)
+			if tag, q, e = d.tagSlow(p, end); e != nil {
+				return false
+			}
 		}
 		switch tag {
 		case 1<<3 | wtLen:
-			p, ok = d.skipID(q, end, TraceIDSize)
+			_, p, e = d.id(q, end, TraceIDSize)
 		case 2<<3 | wtLen:
-			p, ok = d.skipID(q, end, SpanIDSize)
+			_, p, e = d.id(q, end, SpanIDSize)
 		case 3<<3 | wtLen:
-			p, ok = d.skipString(q, end)
+			_, p, e = d.str(q, end)
 		case 4<<3 | wtLen:
 			var a int
-			if a, p, ok = d.lenBounds(q, end); ok {
-				ok = d.validKeyValue(a, p, 6)
+			if a, p, e = d.lenPrefix(q, end); e == nil && !d.validKeyValue(a, p, 6) {
+				return false
 			}
 		case 5<<3 | wtVarint:
-			p, ok = d.skipVarint(q, end)
+			_, p, e = d.varint(q, end)
 		case 6<<3 | wtI32:
-			p, ok = skipFixed(q, end, 4)
+			_, p, e = d.fixed32(q, end)
 		default:
-			p, ok = d.skipOther(tag, q, end, linkFields)
+			p, e = d.other(tag, p, q, end, linkFields)
 		}
-		if !ok {
+		if e != nil {
 			return false
 		}
 	}
@@ -244,19 +265,22 @@ func (d *decoder) validSpan_Link(p, end int) bool {
 // validStatus is status's check.
 func (d *decoder) validStatus(p, end int) bool {
 	for p < end {
-		tag, q, ok := d.readTag(p, end)
-		if !ok {
-			return false
+		tag, q := uint64(d.b[p]), p+1
+		var e *DecodeError
+		if tag-8 >= 0x80-8 { // not a one-byte tag (field 1 to 15)
+			if tag, q, e = d.tagSlow(p, end); e != nil {
+				return false
+			}
 		}
 		switch tag {
 		case 2<<3 | wtLen:
-			p, ok = d.skipString(q, end)
+			_, p, e = d.str(q, end)
 		case 3<<3 | wtVarint:
-			p, ok = d.skipVarint(q, end)
+			_, p, e = d.varint(q, end)
 		default:
-			p, ok = d.skipOther(tag, q, end, statusFields)
+			p, e = d.other(tag, p, q, end, statusFields)
 		}
-		if !ok {
+		if e != nil {
 			return false
 		}
 	}
@@ -266,37 +290,40 @@ func (d *decoder) validStatus(p, end int) bool {
 // validLogRecord is logRecord's check.
 func (d *decoder) validLogRecord(p, end int) bool {
 	for p < end {
-		tag, q, ok := d.readTag(p, end)
-		if !ok {
-			return false
+		tag, q := uint64(d.b[p]), p+1
+		var e *DecodeError
+		if tag-8 >= 0x80-8 { // not a one-byte tag (field 1 to 15)
+			if tag, q, e = d.tagSlow(p, end); e != nil {
+				return false
+			}
 		}
 		switch tag {
 		case 1<<3 | wtI64, 11<<3 | wtI64:
-			p, ok = skipFixed(q, end, 8)
+			_, p, e = d.fixed64(q, end)
 		case 2<<3 | wtVarint, 7<<3 | wtVarint:
-			p, ok = d.skipVarint(q, end)
+			_, p, e = d.varint(q, end)
 		case 3<<3 | wtLen, 12<<3 | wtLen:
-			p, ok = d.skipString(q, end)
+			_, p, e = d.str(q, end)
 		case 5<<3 | wtLen:
 			var a int
-			if a, p, ok = d.lenBounds(q, end); ok {
-				ok = d.validAnyValue(a, p, 5)
+			if a, p, e = d.lenPrefix(q, end); e == nil && !d.validAnyValue(a, p, 5) {
+				return false
 			}
 		case 6<<3 | wtLen:
 			var a int
-			if a, p, ok = d.lenBounds(q, end); ok {
-				ok = d.validKeyValue(a, p, 5)
+			if a, p, e = d.lenPrefix(q, end); e == nil && !d.validKeyValue(a, p, 5) {
+				return false
 			}
 		case 8<<3 | wtI32:
-			p, ok = skipFixed(q, end, 4)
+			_, p, e = d.fixed32(q, end)
 		case 9<<3 | wtLen:
-			p, ok = d.skipID(q, end, TraceIDSize)
+			_, p, e = d.id(q, end, TraceIDSize)
 		case 10<<3 | wtLen:
-			p, ok = d.skipID(q, end, SpanIDSize)
+			_, p, e = d.id(q, end, SpanIDSize)
 		default:
-			p, ok = d.skipOther(tag, q, end, logRecordFields)
+			p, e = d.other(tag, p, q, end, logRecordFields)
 		}
-		if !ok {
+		if e != nil {
 			return false
 		}
 	}

@@ -62,87 +62,8 @@ func IDSizeError(n, size int, hex bool) string {
 // FuzzValidLogRecord hold the two to the same answer, and the decode
 // fuzzers check that nothing proto.Unmarshal refuses is let in.
 //
-// The validators' primitives read a value at q, bounded by end, and
-// return the position after it and whether it is well-formed.
-
-// readTag reads the tag at p < end as the decoders do: tagSlow's rules for
-// a tag of more than one byte or of field 0.
-func (d *decoder) readTag(p, end int) (tag uint64, q int, ok bool) {
-	tag, q = uint64(d.b[p]), p+1
-	if tag-8 < 0x80-8 {
-		return tag, q, true
-	}
-	v, n := protowire.ConsumeVarint(d.b[p:end])
-	if n < 0 {
-		return 0, 0, false
-	}
-	if num := v >> 3; num < uint64(protowire.MinValidNumber) || num > uint64(protowire.MaxValidNumber) {
-		return 0, 0, false
-	}
-	return v, p + n, true
-}
-
-// skipVarint is varint.
-func (d *decoder) skipVarint(q, end int) (int, bool) {
-	if q < end && d.b[q] < 0x80 {
-		return q + 1, true
-	}
-	_, n := protowire.ConsumeVarint(d.b[q:end])
-	return q + n, n >= 0
-}
-
-// skipFixed is fixed64 (size 8) and fixed32 (4).
-func skipFixed(q, end, size int) (int, bool) { return q + size, end-q >= size }
-
-// lenBounds is lenPrefix: the payload's bounds.
-func (d *decoder) lenBounds(q, end int) (a, z int, ok bool) {
-	if q < end {
-		if n := int(d.b[q]); n < 0x80 && n < end-q {
-			return q + 1, q + 1 + n, true
-		}
-	}
-	v, n := protowire.ConsumeVarint(d.b[q:end])
-	if n < 0 {
-		return 0, 0, false
-	}
-	a = q + n
-	if v > uint64(end-a) {
-		return 0, 0, false
-	}
-	return a, a + int(v), true
-}
-
-// skipID is id: a length-delimited id field of size bytes (ValidID). Ids
-// have a one-byte length: lenBounds is called only for a bad one.
-func (d *decoder) skipID(q, end, size int) (int, bool) {
-	if q < end {
-		if n := int(d.b[q]); (n == size || n == 0) && n < end-q {
-			return q + 1 + n, true
-		}
-	}
-	a, z, ok := d.lenBounds(q, end)
-	return z, ok && ValidID(z-a, size)
-}
-
-// skipString is str: a length-delimited field that must be UTF-8.
-func (d *decoder) skipString(q, end int) (int, bool) {
-	a, z, ok := d.lenBounds(q, end)
-	return z, ok && validUTF8(d.b[a:z])
-}
-
-// skipOther is other: an unknown field, well-formed, or in lenient mode a
-// known field of another wire type.
-func (d *decoder) skipOther(tag uint64, q, end int, names []string) (int, bool) {
-	num, wt := protowire.Number(tag>>3), protowire.Type(tag&7)
-	if wt == protowire.EndGroupType {
-		return 0, false
-	}
-	if int(num) < len(names) && names[num] != "" && !d.lenient {
-		return 0, false
-	}
-	n := protowire.ConsumeFieldValue(num, wt, d.b[q:end])
-	return q + n, n >= 0
-}
+// The validators read with the decoder's primitives: an error there only
+// means no (made on the way to the decode that names it, so it is rare).
 
 // keyValueShape checks the common shapes of a KeyValue at depth lv, a key
 // of under 128 bytes and then a value that is one string of under 128

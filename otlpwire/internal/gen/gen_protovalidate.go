@@ -8,8 +8,9 @@ import (
 )
 
 // validateFile writes the validators: for each record message and every
-// message under it, a walk of the same fields with the same rules as its
-// decode that stores nothing and only says yes or no (proto_validate.go).
+// message under it, a walk of the same fields with the same rules (the
+// decoder's primitives) as its decode that stores nothing and only says yes
+// or no (proto_validate.go).
 func (g *protoDecode) validateFile() error {
 	g.p("package otlpwire\n\n")
 	g.p("// The validators of the records and the messages under them: see\n// proto_validate.go for the rules, and internal/gen for where this comes from.\n\n")
@@ -70,34 +71,34 @@ func (g *protoDecode) validator(m *Message) error {
 		case sub != nil && sub.Choice.Record:
 			return fmt.Errorf("field %s: a record inside a record", f.FullName())
 		case sub != nil:
-			add(f, "wtLen", fmt.Sprintf("var a int\nif a, p, ok = d.lenBounds(q, end); ok {\nok = d.valid%s(a, p%s)\n}", sub.GoName, g.lvArg(m, sub)))
+			add(f, "wtLen", fmt.Sprintf("var a int\nif a, p, e = d.lenPrefix(q, end); e == nil && !d.valid%s(a, p%s) {\nreturn false\n}", sub.GoName, g.lvArg(m, sub)))
 		case f.Repeated && f.Kind != protoreflect.StringKind:
 			return fmt.Errorf("field %s: the validator has no rule for repeated %s", f.FullName(), f.Kind)
 		default:
 			sc, _ := scalarRead(f)
 			switch sc.wt {
 			case "wtVarint":
-				add(f, sc.wt, "p, ok = d.skipVarint(q, end)")
+				add(f, sc.wt, "_, p, e = d.varint(q, end)")
 			case "wtI64":
-				add(f, sc.wt, "p, ok = skipFixed(q, end, 8)")
+				add(f, sc.wt, "_, p, e = d.fixed64(q, end)")
 			case "wtI32":
-				add(f, sc.wt, "p, ok = skipFixed(q, end, 4)")
+				add(f, sc.wt, "_, p, e = d.fixed32(q, end)")
 			case "wtLen":
 				switch {
 				case f.Kind == protoreflect.StringKind:
-					add(f, sc.wt, "p, ok = d.skipString(q, end)")
+					add(f, sc.wt, "_, p, e = d.str(q, end)")
 				case f.Choice.IDSize != "":
-					add(f, sc.wt, "p, ok = d.skipID(q, end, "+f.Choice.IDSize+")")
+					add(f, sc.wt, "_, p, e = d.id(q, end, "+f.Choice.IDSize+")")
 				default:
-					add(f, sc.wt, "_, p, ok = d.lenBounds(q, end)")
+					add(f, sc.wt, "_, p, e = d.lenPrefix(q, end)")
 				}
 			}
 		}
 	}
-	g.p("for p < end {\ntag, q, ok := d.readTag(p, end)\nif !ok {\nreturn false\n}\nswitch tag {\n")
+	g.p("for p < end {\ntag, q := uint64(d.b[p]), p+1\nvar e *DecodeError\nif tag-8 >= 0x80-8 { // not a one-byte tag (field 1 to 15)\nif tag, q, e = d.tagSlow(p, end); e != nil {\nreturn false\n}\n}\nswitch tag {\n")
 	for _, a := range actions {
 		g.p("case %s:\n%s\n", strings.Join(tags[a], ", "), a)
 	}
-	g.p("default:\np, ok = d.skipOther(tag, q, end, %s)\n}\nif !ok {\nreturn false\n}\n}\nreturn true\n}\n\n", m.Choice.FieldsVar)
+	g.p("default:\np, e = d.other(tag, p, q, end, %s)\n}\nif e != nil {\nreturn false\n}\n}\nreturn true\n}\n\n", m.Choice.FieldsVar)
 	return nil
 }

@@ -11,6 +11,17 @@ import (
 // The record scanners: see span_scan.go, and internal/gen for where this
 // comes from.
 
+// SpanSummary is what ScanSpan reads of a span record: the fields span
+// metrics are made of (FieldChoice.Scan). Its bytes alias the record: a
+// caller that keeps them copies them.
+type SpanSummary struct {
+	Name       []byte                    // name
+	Kind       tracepb.Span_SpanKind     // kind
+	Start      uint64                    // start_time_unix_nano
+	End        uint64                    // end_time_unix_nano
+	StatusCode tracepb.Status_StatusCode // status.code
+}
+
 // ScanSpan reads the span record rec (a Span message's encoding, as
 // pipeline.Records.All yields it) into s, and for each keys[i] the value of
 // the span's first attribute with that key into vals[i] (len(vals) >=
@@ -94,8 +105,11 @@ func scanStatus(b []byte, s *SpanSummary) bool {
 	return true
 }
 
-// The kinds of AnyValue, numbered as its members' fields (ValueEmpty: none
-// set).
+// ValueKind is the member of an AnyValue's value oneof, numbered as its
+// field (ValueEmpty: none set).
+type ValueKind uint8
+
+// The kinds of AnyValue.
 const (
 	ValueEmpty    ValueKind = 0
 	ValueString   ValueKind = 1 // string_value

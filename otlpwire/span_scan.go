@@ -3,24 +3,13 @@ package otlpwire
 import (
 	"encoding/binary"
 
-	tracepb "go.opentelemetry.io/proto/otlp/trace/v1"
 	"google.golang.org/protobuf/encoding/protowire"
 )
 
-// SpanSummary is what ScanSpan reads of a span record: the fields span
-// metrics are made of.
-type SpanSummary struct {
-	// Name aliases the record: a caller that keeps it copies it.
-	Name       []byte
-	Kind       tracepb.Span_SpanKind
-	StatusCode tracepb.Status_StatusCode // of the status field, if any
-	Start, End uint64                    // start_time_unix_nano, end_time_unix_nano
-}
-
-// ScanSpan (generated_proto_scan.go, from the fields internal/gen's
-// choices name) reads a span record's summary without decoding it: span
-// metrics need neither the other attributes nor the events and links that
-// SpanDecoder would decode into messages.
+// ScanSpan and its SpanSummary (generated_proto_scan.go, from the fields
+// internal/gen's choices name) read a span record's summary without
+// decoding it: span metrics need neither the other attributes nor the
+// events and links that SpanDecoder would decode into messages.
 
 // field is one field of a record, as nextField reads it.
 type field struct {
@@ -143,10 +132,6 @@ general:
 	}
 	return true
 }
-
-// ValueKind is the member of an AnyValue's value oneof, numbered as its
-// field.
-type ValueKind uint8
 
 // ScannedValue is the value of an AnyValue record, as ScanValue reads it.
 type ScannedValue struct {

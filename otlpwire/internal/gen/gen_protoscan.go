@@ -21,6 +21,11 @@ func (g *protoDecode) scanFile() error {
 	if err != nil {
 		return err
 	}
+	summary, err := scanSummary(span, "")
+	if err != nil {
+		return err
+	}
+	g.p("// SpanSummary is what ScanSpan reads of a span record: the fields span\n// metrics are made of (FieldChoice.Scan). Its bytes alias the record: a\n// caller that keeps them copies them.\ntype SpanSummary struct {\n%s}\n\n", summary)
 	g.p(`// ScanSpan reads the span record rec (a Span message's encoding, as
 // pipeline.Records.All yields it) into s, and for each keys[i] the value of
 // the span's first attribute with that key into vals[i] (len(vals) >=
@@ -101,6 +106,36 @@ func scan%[1]s(b []byte, s *SpanSummary) bool {
 	return g.scanValue()
 }
 
+// scanSummary is the SpanSummary fields of m's fields that have a Scan
+// choice, those of a scanned message's included (named from path).
+func scanSummary(m *Message, path string) (string, error) {
+	var b strings.Builder
+	for _, f := range m.Fields {
+		var typ string
+		switch c := f.Choice.Scan; {
+		case c == "" || c == "attributes":
+			continue
+		case c == "message":
+			sub, err := scanSummary(f.Message, path+f.Name+".")
+			if err != nil {
+				return "", err
+			}
+			b.WriteString(sub)
+			continue
+		case f.Kind == protoreflect.StringKind || f.Kind == protoreflect.BytesKind:
+			typ = "[]byte"
+		case f.Kind == protoreflect.EnumKind:
+			typ = f.Enum
+		case f.Kind == protoreflect.Fixed64Kind || f.Kind == protoreflect.Uint64Kind:
+			typ = "uint64"
+		default:
+			return "", fmt.Errorf("field %s: Scan has no rule for %s", f.FullName(), f.Kind)
+		}
+		fmt.Fprintf(&b, "%s %s // %s%s\n", f.Choice.Scan, typ, path, f.Name)
+	}
+	return b.String(), nil
+}
+
 // wireTypeOf is the protowire type a scanned field of kind k has.
 func wireTypeOf(k protoreflect.Kind) string {
 	switch k {
@@ -158,7 +193,7 @@ func (g *protoDecode) scanValue() error {
 	if av == nil || len(av.Oneofs) != 1 {
 		return fmt.Errorf("ScanValue: AnyValue has no one oneof")
 	}
-	g.p("// The kinds of AnyValue, numbered as its members' fields (ValueEmpty: none\n// set).\nconst (\nValueEmpty ValueKind = 0\n")
+	g.p("// ValueKind is the member of an AnyValue's value oneof, numbered as its\n// field (ValueEmpty: none set).\ntype ValueKind uint8\n\n// The kinds of AnyValue.\nconst (\nValueEmpty ValueKind = 0\n")
 	byType := map[string][]string{}
 	var types []string
 	for _, f := range av.Oneofs[0].Fields {

@@ -243,7 +243,7 @@ func appendKeyValueRecord(b, rec []byte, lv int) (_ []byte, ok bool) {
 					b = appendString(b, k)
 					b = append(b, `,"value":{"intValue":`...)
 					b = append(b, '"')
-					b = strconv.AppendInt(b, int64(int64(x)), 10)
+					b = strconv.AppendInt(b, int64(x), 10)
 					b = append(b, '"')
 					return append(b, '}', '}'), true
 				}
@@ -519,7 +519,7 @@ func appendAnyValueRecord(b, rec []byte, lv int) (_ []byte, ok bool) {
 	case 3:
 		b = append(b, `"intValue":`...)
 		b = append(b, '"')
-		b = strconv.AppendInt(b, int64(int64(r.ValueV)), 10)
+		b = strconv.AppendInt(b, int64(r.ValueV), 10)
 		b = append(b, '"')
 	case 4:
 		b = append(b, `"doubleValue":`...)

@@ -199,6 +199,15 @@ func recValue(f *encField, v, bs string) string {
 	panic("encCheckKind let " + f.Kind.String() + " through")
 }
 
+// recOneofValue is recValue for jsonOneofValue, which converts a 64-bit
+// signed value itself.
+func recOneofValue(f *encField, v, bs string) string {
+	if f.Kind == protoreflect.Int64Kind || f.Kind == protoreflect.Sfixed64Kind {
+		return v
+	}
+	return recValue(f, v, bs)
+}
+
 // recBits: the scalar field f is read as bits (v), not as a slice.
 func recBits(f *encField) bool {
 	return f.Message == nil && f.Kind != protoreflect.StringKind && f.Kind != protoreflect.BytesKind
@@ -364,7 +373,7 @@ func (g *recGen) writeBody(m *encMsg) []byte {
 				case mf.Message != nil:
 					call(fmt.Sprintf("%s(b, %sB, lv+1)", recordFunc(g.msgs[mf.Message]), x))
 				case recBits(mf):
-					g.jsonOneofValue(mf, recValue(mf, x+"V", ""))
+					g.jsonOneofValue(mf, recOneofValue(mf, x+"V", ""))
 				default:
 					g.jsonOneofValue(mf, recValue(mf, "", x+"B"))
 				}
@@ -456,7 +465,7 @@ func (g *recGen) quick(m *encMsg) error {
 			if typ == 5 {
 				x = "uint64(x)"
 			}
-			g.jsonOneofValue(mf, recValue(mf, x, ""))
+			g.jsonOneofValue(mf, recOneofValue(mf, x, ""))
 		}
 		g.p("return append(b, '}', '}'), true")
 		g.p("}")

@@ -3,6 +3,7 @@
 package otlpwire
 
 import (
+	"math"
 	"strconv"
 
 	"github.com/otelstep/otelstep/pipeline"
@@ -52,7 +53,10 @@ func appendResourceSpans(b []byte, m *pipeline.ResourceSpans, skip []string) []b
 		}
 		b = append(b, ']')
 	}
-	b = fieldString(b, &first, "schemaUrl", m.SchemaURL)
+	if len(m.SchemaURL) > 0 {
+		b = key(b, &first, "schemaUrl")
+		b = appendString(b, m.SchemaURL)
+	}
 	return append(b, '}')
 }
 
@@ -63,7 +67,10 @@ func appendResource(b []byte, m *resourcepb.Resource, skip []string) []byte {
 	}
 	first := true
 	b = fieldSkipAttrs(b, &first, "attributes", m.Attributes, skip)
-	b = fieldUint32(b, &first, "droppedAttributesCount", m.DroppedAttributesCount)
+	if m.DroppedAttributesCount != 0 {
+		b = key(b, &first, "droppedAttributesCount")
+		b = strconv.AppendUint(b, uint64(m.DroppedAttributesCount), 10)
+	}
 	if len(m.EntityRefs) > 0 {
 		b = key(b, &first, "entityRefs")
 		b = append(b, '[')
@@ -84,12 +91,19 @@ func appendKeyValue(b []byte, m *commonpb.KeyValue) []byte {
 		return append(b, '}')
 	}
 	first := true
-	b = fieldString(b, &first, "key", m.Key)
+	if len(m.Key) > 0 {
+		b = append(b, `"key":`...)
+		first = false
+		b = appendString(b, m.Key)
+	}
 	if m.Value != nil {
 		b = key(b, &first, "value")
 		b = appendAnyValue(b, m.Value)
 	}
-	b = fieldInt32(b, &first, "keyStrindex", m.KeyStrindex)
+	if m.KeyStrindex != 0 {
+		b = key(b, &first, "keyStrindex")
+		b = strconv.AppendInt(b, int64(m.KeyStrindex), 10)
+	}
 	return append(b, '}')
 }
 
@@ -173,8 +187,15 @@ func appendEntityRef(b []byte, m *commonpb.EntityRef) []byte {
 		return append(b, '}')
 	}
 	first := true
-	b = fieldString(b, &first, "schemaUrl", m.SchemaUrl)
-	b = fieldString(b, &first, "type", m.Type)
+	if len(m.SchemaUrl) > 0 {
+		b = append(b, `"schemaUrl":`...)
+		first = false
+		b = appendString(b, m.SchemaUrl)
+	}
+	if len(m.Type) > 0 {
+		b = key(b, &first, "type")
+		b = appendString(b, m.Type)
+	}
 	if len(m.IdKeys) > 0 {
 		b = key(b, &first, "idKeys")
 		b = append(b, '[')
@@ -212,7 +233,10 @@ func appendScopeSpans(b []byte, m *pipeline.ScopeSpans) []byte {
 		b = appendInstrumentationScope(b, m.Scope)
 	}
 	b = fieldItems(b, &first, "spans", m.Spans, m.Records, appendSpanRecord, &spanDecoders, appendSpan)
-	b = fieldString(b, &first, "schemaUrl", m.SchemaURL)
+	if len(m.SchemaURL) > 0 {
+		b = key(b, &first, "schemaUrl")
+		b = appendString(b, m.SchemaURL)
+	}
 	return append(b, '}')
 }
 
@@ -222,8 +246,15 @@ func appendInstrumentationScope(b []byte, m *commonpb.InstrumentationScope) []by
 		return append(b, '}')
 	}
 	first := true
-	b = fieldString(b, &first, "name", m.Name)
-	b = fieldString(b, &first, "version", m.Version)
+	if len(m.Name) > 0 {
+		b = append(b, `"name":`...)
+		first = false
+		b = appendString(b, m.Name)
+	}
+	if len(m.Version) > 0 {
+		b = key(b, &first, "version")
+		b = appendString(b, m.Version)
+	}
 	if len(m.Attributes) > 0 {
 		b = key(b, &first, "attributes")
 		b = append(b, '[')
@@ -235,7 +266,10 @@ func appendInstrumentationScope(b []byte, m *commonpb.InstrumentationScope) []by
 		}
 		b = append(b, ']')
 	}
-	b = fieldUint32(b, &first, "droppedAttributesCount", m.DroppedAttributesCount)
+	if m.DroppedAttributesCount != 0 {
+		b = key(b, &first, "droppedAttributesCount")
+		b = strconv.AppendUint(b, uint64(m.DroppedAttributesCount), 10)
+	}
 	return append(b, '}')
 }
 
@@ -245,15 +279,47 @@ func appendSpan(b []byte, m *tracepb.Span) []byte {
 		return append(b, '}')
 	}
 	first := true
-	b = fieldHex(b, &first, "traceId", m.TraceId)
-	b = fieldHex(b, &first, "spanId", m.SpanId)
-	b = fieldString(b, &first, "traceState", m.TraceState)
-	b = fieldHex(b, &first, "parentSpanId", m.ParentSpanId)
-	b = fieldUint32(b, &first, "flags", m.Flags)
-	b = fieldString(b, &first, "name", m.Name)
-	b = fieldInt32(b, &first, "kind", int32(m.Kind))
-	b = fieldUint64(b, &first, "startTimeUnixNano", m.StartTimeUnixNano)
-	b = fieldUint64(b, &first, "endTimeUnixNano", m.EndTimeUnixNano)
+	if len(m.TraceId) > 0 {
+		b = append(b, `"traceId":`...)
+		first = false
+		b = appendHex(b, m.TraceId)
+	}
+	if len(m.SpanId) > 0 {
+		b = key(b, &first, "spanId")
+		b = appendHex(b, m.SpanId)
+	}
+	if len(m.TraceState) > 0 {
+		b = key(b, &first, "traceState")
+		b = appendString(b, m.TraceState)
+	}
+	if len(m.ParentSpanId) > 0 {
+		b = key(b, &first, "parentSpanId")
+		b = appendHex(b, m.ParentSpanId)
+	}
+	if m.Flags != 0 {
+		b = key(b, &first, "flags")
+		b = strconv.AppendUint(b, uint64(m.Flags), 10)
+	}
+	if len(m.Name) > 0 {
+		b = key(b, &first, "name")
+		b = appendString(b, m.Name)
+	}
+	if m.Kind != 0 {
+		b = key(b, &first, "kind")
+		b = strconv.AppendInt(b, int64(m.Kind), 10)
+	}
+	if m.StartTimeUnixNano != 0 {
+		b = key(b, &first, "startTimeUnixNano")
+		b = append(b, '"')
+		b = strconv.AppendUint(b, m.StartTimeUnixNano, 10)
+		b = append(b, '"')
+	}
+	if m.EndTimeUnixNano != 0 {
+		b = key(b, &first, "endTimeUnixNano")
+		b = append(b, '"')
+		b = strconv.AppendUint(b, m.EndTimeUnixNano, 10)
+		b = append(b, '"')
+	}
 	if len(m.Attributes) > 0 {
 		b = key(b, &first, "attributes")
 		b = append(b, '[')
@@ -265,7 +331,10 @@ func appendSpan(b []byte, m *tracepb.Span) []byte {
 		}
 		b = append(b, ']')
 	}
-	b = fieldUint32(b, &first, "droppedAttributesCount", m.DroppedAttributesCount)
+	if m.DroppedAttributesCount != 0 {
+		b = key(b, &first, "droppedAttributesCount")
+		b = strconv.AppendUint(b, uint64(m.DroppedAttributesCount), 10)
+	}
 	if len(m.Events) > 0 {
 		b = key(b, &first, "events")
 		b = append(b, '[')
@@ -277,7 +346,10 @@ func appendSpan(b []byte, m *tracepb.Span) []byte {
 		}
 		b = append(b, ']')
 	}
-	b = fieldUint32(b, &first, "droppedEventsCount", m.DroppedEventsCount)
+	if m.DroppedEventsCount != 0 {
+		b = key(b, &first, "droppedEventsCount")
+		b = strconv.AppendUint(b, uint64(m.DroppedEventsCount), 10)
+	}
 	if len(m.Links) > 0 {
 		b = key(b, &first, "links")
 		b = append(b, '[')
@@ -289,7 +361,10 @@ func appendSpan(b []byte, m *tracepb.Span) []byte {
 		}
 		b = append(b, ']')
 	}
-	b = fieldUint32(b, &first, "droppedLinksCount", m.DroppedLinksCount)
+	if m.DroppedLinksCount != 0 {
+		b = key(b, &first, "droppedLinksCount")
+		b = strconv.AppendUint(b, uint64(m.DroppedLinksCount), 10)
+	}
 	if m.Status != nil {
 		b = key(b, &first, "status")
 		b = appendStatus(b, m.Status)
@@ -303,8 +378,17 @@ func appendSpanEvent(b []byte, m *tracepb.Span_Event) []byte {
 		return append(b, '}')
 	}
 	first := true
-	b = fieldUint64(b, &first, "timeUnixNano", m.TimeUnixNano)
-	b = fieldString(b, &first, "name", m.Name)
+	if m.TimeUnixNano != 0 {
+		b = append(b, `"timeUnixNano":`...)
+		first = false
+		b = append(b, '"')
+		b = strconv.AppendUint(b, m.TimeUnixNano, 10)
+		b = append(b, '"')
+	}
+	if len(m.Name) > 0 {
+		b = key(b, &first, "name")
+		b = appendString(b, m.Name)
+	}
 	if len(m.Attributes) > 0 {
 		b = key(b, &first, "attributes")
 		b = append(b, '[')
@@ -316,7 +400,10 @@ func appendSpanEvent(b []byte, m *tracepb.Span_Event) []byte {
 		}
 		b = append(b, ']')
 	}
-	b = fieldUint32(b, &first, "droppedAttributesCount", m.DroppedAttributesCount)
+	if m.DroppedAttributesCount != 0 {
+		b = key(b, &first, "droppedAttributesCount")
+		b = strconv.AppendUint(b, uint64(m.DroppedAttributesCount), 10)
+	}
 	return append(b, '}')
 }
 
@@ -326,9 +413,19 @@ func appendSpanLink(b []byte, m *tracepb.Span_Link) []byte {
 		return append(b, '}')
 	}
 	first := true
-	b = fieldHex(b, &first, "traceId", m.TraceId)
-	b = fieldHex(b, &first, "spanId", m.SpanId)
-	b = fieldString(b, &first, "traceState", m.TraceState)
+	if len(m.TraceId) > 0 {
+		b = append(b, `"traceId":`...)
+		first = false
+		b = appendHex(b, m.TraceId)
+	}
+	if len(m.SpanId) > 0 {
+		b = key(b, &first, "spanId")
+		b = appendHex(b, m.SpanId)
+	}
+	if len(m.TraceState) > 0 {
+		b = key(b, &first, "traceState")
+		b = appendString(b, m.TraceState)
+	}
 	if len(m.Attributes) > 0 {
 		b = key(b, &first, "attributes")
 		b = append(b, '[')
@@ -340,8 +437,14 @@ func appendSpanLink(b []byte, m *tracepb.Span_Link) []byte {
 		}
 		b = append(b, ']')
 	}
-	b = fieldUint32(b, &first, "droppedAttributesCount", m.DroppedAttributesCount)
-	b = fieldUint32(b, &first, "flags", m.Flags)
+	if m.DroppedAttributesCount != 0 {
+		b = key(b, &first, "droppedAttributesCount")
+		b = strconv.AppendUint(b, uint64(m.DroppedAttributesCount), 10)
+	}
+	if m.Flags != 0 {
+		b = key(b, &first, "flags")
+		b = strconv.AppendUint(b, uint64(m.Flags), 10)
+	}
 	return append(b, '}')
 }
 
@@ -351,8 +454,15 @@ func appendStatus(b []byte, m *tracepb.Status) []byte {
 		return append(b, '}')
 	}
 	first := true
-	b = fieldString(b, &first, "message", m.Message)
-	b = fieldInt32(b, &first, "code", int32(m.Code))
+	if len(m.Message) > 0 {
+		b = append(b, `"message":`...)
+		first = false
+		b = appendString(b, m.Message)
+	}
+	if m.Code != 0 {
+		b = key(b, &first, "code")
+		b = strconv.AppendInt(b, int64(m.Code), 10)
+	}
 	return append(b, '}')
 }
 
@@ -395,7 +505,10 @@ func appendResourceMetrics(b []byte, m *metricspb.ResourceMetrics, skip []string
 		}
 		b = append(b, ']')
 	}
-	b = fieldString(b, &first, "schemaUrl", m.SchemaUrl)
+	if len(m.SchemaUrl) > 0 {
+		b = key(b, &first, "schemaUrl")
+		b = appendString(b, m.SchemaUrl)
+	}
 	return append(b, '}')
 }
 
@@ -422,7 +535,10 @@ func appendScopeMetrics(b []byte, m *metricspb.ScopeMetrics, pw *pointWriter) []
 		}
 		b = append(b, ']')
 	}
-	b = fieldString(b, &first, "schemaUrl", m.SchemaUrl)
+	if len(m.SchemaUrl) > 0 {
+		b = key(b, &first, "schemaUrl")
+		b = appendString(b, m.SchemaUrl)
+	}
 	return append(b, '}')
 }
 
@@ -432,9 +548,19 @@ func appendMetric(b []byte, m *metricspb.Metric, pw *pointWriter) []byte {
 		return append(b, '}')
 	}
 	first := true
-	b = fieldString(b, &first, "name", m.Name)
-	b = fieldString(b, &first, "description", m.Description)
-	b = fieldString(b, &first, "unit", m.Unit)
+	if len(m.Name) > 0 {
+		b = append(b, `"name":`...)
+		first = false
+		b = appendString(b, m.Name)
+	}
+	if len(m.Description) > 0 {
+		b = key(b, &first, "description")
+		b = appendString(b, m.Description)
+	}
+	if len(m.Unit) > 0 {
+		b = key(b, &first, "unit")
+		b = appendString(b, m.Unit)
+	}
 	switch x := m.Data.(type) {
 	case *metricspb.Metric_Gauge:
 		b = key(b, &first, "gauge")
@@ -512,7 +638,10 @@ func appendNumberDataPoint(b []byte, m *metricspb.NumberDataPoint, pw *pointWrit
 		}
 		b = append(b, ']')
 	}
-	b = fieldUint32(b, &first, "flags", m.Flags)
+	if m.Flags != 0 {
+		b = key(b, &first, "flags")
+		b = strconv.AppendUint(b, uint64(m.Flags), 10)
+	}
 	return append(b, '}')
 }
 
@@ -534,7 +663,12 @@ func appendExemplar(b []byte, m *metricspb.Exemplar) []byte {
 		}
 		b = append(b, ']')
 	}
-	b = fieldUint64(b, &first, "timeUnixNano", m.TimeUnixNano)
+	if m.TimeUnixNano != 0 {
+		b = key(b, &first, "timeUnixNano")
+		b = append(b, '"')
+		b = strconv.AppendUint(b, m.TimeUnixNano, 10)
+		b = append(b, '"')
+	}
 	switch x := m.Value.(type) {
 	case *metricspb.Exemplar_AsDouble:
 		b = key(b, &first, "asDouble")
@@ -545,8 +679,14 @@ func appendExemplar(b []byte, m *metricspb.Exemplar) []byte {
 		b = strconv.AppendInt(b, int64(x.AsInt), 10)
 		b = append(b, '"')
 	}
-	b = fieldHex(b, &first, "spanId", m.SpanId)
-	b = fieldHex(b, &first, "traceId", m.TraceId)
+	if len(m.SpanId) > 0 {
+		b = key(b, &first, "spanId")
+		b = appendHex(b, m.SpanId)
+	}
+	if len(m.TraceId) > 0 {
+		b = key(b, &first, "traceId")
+		b = appendHex(b, m.TraceId)
+	}
 	return append(b, '}')
 }
 
@@ -569,8 +709,14 @@ func appendSum(b []byte, m *metricspb.Sum, pw *pointWriter) []byte {
 		}
 		b = append(b, ']')
 	}
-	b = fieldInt32(b, &first, "aggregationTemporality", int32(m.AggregationTemporality))
-	b = fieldBool(b, &first, "isMonotonic", m.IsMonotonic)
+	if m.AggregationTemporality != 0 {
+		b = key(b, &first, "aggregationTemporality")
+		b = strconv.AppendInt(b, int64(m.AggregationTemporality), 10)
+	}
+	if m.IsMonotonic {
+		b = key(b, &first, "isMonotonic")
+		b = strconv.AppendBool(b, m.IsMonotonic)
+	}
 	return append(b, '}')
 }
 
@@ -593,7 +739,10 @@ func appendHistogram(b []byte, m *metricspb.Histogram, pw *pointWriter) []byte {
 		}
 		b = append(b, ']')
 	}
-	b = fieldInt32(b, &first, "aggregationTemporality", int32(m.AggregationTemporality))
+	if m.AggregationTemporality != 0 {
+		b = key(b, &first, "aggregationTemporality")
+		b = strconv.AppendInt(b, int64(m.AggregationTemporality), 10)
+	}
 	return append(b, '}')
 }
 
@@ -612,8 +761,16 @@ func appendHistogramDataPoint(b []byte, m *metricspb.HistogramDataPoint, pw *poi
 		b = key(b, &first, "timeUnixNano")
 		b = pw.last[1].append(b, m.TimeUnixNano)
 	}
-	b = fieldUint64(b, &first, "count", m.Count)
-	b = fieldOptDouble(b, &first, "sum", m.Sum)
+	if m.Count != 0 {
+		b = key(b, &first, "count")
+		b = append(b, '"')
+		b = strconv.AppendUint(b, m.Count, 10)
+		b = append(b, '"')
+	}
+	if m.Sum != nil {
+		b = key(b, &first, "sum")
+		b = appendFloat(b, *m.Sum)
+	}
 	if len(m.BucketCounts) > 0 {
 		b = key(b, &first, "bucketCounts")
 		b = append(b, '[')
@@ -649,9 +806,18 @@ func appendHistogramDataPoint(b []byte, m *metricspb.HistogramDataPoint, pw *poi
 		}
 		b = append(b, ']')
 	}
-	b = fieldUint32(b, &first, "flags", m.Flags)
-	b = fieldOptDouble(b, &first, "min", m.Min)
-	b = fieldOptDouble(b, &first, "max", m.Max)
+	if m.Flags != 0 {
+		b = key(b, &first, "flags")
+		b = strconv.AppendUint(b, uint64(m.Flags), 10)
+	}
+	if m.Min != nil {
+		b = key(b, &first, "min")
+		b = appendFloat(b, *m.Min)
+	}
+	if m.Max != nil {
+		b = key(b, &first, "max")
+		b = appendFloat(b, *m.Max)
+	}
 	return append(b, '}')
 }
 
@@ -674,7 +840,10 @@ func appendExponentialHistogram(b []byte, m *metricspb.ExponentialHistogram, pw 
 		}
 		b = append(b, ']')
 	}
-	b = fieldInt32(b, &first, "aggregationTemporality", int32(m.AggregationTemporality))
+	if m.AggregationTemporality != 0 {
+		b = key(b, &first, "aggregationTemporality")
+		b = strconv.AppendInt(b, int64(m.AggregationTemporality), 10)
+	}
 	return append(b, '}')
 }
 
@@ -693,10 +862,26 @@ func appendExponentialHistogramDataPoint(b []byte, m *metricspb.ExponentialHisto
 		b = key(b, &first, "timeUnixNano")
 		b = pw.last[1].append(b, m.TimeUnixNano)
 	}
-	b = fieldUint64(b, &first, "count", m.Count)
-	b = fieldOptDouble(b, &first, "sum", m.Sum)
-	b = fieldInt32(b, &first, "scale", m.Scale)
-	b = fieldUint64(b, &first, "zeroCount", m.ZeroCount)
+	if m.Count != 0 {
+		b = key(b, &first, "count")
+		b = append(b, '"')
+		b = strconv.AppendUint(b, m.Count, 10)
+		b = append(b, '"')
+	}
+	if m.Sum != nil {
+		b = key(b, &first, "sum")
+		b = appendFloat(b, *m.Sum)
+	}
+	if m.Scale != 0 {
+		b = key(b, &first, "scale")
+		b = strconv.AppendInt(b, int64(m.Scale), 10)
+	}
+	if m.ZeroCount != 0 {
+		b = key(b, &first, "zeroCount")
+		b = append(b, '"')
+		b = strconv.AppendUint(b, m.ZeroCount, 10)
+		b = append(b, '"')
+	}
 	if m.Positive != nil {
 		b = key(b, &first, "positive")
 		b = appendExponentialHistogramDataPointBuckets(b, m.Positive)
@@ -705,7 +890,10 @@ func appendExponentialHistogramDataPoint(b []byte, m *metricspb.ExponentialHisto
 		b = key(b, &first, "negative")
 		b = appendExponentialHistogramDataPointBuckets(b, m.Negative)
 	}
-	b = fieldUint32(b, &first, "flags", m.Flags)
+	if m.Flags != 0 {
+		b = key(b, &first, "flags")
+		b = strconv.AppendUint(b, uint64(m.Flags), 10)
+	}
 	if len(m.Exemplars) > 0 {
 		b = key(b, &first, "exemplars")
 		b = append(b, '[')
@@ -717,9 +905,18 @@ func appendExponentialHistogramDataPoint(b []byte, m *metricspb.ExponentialHisto
 		}
 		b = append(b, ']')
 	}
-	b = fieldOptDouble(b, &first, "min", m.Min)
-	b = fieldOptDouble(b, &first, "max", m.Max)
-	b = fieldDouble(b, &first, "zeroThreshold", m.ZeroThreshold)
+	if m.Min != nil {
+		b = key(b, &first, "min")
+		b = appendFloat(b, *m.Min)
+	}
+	if m.Max != nil {
+		b = key(b, &first, "max")
+		b = appendFloat(b, *m.Max)
+	}
+	if math.Float64bits(m.ZeroThreshold) != 0 {
+		b = key(b, &first, "zeroThreshold")
+		b = appendFloat(b, m.ZeroThreshold)
+	}
 	return append(b, '}')
 }
 
@@ -729,7 +926,11 @@ func appendExponentialHistogramDataPointBuckets(b []byte, m *metricspb.Exponenti
 		return append(b, '}')
 	}
 	first := true
-	b = fieldInt32(b, &first, "offset", m.Offset)
+	if m.Offset != 0 {
+		b = append(b, `"offset":`...)
+		first = false
+		b = strconv.AppendInt(b, int64(m.Offset), 10)
+	}
 	if len(m.BucketCounts) > 0 {
 		b = key(b, &first, "bucketCounts")
 		b = append(b, '[')
@@ -781,8 +982,16 @@ func appendSummaryDataPoint(b []byte, m *metricspb.SummaryDataPoint, pw *pointWr
 		b = key(b, &first, "timeUnixNano")
 		b = pw.last[1].append(b, m.TimeUnixNano)
 	}
-	b = fieldUint64(b, &first, "count", m.Count)
-	b = fieldDouble(b, &first, "sum", m.Sum)
+	if m.Count != 0 {
+		b = key(b, &first, "count")
+		b = append(b, '"')
+		b = strconv.AppendUint(b, m.Count, 10)
+		b = append(b, '"')
+	}
+	if math.Float64bits(m.Sum) != 0 {
+		b = key(b, &first, "sum")
+		b = appendFloat(b, m.Sum)
+	}
 	if len(m.QuantileValues) > 0 {
 		b = key(b, &first, "quantileValues")
 		b = append(b, '[')
@@ -794,7 +1003,10 @@ func appendSummaryDataPoint(b []byte, m *metricspb.SummaryDataPoint, pw *pointWr
 		}
 		b = append(b, ']')
 	}
-	b = fieldUint32(b, &first, "flags", m.Flags)
+	if m.Flags != 0 {
+		b = key(b, &first, "flags")
+		b = strconv.AppendUint(b, uint64(m.Flags), 10)
+	}
 	return append(b, '}')
 }
 
@@ -804,8 +1016,15 @@ func appendSummaryDataPointValueAtQuantile(b []byte, m *metricspb.SummaryDataPoi
 		return append(b, '}')
 	}
 	first := true
-	b = fieldDouble(b, &first, "quantile", m.Quantile)
-	b = fieldDouble(b, &first, "value", m.Value)
+	if math.Float64bits(m.Quantile) != 0 {
+		b = append(b, `"quantile":`...)
+		first = false
+		b = appendFloat(b, m.Quantile)
+	}
+	if math.Float64bits(m.Value) != 0 {
+		b = key(b, &first, "value")
+		b = appendFloat(b, m.Value)
+	}
 	return append(b, '}')
 }
 
@@ -848,7 +1067,10 @@ func appendResourceLogs(b []byte, m *pipeline.ResourceLogs, skip []string) []byt
 		}
 		b = append(b, ']')
 	}
-	b = fieldString(b, &first, "schemaUrl", m.SchemaURL)
+	if len(m.SchemaURL) > 0 {
+		b = key(b, &first, "schemaUrl")
+		b = appendString(b, m.SchemaURL)
+	}
 	return append(b, '}')
 }
 
@@ -864,7 +1086,10 @@ func appendScopeLogs(b []byte, m *pipeline.ScopeLogs) []byte {
 		b = appendInstrumentationScope(b, m.Scope)
 	}
 	b = fieldItems(b, &first, "logRecords", m.LogRecords, m.Records, appendLogRecordRecord, &logRecordDecoders, appendLogRecord)
-	b = fieldString(b, &first, "schemaUrl", m.SchemaURL)
+	if len(m.SchemaURL) > 0 {
+		b = key(b, &first, "schemaUrl")
+		b = appendString(b, m.SchemaURL)
+	}
 	return append(b, '}')
 }
 
@@ -874,10 +1099,27 @@ func appendLogRecord(b []byte, m *logspb.LogRecord) []byte {
 		return append(b, '}')
 	}
 	first := true
-	b = fieldUint64(b, &first, "timeUnixNano", m.TimeUnixNano)
-	b = fieldUint64(b, &first, "observedTimeUnixNano", m.ObservedTimeUnixNano)
-	b = fieldInt32(b, &first, "severityNumber", int32(m.SeverityNumber))
-	b = fieldString(b, &first, "severityText", m.SeverityText)
+	if m.TimeUnixNano != 0 {
+		b = append(b, `"timeUnixNano":`...)
+		first = false
+		b = append(b, '"')
+		b = strconv.AppendUint(b, m.TimeUnixNano, 10)
+		b = append(b, '"')
+	}
+	if m.ObservedTimeUnixNano != 0 {
+		b = key(b, &first, "observedTimeUnixNano")
+		b = append(b, '"')
+		b = strconv.AppendUint(b, m.ObservedTimeUnixNano, 10)
+		b = append(b, '"')
+	}
+	if m.SeverityNumber != 0 {
+		b = key(b, &first, "severityNumber")
+		b = strconv.AppendInt(b, int64(m.SeverityNumber), 10)
+	}
+	if len(m.SeverityText) > 0 {
+		b = key(b, &first, "severityText")
+		b = appendString(b, m.SeverityText)
+	}
 	if m.Body != nil {
 		b = key(b, &first, "body")
 		b = appendAnyValue(b, m.Body)
@@ -893,10 +1135,25 @@ func appendLogRecord(b []byte, m *logspb.LogRecord) []byte {
 		}
 		b = append(b, ']')
 	}
-	b = fieldUint32(b, &first, "droppedAttributesCount", m.DroppedAttributesCount)
-	b = fieldUint32(b, &first, "flags", m.Flags)
-	b = fieldHex(b, &first, "traceId", m.TraceId)
-	b = fieldHex(b, &first, "spanId", m.SpanId)
-	b = fieldString(b, &first, "eventName", m.EventName)
+	if m.DroppedAttributesCount != 0 {
+		b = key(b, &first, "droppedAttributesCount")
+		b = strconv.AppendUint(b, uint64(m.DroppedAttributesCount), 10)
+	}
+	if m.Flags != 0 {
+		b = key(b, &first, "flags")
+		b = strconv.AppendUint(b, uint64(m.Flags), 10)
+	}
+	if len(m.TraceId) > 0 {
+		b = key(b, &first, "traceId")
+		b = appendHex(b, m.TraceId)
+	}
+	if len(m.SpanId) > 0 {
+		b = key(b, &first, "spanId")
+		b = appendHex(b, m.SpanId)
+	}
+	if len(m.EventName) > 0 {
+		b = key(b, &first, "eventName")
+		b = appendString(b, m.EventName)
+	}
 	return append(b, '}')
 }

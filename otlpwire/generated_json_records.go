@@ -88,36 +88,77 @@ func appendSpanRecord(b, rec []byte) (_ []byte, ok bool) {
 	}
 	b = append(b, '{')
 	first := true
-	b = fieldHex(b, &first, "traceId", r.TraceId)
-	b = fieldHex(b, &first, "spanId", r.SpanId)
-	b = fieldString(b, &first, "traceState", r.TraceState)
-	b = fieldHex(b, &first, "parentSpanId", r.ParentSpanId)
-	b = fieldUint32(b, &first, "flags", uint32(r.Flags))
-	b = fieldString(b, &first, "name", r.Name)
-	b = fieldInt32(b, &first, "kind", int32(r.Kind))
-	b = fieldUint64(b, &first, "startTimeUnixNano", r.StartTimeUnixNano)
-	b = fieldUint64(b, &first, "endTimeUnixNano", r.EndTimeUnixNano)
+	if len(r.TraceId) > 0 {
+		b = append(b, `"traceId":`...)
+		first = false
+		b = appendHex(b, r.TraceId)
+	}
+	if len(r.SpanId) > 0 {
+		b = key(b, &first, "spanId")
+		b = appendHex(b, r.SpanId)
+	}
+	if len(r.TraceState) > 0 {
+		b = key(b, &first, "traceState")
+		b = appendString(b, r.TraceState)
+	}
+	if len(r.ParentSpanId) > 0 {
+		b = key(b, &first, "parentSpanId")
+		b = appendHex(b, r.ParentSpanId)
+	}
+	if uint32(r.Flags) != 0 {
+		b = key(b, &first, "flags")
+		b = strconv.AppendUint(b, uint64(uint32(r.Flags)), 10)
+	}
+	if len(r.Name) > 0 {
+		b = key(b, &first, "name")
+		b = appendString(b, r.Name)
+	}
+	if int32(r.Kind) != 0 {
+		b = key(b, &first, "kind")
+		b = strconv.AppendInt(b, int64(int32(r.Kind)), 10)
+	}
+	if r.StartTimeUnixNano != 0 {
+		b = key(b, &first, "startTimeUnixNano")
+		b = append(b, '"')
+		b = strconv.AppendUint(b, r.StartTimeUnixNano, 10)
+		b = append(b, '"')
+	}
+	if r.EndTimeUnixNano != 0 {
+		b = key(b, &first, "endTimeUnixNano")
+		b = append(b, '"')
+		b = strconv.AppendUint(b, r.EndTimeUnixNano, 10)
+		b = append(b, '"')
+	}
 	if r.Attributes[1] > 0 {
 		b = key(b, &first, "attributes")
 		if b, ok = appendKeyValueRecords(b, rec[r.Attributes[0]:r.Attributes[1]], 9, lv+1); !ok {
 			return b, false
 		}
 	}
-	b = fieldUint32(b, &first, "droppedAttributesCount", uint32(r.DroppedAttributesCount))
+	if uint32(r.DroppedAttributesCount) != 0 {
+		b = key(b, &first, "droppedAttributesCount")
+		b = strconv.AppendUint(b, uint64(uint32(r.DroppedAttributesCount)), 10)
+	}
 	if r.Events[1] > 0 {
 		b = key(b, &first, "events")
 		if b, ok = appendSpanEventRecords(b, rec[r.Events[0]:r.Events[1]], 11, lv+1); !ok {
 			return b, false
 		}
 	}
-	b = fieldUint32(b, &first, "droppedEventsCount", uint32(r.DroppedEventsCount))
+	if uint32(r.DroppedEventsCount) != 0 {
+		b = key(b, &first, "droppedEventsCount")
+		b = strconv.AppendUint(b, uint64(uint32(r.DroppedEventsCount)), 10)
+	}
 	if r.Links[1] > 0 {
 		b = key(b, &first, "links")
 		if b, ok = appendSpanLinkRecords(b, rec[r.Links[0]:r.Links[1]], 13, lv+1); !ok {
 			return b, false
 		}
 	}
-	b = fieldUint32(b, &first, "droppedLinksCount", uint32(r.DroppedLinksCount))
+	if uint32(r.DroppedLinksCount) != 0 {
+		b = key(b, &first, "droppedLinksCount")
+		b = strconv.AppendUint(b, uint64(uint32(r.DroppedLinksCount)), 10)
+	}
 	if r.hasStatus {
 		b = key(b, &first, "status")
 		if b, ok = appendStatusRecord(b, r.Status, lv+1); !ok {
@@ -188,10 +229,27 @@ func appendLogRecordRecord(b, rec []byte) (_ []byte, ok bool) {
 	}
 	b = append(b, '{')
 	first := true
-	b = fieldUint64(b, &first, "timeUnixNano", r.TimeUnixNano)
-	b = fieldUint64(b, &first, "observedTimeUnixNano", r.ObservedTimeUnixNano)
-	b = fieldInt32(b, &first, "severityNumber", int32(r.SeverityNumber))
-	b = fieldString(b, &first, "severityText", r.SeverityText)
+	if r.TimeUnixNano != 0 {
+		b = append(b, `"timeUnixNano":`...)
+		first = false
+		b = append(b, '"')
+		b = strconv.AppendUint(b, r.TimeUnixNano, 10)
+		b = append(b, '"')
+	}
+	if r.ObservedTimeUnixNano != 0 {
+		b = key(b, &first, "observedTimeUnixNano")
+		b = append(b, '"')
+		b = strconv.AppendUint(b, r.ObservedTimeUnixNano, 10)
+		b = append(b, '"')
+	}
+	if int32(r.SeverityNumber) != 0 {
+		b = key(b, &first, "severityNumber")
+		b = strconv.AppendInt(b, int64(int32(r.SeverityNumber)), 10)
+	}
+	if len(r.SeverityText) > 0 {
+		b = key(b, &first, "severityText")
+		b = appendString(b, r.SeverityText)
+	}
 	if r.hasBody {
 		b = key(b, &first, "body")
 		if b, ok = appendAnyValueRecord(b, r.Body, lv+1); !ok {
@@ -204,11 +262,26 @@ func appendLogRecordRecord(b, rec []byte) (_ []byte, ok bool) {
 			return b, false
 		}
 	}
-	b = fieldUint32(b, &first, "droppedAttributesCount", uint32(r.DroppedAttributesCount))
-	b = fieldUint32(b, &first, "flags", uint32(r.Flags))
-	b = fieldHex(b, &first, "traceId", r.TraceId)
-	b = fieldHex(b, &first, "spanId", r.SpanId)
-	b = fieldString(b, &first, "eventName", r.EventName)
+	if uint32(r.DroppedAttributesCount) != 0 {
+		b = key(b, &first, "droppedAttributesCount")
+		b = strconv.AppendUint(b, uint64(uint32(r.DroppedAttributesCount)), 10)
+	}
+	if uint32(r.Flags) != 0 {
+		b = key(b, &first, "flags")
+		b = strconv.AppendUint(b, uint64(uint32(r.Flags)), 10)
+	}
+	if len(r.TraceId) > 0 {
+		b = key(b, &first, "traceId")
+		b = appendHex(b, r.TraceId)
+	}
+	if len(r.SpanId) > 0 {
+		b = key(b, &first, "spanId")
+		b = appendHex(b, r.SpanId)
+	}
+	if len(r.EventName) > 0 {
+		b = key(b, &first, "eventName")
+		b = appendString(b, r.EventName)
+	}
 	return append(b, '}'), true
 }
 
@@ -306,14 +379,21 @@ func appendKeyValueRecord(b, rec []byte, lv int) (_ []byte, ok bool) {
 	}
 	b = append(b, '{')
 	first := true
-	b = fieldString(b, &first, "key", r.Key)
+	if len(r.Key) > 0 {
+		b = append(b, `"key":`...)
+		first = false
+		b = appendString(b, r.Key)
+	}
 	if r.hasValue {
 		b = key(b, &first, "value")
 		if b, ok = appendAnyValueRecord(b, r.Value, lv+1); !ok {
 			return b, false
 		}
 	}
-	b = fieldInt32(b, &first, "keyStrindex", int32(r.KeyStrindex))
+	if int32(r.KeyStrindex) != 0 {
+		b = key(b, &first, "keyStrindex")
+		b = strconv.AppendInt(b, int64(int32(r.KeyStrindex)), 10)
+	}
 	return append(b, '}'), true
 }
 
@@ -349,15 +429,27 @@ func appendSpanEventRecord(b, rec []byte, lv int) (_ []byte, ok bool) {
 	}
 	b = append(b, '{')
 	first := true
-	b = fieldUint64(b, &first, "timeUnixNano", r.TimeUnixNano)
-	b = fieldString(b, &first, "name", r.Name)
+	if r.TimeUnixNano != 0 {
+		b = append(b, `"timeUnixNano":`...)
+		first = false
+		b = append(b, '"')
+		b = strconv.AppendUint(b, r.TimeUnixNano, 10)
+		b = append(b, '"')
+	}
+	if len(r.Name) > 0 {
+		b = key(b, &first, "name")
+		b = appendString(b, r.Name)
+	}
 	if r.Attributes[1] > 0 {
 		b = key(b, &first, "attributes")
 		if b, ok = appendKeyValueRecords(b, rec[r.Attributes[0]:r.Attributes[1]], 3, lv+1); !ok {
 			return b, false
 		}
 	}
-	b = fieldUint32(b, &first, "droppedAttributesCount", uint32(r.DroppedAttributesCount))
+	if uint32(r.DroppedAttributesCount) != 0 {
+		b = key(b, &first, "droppedAttributesCount")
+		b = strconv.AppendUint(b, uint64(uint32(r.DroppedAttributesCount)), 10)
+	}
 	return append(b, '}'), true
 }
 
@@ -399,17 +491,33 @@ func appendSpanLinkRecord(b, rec []byte, lv int) (_ []byte, ok bool) {
 	}
 	b = append(b, '{')
 	first := true
-	b = fieldHex(b, &first, "traceId", r.TraceId)
-	b = fieldHex(b, &first, "spanId", r.SpanId)
-	b = fieldString(b, &first, "traceState", r.TraceState)
+	if len(r.TraceId) > 0 {
+		b = append(b, `"traceId":`...)
+		first = false
+		b = appendHex(b, r.TraceId)
+	}
+	if len(r.SpanId) > 0 {
+		b = key(b, &first, "spanId")
+		b = appendHex(b, r.SpanId)
+	}
+	if len(r.TraceState) > 0 {
+		b = key(b, &first, "traceState")
+		b = appendString(b, r.TraceState)
+	}
 	if r.Attributes[1] > 0 {
 		b = key(b, &first, "attributes")
 		if b, ok = appendKeyValueRecords(b, rec[r.Attributes[0]:r.Attributes[1]], 4, lv+1); !ok {
 			return b, false
 		}
 	}
-	b = fieldUint32(b, &first, "droppedAttributesCount", uint32(r.DroppedAttributesCount))
-	b = fieldUint32(b, &first, "flags", uint32(r.Flags))
+	if uint32(r.DroppedAttributesCount) != 0 {
+		b = key(b, &first, "droppedAttributesCount")
+		b = strconv.AppendUint(b, uint64(uint32(r.DroppedAttributesCount)), 10)
+	}
+	if uint32(r.Flags) != 0 {
+		b = key(b, &first, "flags")
+		b = strconv.AppendUint(b, uint64(uint32(r.Flags)), 10)
+	}
 	return append(b, '}'), true
 }
 
@@ -439,8 +547,15 @@ func appendStatusRecord(b, rec []byte, lv int) (_ []byte, ok bool) {
 	}
 	b = append(b, '{')
 	first := true
-	b = fieldString(b, &first, "message", r.Message)
-	b = fieldInt32(b, &first, "code", int32(r.Code))
+	if len(r.Message) > 0 {
+		b = append(b, `"message":`...)
+		first = false
+		b = appendString(b, r.Message)
+	}
+	if int32(r.Code) != 0 {
+		b = key(b, &first, "code")
+		b = strconv.AppendInt(b, int64(int32(r.Code)), 10)
+	}
 	return append(b, '}'), true
 }
 

@@ -10,8 +10,9 @@ import (
 	commonpb "go.opentelemetry.io/proto/otlp/common/v1"
 )
 
-// Field helpers and primitives of the OTLP/JSON encoder: a key, a field of
-// each scalar kind, strings, floats, hex ids.
+// Field helpers and primitives of the OTLP/JSON encoder: a key, the shared
+// attribute sets' field, strings, floats, hex ids. The generated writers
+// write each scalar field by its kind (internal/gen's jsonScalar).
 
 // key writes the separator (if not first) and "name":. name must not need escaping.
 func key(b []byte, first *bool, name string) []byte {
@@ -23,93 +24,6 @@ func key(b []byte, first *bool, name string) []byte {
 	b = append(b, '"')
 	b = append(b, name...)
 	return append(b, '"', ':')
-}
-
-func fieldString[S string | []byte](b []byte, first *bool, name string, v S) []byte {
-	if len(v) == 0 {
-		return b
-	}
-	b = key(b, first, name)
-	return appendString(b, v)
-}
-
-func fieldUint32(b []byte, first *bool, name string, v uint32) []byte {
-	if v == 0 {
-		return b
-	}
-	b = key(b, first, name)
-	return strconv.AppendUint(b, uint64(v), 10)
-}
-
-func fieldInt32(b []byte, first *bool, name string, v int32) []byte {
-	if v == 0 {
-		return b
-	}
-	b = key(b, first, name)
-	return strconv.AppendInt(b, int64(v), 10)
-}
-
-// fieldUint64 writes a 64-bit integer as a decimal string.
-func fieldUint64(b []byte, first *bool, name string, v uint64) []byte {
-	if v == 0 {
-		return b
-	}
-	b = key(b, first, name)
-	b = append(b, '"')
-	b = strconv.AppendUint(b, v, 10)
-	return append(b, '"')
-}
-
-// fieldInt64 writes a 64-bit integer as a decimal string.
-func fieldInt64(b []byte, first *bool, name string, v int64) []byte {
-	if v == 0 {
-		return b
-	}
-	b = key(b, first, name)
-	b = append(b, '"')
-	b = strconv.AppendInt(b, v, 10)
-	return append(b, '"')
-}
-
-func fieldBool(b []byte, first *bool, name string, v bool) []byte {
-	if !v {
-		return b
-	}
-	b = key(b, first, name)
-	return append(b, "true"...)
-}
-
-func fieldDouble(b []byte, first *bool, name string, v float64) []byte {
-	// proto3 omits +0 only; -0 has a sign bit and is written, like protojson.
-	if v == 0 && !math.Signbit(v) {
-		return b
-	}
-	b = key(b, first, name)
-	return appendFloat(b, v)
-}
-
-func fieldOptDouble(b []byte, first *bool, name string, v *float64) []byte {
-	if v == nil {
-		return b
-	}
-	b = key(b, first, name)
-	return appendFloat(b, *v)
-}
-
-func fieldBase64(b []byte, first *bool, name string, v []byte) []byte {
-	if len(v) == 0 {
-		return b
-	}
-	b = key(b, first, name)
-	return appendBase64(b, v)
-}
-
-func fieldHex(b []byte, first *bool, name string, id []byte) []byte {
-	if len(id) == 0 {
-		return b
-	}
-	b = key(b, first, name)
-	return appendHex(b, id)
 }
 
 // fieldSharedAttrs writes a data point's attributes (or a metric's

@@ -836,7 +836,7 @@ func (g *encGen) jsonBody(m *encMsg) []byte {
 			g.p("b = pw.last[%d].append(b, %s)", f.c.PointTime-1, x)
 			g.p("}")
 		default:
-			g.p("b = %s(b, &first, %q, %s)", encJSONField(f), f.JSONName, encJSONArg(f, x))
+			g.jsonScalar(f, x, key)
 		}
 		first = false
 	}
@@ -866,43 +866,20 @@ func (g *encGen) jsonList(f *encField, x string) {
 	g.p("b = append(b, ']')")
 }
 
-func encJSONField(f *encField) string {
-	switch f.Kind {
-	case protoreflect.StringKind:
-		return "fieldString"
-	case protoreflect.BytesKind:
-		if f.Choice.IDSize != "" {
-			return "fieldHex"
-		}
-		return "fieldBase64"
-	case protoreflect.BoolKind:
-		return "fieldBool"
-	case protoreflect.EnumKind, protoreflect.Int32Kind, protoreflect.Sint32Kind, protoreflect.Sfixed32Kind:
-		return "fieldInt32"
-	case protoreflect.Uint32Kind, protoreflect.Fixed32Kind:
-		return "fieldUint32"
-	case protoreflect.Uint64Kind, protoreflect.Fixed64Kind:
-		return "fieldUint64"
-	case protoreflect.Int64Kind, protoreflect.Sint64Kind, protoreflect.Sfixed64Kind:
-		return "fieldInt64"
-	case protoreflect.DoubleKind:
-		if f.opt {
-			return "fieldOptDouble"
-		}
-		return "fieldDouble"
-	}
-	panic("encCheckKind let " + f.Kind.String() + " through")
-}
-
-func encJSONArg(f *encField, x string) string {
-	if f.Kind == protoreflect.EnumKind {
-		return "int32(" + x + ")"
-	}
-	return x
+// jsonScalar writes the scalar field f, its value v, when encPresent says
+// it is written, its key by key: the one way to a scalar field of the JSON
+// writers and the records writers.
+func (g *encGen) jsonScalar(f *encField, v string, key func(string)) {
+	cond, y := encPresent(f, v)
+	g.p("if %s {", cond)
+	key(f.JSONName)
+	g.jsonOneofValue(f, y)
+	g.p("}")
 }
 
 // jsonOneofValue writes a value v of f's kind: of a set oneof member (even
-// a zero one), or of a list's element.
+// a zero one), of a list's element, or of a scalar field (jsonScalar). The
+// one rule per kind, as encOneofValue is for protobuf.
 func (g *encGen) jsonOneofValue(f *encField, v string) {
 	switch f.Kind {
 	case protoreflect.StringKind:

@@ -15,7 +15,7 @@ import (
 // writer (encodeChoice.Direct). There is one writer per message under the
 // item, built from the encoders' view of it (encMsg): the fields it reads
 // are every field the JSON writer writes, and it writes them in the JSON
-// writer's order (encMsg.decl) with the same field helpers (encJSONField)
+// writer's order (encMsg.decl) with the same scalar fields (jsonScalar)
 // and oneof values (jsonOneofValue), so the two cannot disagree on a field
 // or its place.
 //
@@ -390,7 +390,7 @@ func (g *recGen) writeBody(m *encMsg) []byte {
 			call(fmt.Sprintf("%s(b, %s, lv+1)", recordFunc(g.msgs[f.Message]), x))
 			g.p("}")
 		default:
-			g.p("b = %s(b, &first, %q, %s)", encJSONField(f), f.JSONName, recValue(f, x, x))
+			g.jsonScalar(f, recValue(f, x, x), key)
 		}
 		first = false
 	}

@@ -784,17 +784,7 @@ func appendHistogramDataPoint(b []byte, m *metricspb.HistogramDataPoint, pw *poi
 		}
 		b = append(b, ']')
 	}
-	if len(m.ExplicitBounds) > 0 {
-		b = key(b, &first, "explicitBounds")
-		b = append(b, '[')
-		for i, y := range m.ExplicitBounds {
-			if i > 0 {
-				b = append(b, ',')
-			}
-			b = appendFloat(b, y)
-		}
-		b = append(b, ']')
-	}
+	b = pw.doubles.field(b, &first, "explicitBounds", m.ExplicitBounds)
 	if len(m.Exemplars) > 0 {
 		b = key(b, &first, "exemplars")
 		b = append(b, '[')

@@ -1,6 +1,7 @@
 package otlpwire
 
 import (
+	"math"
 	"strconv"
 	"strings"
 	"sync"
@@ -55,13 +56,15 @@ func (e *MetricsEncoder) pointWriter() *pointWriter {
 }
 
 // pointWriter is what the data-point writers of one call carry: the sets
-// whose stored attribute encodings they use (nil: none), and the digits of
-// the last start and time written: a scrape's points share its time and
-// mostly one start (the first scrape's), whose 19-digit decimals are so
-// formatted once.
+// whose stored attribute encodings they use (nil: none), the digits of
+// the last start and time written (a scrape's points share its time and
+// mostly one start, the first scrape's, whose 19-digit decimals are so
+// formatted once), and the text of the last list of doubles written (a
+// histogram point's explicit bounds: a family's points share them).
 type pointWriter struct {
-	shared *pipeline.SharedAttrs
-	last   [2]timeDigits // start, time
+	shared  *pipeline.SharedAttrs
+	last    [2]timeDigits // start, time
+	doubles lastDoubles
 	// flush and flushAt are MetricsEncoder's Flush and FlushAt.
 	flush   func(b []byte) []byte
 	flushAt int
@@ -91,6 +94,60 @@ func (t *timeDigits) append(b []byte, v uint64) []byte {
 	b = append(b, '"')
 	b = append(b, t.d[:t.n]...)
 	return append(b, '"')
+}
+
+// lastDoubles is the list of doubles written last and its JSON array, to
+// write again when the next list holds the same values. It keeps a copy of
+// the values, compared bit for bit (0 and -0 are written differently), not
+// the slice: a list changed in place since is formatted afresh. Its room is
+// fixed, so the writer allocates nothing; a longer list is formatted every
+// time.
+type lastDoubles struct {
+	n    int // values held; 0: none
+	vs   [maxLastDoubles]float64
+	tn   int
+	text [maxLastDoubles*maxFloatText + 2]byte
+}
+
+const (
+	// maxLastDoubles is the longest list kept: room for the bounds of
+	// the histograms exporters serve (vLLM's longest have 22).
+	maxLastDoubles = 32
+	// maxFloatText is the longest appendFloat writes a finite value in
+	// ("-2.2250738585072014e-308"), with the comma before it.
+	maxFloatText = 25
+)
+
+// field writes vs as field name (nothing when it is empty), from the last
+// list's text when vs holds the same values.
+func (d *lastDoubles) field(b []byte, first *bool, name string, vs []float64) []byte {
+	if len(vs) == 0 {
+		return b
+	}
+	b = key(b, first, name)
+	if d.holds(vs) {
+		return append(b, d.text[:d.tn]...)
+	}
+	start := len(b)
+	b = appendDoubles(b, vs)
+	d.n = 0
+	if text := b[start:]; len(vs) <= maxLastDoubles && len(text) <= len(d.text) {
+		d.n, d.tn = copy(d.vs[:], vs), copy(d.text[:], text)
+	}
+	return b
+}
+
+// holds reports whether vs are the values d holds, bit for bit.
+func (d *lastDoubles) holds(vs []float64) bool {
+	if len(vs) != d.n {
+		return false
+	}
+	for i, v := range vs {
+		if math.Float64bits(v) != math.Float64bits(d.vs[i]) {
+			return false
+		}
+	}
+	return true
 }
 
 // A request piece by piece: the OTLP/JSON of an export request with at least

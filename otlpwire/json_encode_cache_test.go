@@ -3,6 +3,7 @@ package otlpwire
 import (
 	"bytes"
 	"fmt"
+	"math"
 	"runtime"
 	"strings"
 	"testing"
@@ -291,5 +292,71 @@ func TestPointTimesRepeat(t *testing.T) {
 	var e MetricsEncoder
 	for i, enc := range [][]byte{AppendMetrics(nil, rms), e.AppendMetrics(nil, rms)} {
 		crossCheck(t, i, req, enc, func(b []byte) (proto.Message, error) { return DecodeMetrics(b) })
+	}
+}
+
+// histogramOf is a request of one histogram with a point for each list of
+// explicit bounds.
+func histogramOf(bounds [][]float64) []*metricspb.ResourceMetrics {
+	var pts []*metricspb.HistogramDataPoint
+	for _, b := range bounds {
+		pts = append(pts, &metricspb.HistogramDataPoint{Count: 1, BucketCounts: make([]uint64, len(b)+1), ExplicitBounds: b})
+	}
+	return []*metricspb.ResourceMetrics{{ScopeMetrics: []*metricspb.ScopeMetrics{{Metrics: []*metricspb.Metric{{Name: "h",
+		Data: &metricspb.Metric_Histogram{Histogram: &metricspb.Histogram{DataPoints: pts}}}}}}}}
+}
+
+// A point's explicit bounds are written from the last point's text only
+// when they hold the same values: not when the slice was changed in place
+// since (here by Flush, which runs between two points), nor for a part of
+// it, other values, -0 for 0, or a list too long to keep.
+func TestExplicitBoundsNotServedStale(t *testing.T) {
+	shared := []float64{0.1, 0.2, 0.4}
+	long := make([]float64, maxLastDoubles+3)
+	for i := range long {
+		long[i] = float64(i) + 0.5
+	}
+	longText := string(appendDoubles(nil, long))
+	negZero := math.Copysign(0, -1)
+	rms := histogramOf([][]float64{shared, shared, shared, shared[:2], {0, 1}, {negZero, 1}, {0.1, 0.2, 0.4},
+		long, long, {math.NaN(), math.Inf(1)}, {math.NaN(), math.Inf(1)}})
+	want := []string{"[0.1,0.2,0.4]", "[0.1,0.2,0.4]", "[0.1,0.3,0.4]", "[0.1,0.3]", "[0,1]", "[-0,1]", "[0.1,0.2,0.4]",
+		longText, longText, `["NaN","Infinity"]`, `["NaN","Infinity"]`}
+	changed := false
+	e := MetricsEncoder{Flush: func(b []byte) []byte {
+		if !changed && bytes.Count(b, []byte(`"explicitBounds"`)) == 2 {
+			shared[1], changed = 0.3, true // between the second point and the third
+		}
+		return b
+	}}
+	out := string(e.AppendMetrics(nil, rms))
+	var got []string
+	for rest := out; ; {
+		_, after, ok := strings.Cut(rest, `"explicitBounds":`)
+		if !ok {
+			break
+		}
+		got = append(got, after[:strings.IndexByte(after, ']')+1])
+		rest = after
+	}
+	if !changed || fmt.Sprint(got) != fmt.Sprint(want) {
+		t.Fatalf("changed in place: %v; explicit bounds written\n got %q\nwant %q", changed, got, want)
+	}
+}
+
+// Equal values are served from the text kept: changing the text shows in
+// what is written next (so the test above compares something).
+func TestExplicitBoundsServedFromLast(t *testing.T) {
+	var d lastDoubles
+	first := true
+	if got := string(d.field(nil, &first, "b", []float64{1.5, 3})); got != `"b":[1.5,3]` {
+		t.Fatalf("first list: %s", got)
+	}
+	d.text[1] = '9'
+	if got := string(d.field(nil, &first, "b", []float64{1.5, 3})); got != `,"b":[9.5,3]` {
+		t.Fatalf("the same values again, not from the text kept: %s", got)
+	}
+	if got := string(d.field(nil, &first, "b", []float64{1.5})); got != `,"b":[1.5]` {
+		t.Fatalf("other values: %s", got)
 	}
 }

@@ -26,6 +26,18 @@ func key(b []byte, first *bool, name string) []byte {
 	return append(b, '"', ':')
 }
 
+// appendDoubles writes a JSON array of doubles.
+func appendDoubles(b []byte, vs []float64) []byte {
+	b = append(b, '[')
+	for i, v := range vs {
+		if i > 0 {
+			b = append(b, ',')
+		}
+		b = appendFloat(b, v)
+	}
+	return append(b, ']')
+}
+
 // fieldSharedAttrs writes a data point's attributes (or a metric's
 // metadata) as field name, from the encoding stored with the slice's set
 // when shared finds one (see MetricsEncoder). A set stores the array text

@@ -32,7 +32,10 @@ import (
 // holding the element's code, without a call per element.
 //
 // OTLP/JSON: fields in declaration order with their JSON names, as
-// protojson writes them; ids (FieldChoice.IDSize) as hex.
+// protojson writes them; ids (FieldChoice.IDSize) as hex. A list of
+// doubles (a histogram point's explicit bounds) is written through the
+// pointWriter, which writes the text of the list it wrote last again when
+// the values are the same: a histogram family's points share their bounds.
 
 // encodeChoice is what only the encoders make of a field.
 type encodeChoice struct {
@@ -234,7 +237,8 @@ func (g *encGen) load(choices map[string]encodeChoice) error {
 		for _, em := range g.msgs {
 			for _, f := range em.allFields() {
 				skip := f.c.SkipKeys
-				pw := f.Choice.SharedAttrs || f.c.SharedJSON || f.c.PointTime > 0 || f.c.Flush
+				pw := f.Choice.SharedAttrs || f.c.SharedJSON || f.c.PointTime > 0 || f.c.Flush ||
+					f.Repeated && f.Kind == protoreflect.DoubleKind
 				if f.Message != nil {
 					sub := g.msgs[f.Message]
 					skip, pw = skip || sub.skip, pw || sub.pw
@@ -819,6 +823,10 @@ func (g *encGen) jsonBody(m *encMsg) []byte {
 			g.p("b = append%s(b, %s%s)", sub.name, x, g.args(sub))
 			g.p("}")
 		case f.Repeated:
+			if f.Kind == protoreflect.DoubleKind { // through the pointWriter (above)
+				g.p("b = pw.doubles.field(b, &first, %q, %s)", f.JSONName, x)
+				break
+			}
 			g.p("if len(%s) > 0 {", x)
 			key(f.JSONName)
 			g.p("b = append(b, '[')")

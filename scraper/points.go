@@ -85,29 +85,28 @@ func (c *Converter) abort(keepLines bool) {
 }
 
 // finish completes this scrape's cumulative points (start times, histogram
-// buckets) and commits the per-series state.
+// buckets) and commits the per-series state. Each series is done whole in
+// one pass: it reads and writes only its own state, and a second pass over
+// tens of thousands of series would fetch each from memory again.
 func (c *Converter) finish(now uint64, sl *pointSlab) {
 	for _, ps := range c.touched {
 		switch {
 		case ps.hist() != nil:
 			c.finishHist(ps, ps.hist(), now, sl)
+			ps.shape.hist = nil // back to the pool as ConvertLeased returns
 		case ps.sum() != nil:
 			c.finishSummary(ps, ps.sum(), now)
-		case ps.num != nil && ps.fam.typ == model.MetricTypeCounter:
-			if v, ok := ps.num.Value.(*metricspb.NumberDataPoint_AsDouble); ok {
-				c.startFor(ps, v.AsDouble, ps.created, ps.num.TimeUnixNano)
+		case ps.num != nil:
+			if ps.fam.typ == model.MetricTypeCounter {
+				if v, ok := ps.num.Value.(*metricspb.NumberDataPoint_AsDouble); ok {
+					c.startFor(ps, v.AsDouble, ps.created, ps.num.TimeUnixNano)
+				}
+				ps.num.StartTimeUnixNano = ps.curStart
 			}
-			ps.num.StartTimeUnixNano = ps.curStart
-		}
-	}
-	for _, ps := range c.touched {
-		if ps.hist() == nil && ps.sum() == nil && ps.num == nil {
+		default:
 			continue // only a _created sample: no point, nothing to commit
 		}
 		ps.start, ps.last, ps.seen = ps.curStart, ps.curLast, true
-		if ps.shape != nil {
-			ps.shape.hist = nil // back to the pool as ConvertLeased returns
-		}
 	}
 }
 

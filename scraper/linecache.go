@@ -250,6 +250,9 @@ func skipNewlines(page []byte, pos int) int {
 // offset just past the newline. ok is false for anything else, which is
 // left to textparse so that its reading, or its error, stands.
 func sampleTail(page []byte, i int) (v float64, ts int64, hasTS bool, next int, ok bool) {
+	if v, next, ok := intTail(page, i); ok {
+		return v, 0, false, next, true
+	}
 	j := skipBlanks(page, i)
 	if j == i {
 		return 0, 0, false, 0, false
@@ -288,6 +291,9 @@ func sampleTail(page []byte, i int) (v float64, ts int64, hasTS bool, next int, 
 // one space before the value: " VALUE\n" only. A timestamp or an exemplar
 // after the value is left to textparse.
 func sampleTailOM(page []byte, i int) (v float64, ts int64, hasTS bool, next int, ok bool) {
+	if v, next, ok := intTail(page, i); ok {
+		return v, 0, false, next, true
+	}
 	if i >= len(page) || page[i] != ' ' {
 		return 0, 0, false, 0, false
 	}
@@ -302,6 +308,31 @@ func sampleTailOM(page []byte, i int) (v float64, ts int64, hasTS bool, next int
 		return 0, 0, false, 0, false
 	}
 	return v, 0, false, j + 1, true
+}
+
+// intTail reads the commonest tail of a sample line, " DIGITS\n": a whole
+// value (counters, histogram buckets and counts) of at most 15 digits, no
+// timestamp. Such an integer is below 2^53, an exact float64, which is
+// what strconv.ParseFloat returns for it; both formats' lexers take the
+// shape. ok is false for any other tail, which sampleTail or sampleTailOM
+// reads.
+func intTail(page []byte, i int) (v float64, next int, ok bool) {
+	if i >= len(page) || page[i] != ' ' {
+		return 0, 0, false
+	}
+	var m uint64
+	j := i + 1
+	for ; j < len(page) && j <= i+15; j++ {
+		d := page[j] - '0'
+		if d > 9 {
+			break
+		}
+		m = m*10 + uint64(d)
+	}
+	if j == i+1 || j == len(page) || page[j] != '\n' {
+		return 0, 0, false
+	}
+	return float64(m), j + 1, true
 }
 
 // parseValue parses a sample value as textparse does (strconv.ParseFloat,

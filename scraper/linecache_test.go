@@ -543,3 +543,34 @@ func TestSampleTailNoAlloc(t *testing.T) {
 		t.Fatalf("sampleTail: %v allocations a line, value %v", allocs, v)
 	}
 }
+
+// The whole-value shortcut reads " DIGITS\n" of up to 15 digits as
+// strconv does, and leaves every other tail to the general reading.
+func TestIntTail(t *testing.T) {
+	tails := map[string]bool{" 0\n": true, " 1001\n": true, " 000123\n": true, " 999999999999999\n": true,
+		" 9999999999999999\n": false, " 1": false, " \n": false, "  1\n": false, "\t1\n": false, " -1\n": false,
+		" +1\n": false, " 1.5\n": false, " 1e3\n": false, " 1 1700000000000\n": false, " 1 \n": false, " 1\t\n": false,
+		"1\n": false, "": false, " 1\r\n": false, " 0x1\n": false}
+	r := rand.New(rand.NewPCG(5, 5))
+	for range 10_000 {
+		b := []byte{' '}
+		for range 1 + r.IntN(15) {
+			b = append(b, byte('0'+r.IntN(10)))
+		}
+		tails[string(b)+"\n"] = true
+	}
+	for tail, want := range tails {
+		page := []byte("x" + tail)
+		v, next, ok := intTail(page, 1)
+		if ok != want {
+			t.Fatalf("intTail(%q): ok %v, want %v", tail, ok, want)
+		}
+		if !ok {
+			continue
+		}
+		ref, _ := parseValueRef(bytes.TrimSpace(page[1:]))
+		if math.Float64bits(v) != math.Float64bits(ref) || next != len(page) {
+			t.Fatalf("intTail(%q) = %v, next %d; strconv: %v, the line's end %d", tail, v, next, ref, len(page))
+		}
+	}
+}

@@ -41,46 +41,45 @@ func ScanSpan(rec []byte, s *SpanSummary, keys []string, vals [][]byte) bool {
 	vals = vals[:len(keys)]
 	clear(vals)
 	for p := 0; p < len(rec); {
-		// One-byte tags (fields 1 to 15) and lengths inline, as the
-		// receivers' decoder reads them; anything else through
-		// nextField.
-		tag := rec[p]
-		var f field
-		switch {
+		// One-byte tags (fields 1 to 15) and lengths, and the times, inline,
+		// as the receivers' decoder reads them; anything else through
+		// readField.
+		var num protowire.Number
+		var typ protowire.Type
+		var v uint64
+		var a, z int
+		switch tag := rec[p]; {
 		case tag&7 == 2 && tag >= 1<<3 && tag < 0x80 && p+1 < len(rec) && rec[p+1] < 0x80:
-			a := p + 2
-			z := a + int(rec[p+1])
+			num, typ, a, z = protowire.Number(tag>>3), protowire.BytesType, p+2, p+2+int(rec[p+1])
 			if z > len(rec) {
 				return false
 			}
-			f = field{num: protowire.Number(tag >> 3), typ: protowire.BytesType, payload: rec[a:z:z]}
 			p = z
 		case tag&7 == 1 && tag >= 1<<3 && tag < 0x80 && p+9 <= len(rec):
-			f = field{num: protowire.Number(tag >> 3), typ: protowire.Fixed64Type, v: binary.LittleEndian.Uint64(rec[p+1:])}
+			num, typ, v = protowire.Number(tag>>3), protowire.Fixed64Type, binary.LittleEndian.Uint64(rec[p+1:])
 			p += 9
 		default:
-			var rest []byte
-			var ok bool
-			if f, rest, ok = nextField(rec[p:]); !ok {
+			var next int
+			if num, typ, v, a, z, next = readField(rec, p); next < 0 || num < protowire.MinValidNumber || num > protowire.MaxValidNumber {
 				return false
 			}
-			p = len(rec) - len(rest)
+			p = next
 		}
 		switch {
-		case f.num == 5 && f.typ == protowire.BytesType:
-			s.Name = f.payload
-		case f.num == 6 && f.typ == protowire.VarintType:
-			s.Kind = tracepb.Span_SpanKind(int32(f.v))
-		case f.num == 7 && f.typ == protowire.Fixed64Type:
-			s.Start = f.v
-		case f.num == 8 && f.typ == protowire.Fixed64Type:
-			s.End = f.v
-		case f.num == 9 && f.typ == protowire.BytesType:
-			if len(keys) > 0 && !scanAttr(f.payload, keys, vals) {
+		case num == 5 && typ == protowire.BytesType:
+			s.Name = rec[a:z:z]
+		case num == 6 && typ == protowire.VarintType:
+			s.Kind = tracepb.Span_SpanKind(int32(v))
+		case num == 7 && typ == protowire.Fixed64Type:
+			s.Start = v
+		case num == 8 && typ == protowire.Fixed64Type:
+			s.End = v
+		case num == 9 && typ == protowire.BytesType:
+			if len(keys) > 0 && !scanAttr(rec[a:z:z], keys, vals) {
 				return false
 			}
-		case f.num == 15 && f.typ == protowire.BytesType:
-			if !scanStatus(f.payload, s) {
+		case num == 15 && typ == protowire.BytesType:
+			if !scanStatus(rec[a:z:z], s) {
 				return false
 			}
 		}
@@ -91,15 +90,15 @@ func ScanSpan(rec []byte, s *SpanSummary, keys []string, vals [][]byte) bool {
 // scanStatus reads a Status record into s: a second status field merges into
 // the first, so only what it has replaces s's.
 func scanStatus(b []byte, s *SpanSummary) bool {
-	for len(b) > 0 {
-		f, rest, ok := nextField(b)
-		if !ok {
+	for p := 0; p < len(b); {
+		num, typ, v, _, _, next := readField(b, p)
+		if next < 0 || num < protowire.MinValidNumber || num > protowire.MaxValidNumber {
 			return false
 		}
-		b = rest
+		p = next
 		switch {
-		case f.num == 3 && f.typ == protowire.VarintType:
-			s.StatusCode = tracepb.Status_StatusCode(int32(f.v))
+		case num == 3 && typ == protowire.VarintType:
+			s.StatusCode = tracepb.Status_StatusCode(int32(v))
 		}
 	}
 	return true
@@ -127,18 +126,18 @@ const (
 // malformed record reads as the empty value.
 func ScanValue(b []byte) ScannedValue {
 	var w ScannedValue
-	for len(b) > 0 {
-		f, rest, ok := nextField(b)
-		if !ok {
+	for p := 0; p < len(b); {
+		num, typ, v, a, z, next := readField(b, p)
+		if next < 0 || num < protowire.MinValidNumber || num > protowire.MaxValidNumber {
 			return ScannedValue{}
 		}
-		b = rest
+		p = next
 		switch {
-		case (f.num == 1 || f.num == 5 || f.num == 6 || f.num == 7) && f.typ == protowire.BytesType:
-			w = ScannedValue{Kind: ValueKind(f.num), Bytes: f.payload}
-		case (f.num == 2 || f.num == 3 || f.num == 8) && f.typ == protowire.VarintType,
-			(f.num == 4) && f.typ == protowire.Fixed64Type:
-			w = ScannedValue{Kind: ValueKind(f.num), Bits: f.v}
+		case (num == 1 || num == 5 || num == 6 || num == 7) && typ == protowire.BytesType:
+			w = ScannedValue{Kind: ValueKind(num), Bytes: b[a:z:z]}
+		case (num == 2 || num == 3 || num == 8) && typ == protowire.VarintType,
+			(num == 4) && typ == protowire.Fixed64Type:
+			w = ScannedValue{Kind: ValueKind(num), Bits: v}
 		}
 	}
 	return w

@@ -1,89 +1,13 @@
 package otlpwire
 
-import (
-	"encoding/binary"
-
-	"google.golang.org/protobuf/encoding/protowire"
-)
+import "google.golang.org/protobuf/encoding/protowire"
 
 // ScanSpan and its SpanSummary (generated_proto_scan.go, from the fields
 // internal/gen's choices name) read a span record's summary without
 // decoding it: span metrics need neither the other attributes nor the
-// events and links that SpanDecoder would decode into messages.
-
-// field is one field of a record, as nextField reads it.
-type field struct {
-	num     protowire.Number
-	typ     protowire.Type
-	v       uint64 // a varint's, fixed64's or fixed32's value
-	payload []byte // a length-delimited field's
-}
-
-// nextField reads the field at the start of b and returns it with the rest
-// of b; ok is false if b does not start with a whole, valid field. One
-// call a field, and one-byte tags and lengths (nearly all of them) read
-// inline, rather than protowire's Consume functions for each, which it
-// calls otherwise.
-func nextField(b []byte) (f field, rest []byte, ok bool) {
-	var tag uint64
-	if len(b) > 0 && b[0] < 0x80 {
-		tag, b = uint64(b[0]), b[1:]
-	} else {
-		t, n := protowire.ConsumeVarint(b)
-		if n < 0 {
-			return f, nil, false
-		}
-		tag, b = t, b[n:]
-	}
-	f.num, f.typ = protowire.Number(tag>>3), protowire.Type(tag&7)
-	if f.num < protowire.MinValidNumber || f.num > protowire.MaxValidNumber {
-		return f, nil, false
-	}
-	switch f.typ {
-	case protowire.VarintType:
-		if len(b) > 0 && b[0] < 0x80 {
-			f.v, b = uint64(b[0]), b[1:]
-			break
-		}
-		v, n := protowire.ConsumeVarint(b)
-		if n < 0 {
-			return f, nil, false
-		}
-		f.v, b = v, b[n:]
-	case protowire.Fixed64Type:
-		if len(b) < 8 {
-			return f, nil, false
-		}
-		f.v, b = binary.LittleEndian.Uint64(b), b[8:]
-	case protowire.Fixed32Type:
-		if len(b) < 4 {
-			return f, nil, false
-		}
-		f.v, b = uint64(binary.LittleEndian.Uint32(b)), b[4:]
-	case protowire.BytesType:
-		var l uint64
-		if len(b) > 0 && b[0] < 0x80 {
-			l, b = uint64(b[0]), b[1:]
-		} else {
-			v, n := protowire.ConsumeVarint(b)
-			if n < 0 {
-				return f, nil, false
-			}
-			l, b = v, b[n:]
-		}
-		if l > uint64(len(b)) {
-			return f, nil, false
-		}
-		f.payload, b = b[:l:l], b[l:]
-	default: // groups, long gone from protobuf; skipped whole
-		n := protowire.ConsumeFieldValue(f.num, f.typ, b)
-		if n < 0 {
-			return f, nil, false
-		}
-		b = b[n:]
-	}
-	return f, b, true
-}
+// events and links that SpanDecoder would decode into messages. They read
+// a field at a time with readField (json_encode_records.go), which the
+// record writers use too.
 
 // scanAttr reads a KeyValue record's value into vals[i] if keys[i] is its
 // key and no earlier attribute of the span had that key.
@@ -105,20 +29,20 @@ func scanAttr(b []byte, keys []string, vals [][]byte) bool {
 		return true
 	}
 general:
-	for len(b) > 0 {
-		f, rest, ok := nextField(b)
-		if !ok {
+	for p := 0; p < len(b); {
+		num, typ, _, a, z, next := readField(b, p)
+		if next < 0 || num < protowire.MinValidNumber || num > protowire.MaxValidNumber {
 			return false
 		}
-		b = rest
-		if f.typ == protowire.BytesType {
-			switch f.num {
+		p = next
+		if typ == protowire.BytesType {
+			switch num {
 			case 1:
-				key = f.payload
+				key = b[a:z:z]
 			case 2:
 				// Two value fields would merge; no sender writes them,
 				// and the last one is kept.
-				val = f.payload
+				val = b[a:z:z]
 			}
 		}
 	}

@@ -17,7 +17,7 @@ func (g *protoDecode) scanFile() error {
 	if span == nil || !span.Choice.Record {
 		return fmt.Errorf("ScanSpan: no Span record in the schema")
 	}
-	cases, err := g.scanCases(span, "s")
+	cases, err := g.scanCases(span, "s", "rec")
 	if err != nil {
 		return err
 	}
@@ -45,30 +45,29 @@ func ScanSpan(rec []byte, s *SpanSummary, keys []string, vals [][]byte) bool {
 	vals = vals[:len(keys)]
 	clear(vals)
 	for p := 0; p < len(rec); {
-		// One-byte tags (fields 1 to 15) and lengths inline, as the
-		// receivers' decoder reads them; anything else through
-		// nextField.
-		tag := rec[p]
-		var f field
-		switch {
+		// One-byte tags (fields 1 to 15) and lengths, and the times, inline,
+		// as the receivers' decoder reads them; anything else through
+		// readField.
+		var num protowire.Number
+		var typ protowire.Type
+		var v uint64
+		var a, z int
+		switch tag := rec[p]; {
 		case tag&7 == 2 && tag >= 1<<3 && tag < 0x80 && p+1 < len(rec) && rec[p+1] < 0x80:
-			a := p + 2
-			z := a + int(rec[p+1])
+			num, typ, a, z = protowire.Number(tag>>3), protowire.BytesType, p+2, p+2+int(rec[p+1])
 			if z > len(rec) {
 				return false
 			}
-			f = field{num: protowire.Number(tag >> 3), typ: protowire.BytesType, payload: rec[a:z:z]}
 			p = z
 		case tag&7 == 1 && tag >= 1<<3 && tag < 0x80 && p+9 <= len(rec):
-			f = field{num: protowire.Number(tag >> 3), typ: protowire.Fixed64Type, v: binary.LittleEndian.Uint64(rec[p+1:])}
+			num, typ, v = protowire.Number(tag>>3), protowire.Fixed64Type, binary.LittleEndian.Uint64(rec[p+1:])
 			p += 9
 		default:
-			var rest []byte
-			var ok bool
-			if f, rest, ok = nextField(rec[p:]); !ok {
+			var next int
+			if num, typ, v, a, z, next = readField(rec, p); next < 0 || num < protowire.MinValidNumber || num > protowire.MaxValidNumber {
 				return false
 			}
-			p = len(rec) - len(rest)
+			p = next
 		}
 		switch {
 %s		}
@@ -82,26 +81,34 @@ func ScanSpan(rec []byte, s *SpanSummary, keys []string, vals [][]byte) bool {
 			continue
 		}
 		sub := f.Message
-		cases, err := g.scanCases(sub, "s")
+		cases, err := g.scanCases(sub, "s", "b")
 		if err != nil {
 			return err
+		}
+		// The locals the cases read, the others left out.
+		v, az := "_", "_, _"
+		if strings.Contains(cases, "= v\n") || strings.Contains(cases, "(v)") {
+			v = "v"
+		}
+		if strings.Contains(cases, "[a:z:z]") {
+			az = "a, z"
 		}
 		g.p(`// scan%[1]s reads a %[1]s record into s: a second %[2]s field merges into
 // the first, so only what it has replaces s's.
 func scan%[1]s(b []byte, s *SpanSummary) bool {
-	for len(b) > 0 {
-		f, rest, ok := nextField(b)
-		if !ok {
+	for p := 0; p < len(b); {
+		num, typ, %[4]s, %[5]s, next := readField(b, p)
+		if next < 0 || num < protowire.MinValidNumber || num > protowire.MaxValidNumber {
 			return false
 		}
-		b = rest
+		p = next
 		switch {
 %[3]s		}
 	}
 	return true
 }
 
-`, sub.GoName, f.Name, cases)
+`, sub.GoName, f.Name, cases, v, az)
 	}
 	return g.scanValue()
 }
@@ -150,8 +157,8 @@ func wireTypeOf(k protoreflect.Kind) string {
 }
 
 // scanCases is the switch cases reading m's fields that have a Scan choice
-// into the SpanSummary s.
-func (g *protoDecode) scanCases(m *Message, s string) (string, error) {
+// into the SpanSummary s, the field read by readField from buf.
+func (g *protoDecode) scanCases(m *Message, s, buf string) (string, error) {
 	var b strings.Builder
 	for _, f := range m.Fields {
 		c := f.Choice.Scan
@@ -161,24 +168,24 @@ func (g *protoDecode) scanCases(m *Message, s string) (string, error) {
 		if f.Repeated != (c == "attributes") {
 			return "", fmt.Errorf("field %s: Scan %q on a field that is repeated is only attributes", f.FullName(), c)
 		}
-		fmt.Fprintf(&b, "case f.num == %d && f.typ == %s:\n", f.Number, wireTypeOf(f.Kind))
+		fmt.Fprintf(&b, "case num == %d && typ == %s:\n", f.Number, wireTypeOf(f.Kind))
 		switch {
 		case c == "attributes":
 			if f.Message == nil || f.Message.Choice.AllocWith == "" {
 				return "", fmt.Errorf("field %s: Scan attributes on what is not KeyValues", f.FullName())
 			}
-			b.WriteString("if len(keys) > 0 && !scanAttr(f.payload, keys, vals) {\nreturn false\n}\n")
+			fmt.Fprintf(&b, "if len(keys) > 0 && !scanAttr(%s[a:z:z], keys, vals) {\nreturn false\n}\n", buf)
 		case c == "message":
 			if f.Message == nil {
 				return "", fmt.Errorf("field %s: Scan message on a scalar", f.FullName())
 			}
-			fmt.Fprintf(&b, "if !scan%s(f.payload, %s) {\nreturn false\n}\n", f.Message.GoName, s)
+			fmt.Fprintf(&b, "if !scan%s(%s[a:z:z], %s) {\nreturn false\n}\n", f.Message.GoName, buf, s)
 		case f.Kind == protoreflect.StringKind || f.Kind == protoreflect.BytesKind:
-			fmt.Fprintf(&b, "%s.%s = f.payload\n", s, c)
+			fmt.Fprintf(&b, "%s.%s = %s[a:z:z]\n", s, c, buf)
 		case f.Kind == protoreflect.EnumKind:
-			fmt.Fprintf(&b, "%s.%s = %s(int32(f.v))\n", s, c, f.Enum)
+			fmt.Fprintf(&b, "%s.%s = %s(int32(v))\n", s, c, f.Enum)
 		case f.Kind == protoreflect.Fixed64Kind || f.Kind == protoreflect.Uint64Kind:
-			fmt.Fprintf(&b, "%s.%s = f.v\n", s, c)
+			fmt.Fprintf(&b, "%s.%s = v\n", s, c)
 		default:
 			return "", fmt.Errorf("field %s: Scan has no rule for %s", f.FullName(), f.Kind)
 		}
@@ -206,12 +213,12 @@ func (g *protoDecode) scanValue() error {
 		if _, ok := byType[wt]; !ok {
 			types = append(types, wt)
 		}
-		byType[wt] = append(byType[wt], fmt.Sprintf("f.num == %d", f.Number))
+		byType[wt] = append(byType[wt], fmt.Sprintf("num == %d", f.Number))
 	}
 	g.p(")\n\n")
 	var bytesCase, bitsCase []string
 	for _, wt := range types {
-		c := fmt.Sprintf("(%s) && f.typ == %s", strings.Join(byType[wt], " || "), wt)
+		c := fmt.Sprintf("(%s) && typ == %s", strings.Join(byType[wt], " || "), wt)
 		if wt == "protowire.BytesType" {
 			bytesCase = append(bytesCase, c)
 		} else {
@@ -223,17 +230,17 @@ func (g *protoDecode) scanValue() error {
 // malformed record reads as the empty value.
 func ScanValue(b []byte) ScannedValue {
 	var w ScannedValue
-	for len(b) > 0 {
-		f, rest, ok := nextField(b)
-		if !ok {
+	for p := 0; p < len(b); {
+		num, typ, v, a, z, next := readField(b, p)
+		if next < 0 || num < protowire.MinValidNumber || num > protowire.MaxValidNumber {
 			return ScannedValue{}
 		}
-		b = rest
+		p = next
 		switch {
 		case %s:
-			w = ScannedValue{Kind: ValueKind(f.num), Bytes: f.payload}
+			w = ScannedValue{Kind: ValueKind(num), Bytes: b[a:z:z]}
 		case %s:
-			w = ScannedValue{Kind: ValueKind(f.num), Bits: f.v}
+			w = ScannedValue{Kind: ValueKind(num), Bits: v}
 		}
 	}
 	return w

@@ -47,18 +47,15 @@ func (d *decoder) scratchDecoder() *decoder {
 // end), all checked already, into one buffer.
 func (d *decoder) gatherRecords(p, end int, num protowire.Number) pipeline.Records {
 	var out pipeline.Records
-	for rest := d.b[p:end]; ; {
-		n, typ, l := protowire.ConsumeTag(rest)
-		if l < 0 {
-			return out
-		}
-		m := protowire.ConsumeFieldValue(n, typ, rest[l:])
-		if m < 0 {
+	for b := d.b[:end]; p < end; {
+		n, typ, _, _, _, next := readField(b, p)
+		if next < 0 {
 			return out
 		}
 		if n == num && typ == protowire.BytesType {
-			out = append(out, rest[:l+m]...)
+			out = append(out, b[p:next]...)
 		}
-		rest = rest[l+m:]
+		p = next
 	}
+	return out
 }

@@ -224,23 +224,24 @@ type itemDecoder[T any] interface {
 }
 
 // fieldItems writes the list of a scope message's items: msgs (items built
-// as messages), then the items among records (received). Each record is
-// written by direct (if not nil) from its bytes, or else decoded by a
-// decoder from pool and written with fn, as msgs are. A record that does
-// not decode is left out; the decoder checked every record it kept, so none
-// does.
+// as messages), then the items among records (received); an empty list is
+// left out, as proto3 JSON does. Each record is written by direct (if not
+// nil) from its bytes, or else decoded by a decoder from pool and written
+// with fn, as msgs are. A record that does not decode is left out; the
+// decoder checked every record it kept, so none does.
 func fieldItems[T any](b []byte, first *bool, name string, msgs []*T, records pipeline.Records, direct func(b, rec []byte) ([]byte, bool), pool *sync.Pool, fn func([]byte, *T) []byte) []byte {
-	if records.Empty() {
-		return fieldList(b, first, name, msgs, fn)
+	if len(msgs) == 0 && records.Empty() {
+		return b
 	}
-	if len(msgs) > 0 {
-		b = fieldList(b, first, name, msgs, fn)
-		b = append(b[:len(b)-1], ',') // the list goes on with the records
-	} else {
-		b = key(b, first, name)
-		b = append(b, '[')
+	b = key(b, first, name)
+	b = append(b, '[')
+	for i, m := range msgs {
+		if i > 0 {
+			b = append(b, ',')
+		}
+		b = fn(b, m)
 	}
-	comma := false
+	comma := len(msgs) > 0
 	var d itemDecoder[T]
 	for rec := range records.All() {
 		if direct != nil {
@@ -271,26 +272,6 @@ func fieldItems[T any](b []byte, first *bool, name string, msgs []*T, records pi
 	if d != nil {
 		d.Reset()
 		pool.Put(d)
-	}
-	if !comma && len(msgs) > 0 {
-		b = b[:len(b)-1] // no record decoded: drop the comma
-	}
-	return append(b, ']')
-}
-
-// fieldList writes a repeated message field; an empty list is left out, as
-// proto3 JSON does.
-func fieldList[T any](b []byte, first *bool, name string, xs []T, fn func([]byte, T) []byte) []byte {
-	if len(xs) == 0 {
-		return b
-	}
-	b = key(b, first, name)
-	b = append(b, '[')
-	for i, x := range xs {
-		if i > 0 {
-			b = append(b, ',')
-		}
-		b = fn(b, x)
 	}
 	return append(b, ']')
 }

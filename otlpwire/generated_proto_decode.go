@@ -1557,7 +1557,7 @@ func (d *decoder) histogramDataPoint(m *metricspb.HistogramDataPoint, p, end int
 			*x = math.Float64frombits(v)
 			m.Sum, p = x, z
 		case 6<<3 | wtLen:
-			if m.BucketCounts, p, e = d.packedFixed64(m.BucketCounts, q, end); e != nil {
+			if m.BucketCounts, p, e = packed8(d, &d.slabs.packedUint64, "fixed64", m.BucketCounts, q, end); e != nil {
 				return e.in("bucket_counts")
 			}
 		case 6<<3 | wtI64:
@@ -1567,7 +1567,7 @@ func (d *decoder) histogramDataPoint(m *metricspb.HistogramDataPoint, p, end int
 			}
 			m.BucketCounts, p = append(m.BucketCounts, v), z
 		case 7<<3 | wtLen:
-			if m.ExplicitBounds, p, e = d.packedDouble(m.ExplicitBounds, q, end); e != nil {
+			if m.ExplicitBounds, p, e = packed8(d, &d.slabs.packedDouble, "double", m.ExplicitBounds, q, end); e != nil {
 				return e.in("explicit_bounds")
 			}
 		case 7<<3 | wtI64:

@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
-	"math"
 	"math/rand/v2"
 	"sort"
 	"strconv"
@@ -624,38 +623,6 @@ func TestDecodeDepthLimit(t *testing.T) {
 	deep := `{"x":` + strings.Repeat("[", 20000) + strings.Repeat("]", 20000) + `}`
 	if _, err := DecodeLogs([]byte(deep)); err == nil || !strings.Contains(err.Error(), "nesting too deep") {
 		t.Errorf("deep unknown value: %v", err)
-	}
-}
-
-func TestExactFloatMatchesParseFloat(t *testing.T) {
-	r := rand.New(rand.NewPCG(7, 8))
-	check := func(s string) {
-		f, ok := exactFloat([]byte(s))
-		if !ok {
-			return
-		}
-		want, err := strconv.ParseFloat(s, 64)
-		if err != nil || math.Float64bits(f) != math.Float64bits(want) {
-			t.Fatalf("exactFloat(%q) = %v, ParseFloat %v (%v)", s, f, want, err)
-		}
-	}
-	for _, s := range []string{"0", "-0", "0.0", "-0.000", "1", "1.5", "123456789012345", "999999999999999.9", "0.000000000000001", "1796202765.123", "9007199254740993"} {
-		check(s)
-	}
-	for range 200000 {
-		digits := 1 + r.IntN(17)
-		var b strings.Builder
-		if r.IntN(2) == 0 {
-			b.WriteByte('-')
-		}
-		dot := r.IntN(digits + 1)
-		for i := range digits {
-			if i == dot && i > 0 {
-				b.WriteByte('.')
-			}
-			b.WriteByte(byte('0' + r.IntN(10)))
-		}
-		check(b.String())
 	}
 }
 

@@ -5,6 +5,8 @@ import (
 	"math"
 	"strconv"
 	"strings"
+
+	"github.com/otelstep/otelstep/internal/fastfloat"
 )
 
 // JSON numbers: protojson's number grammar, and the conversions to the
@@ -159,7 +161,7 @@ func (d *jsonDecoder) doubleValue() (float64, error) {
 			return 0, d.fail(start, "want a number")
 		}
 	}
-	if f, ok := exactFloat(text); ok {
+	if f, ok := fastfloat.Parse(text); ok {
 		return f, nil
 	}
 	// The conversion does not allocate for numbers of up to 32 bytes:
@@ -169,46 +171,6 @@ func (d *jsonDecoder) doubleValue() (float64, error) {
 		return 0, d.fail(start, "want a number in the range of a double")
 	}
 	return f, nil
-}
-
-// exactFloat converts a plain decimal such as "1796202765.123" or "-42"
-// (no exponent, at most 15 digits) without strconv's general parser. Such a
-// value is an integer below 2^53 scaled by a power of ten up to 1e15, both
-// exact doubles, so one division rounds correctly and the result equals
-// strconv.ParseFloat's (Clinger's fast path, which strconv also takes).
-func exactFloat(text []byte) (float64, bool) {
-	i, neg := 0, false
-	if len(text) > 0 && text[0] == '-' {
-		i, neg = 1, true
-	}
-	var m uint64
-	digits, scale := 0, -1
-	for ; i < len(text); i++ {
-		c := text[i]
-		switch {
-		case isDigit(c):
-			m = m*10 + uint64(c-'0')
-			digits++
-			if scale >= 0 {
-				scale++
-			}
-		case c == '.' && scale < 0:
-			scale = 0
-		default:
-			return 0, false // exponent, or not a number
-		}
-	}
-	if digits == 0 || digits > 15 {
-		return 0, false
-	}
-	f := float64(m)
-	if scale > 0 {
-		f /= math.Pow10(scale)
-	}
-	if neg {
-		f = -f
-	}
-	return f, true
 }
 
 // parseUint converts the text of a JSON number to an unsigned integer like

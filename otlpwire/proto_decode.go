@@ -441,47 +441,31 @@ const (
 // 32 bits of the varint.
 func sint32(v uint64) int32 { return int32(protowire.DecodeZigZag(v & math.MaxUint32)) }
 
-// packedFixed64 appends the packed fixed64 values of the length-delimited
-// field at q to dst. A length that is not a multiple of 8 is an error, as
-// in proto.Unmarshal (its last element is truncated).
-func (d *decoder) packedFixed64(dst []uint64, q, end int) ([]uint64, int, *DecodeError) {
+// packed8 appends the packed fixed64 or double values (what) of the
+// length-delimited field at q to dst, in storage from s. A length that is
+// not a multiple of 8 is an error, as in proto.Unmarshal (its last element
+// is truncated).
+func packed8[T uint64 | float64](d *decoder, s *slab[T], what string, dst []T, q, end int) ([]T, int, *DecodeError) {
 	a, z, e := d.lenPrefix(q, end)
 	if e != nil {
 		return nil, 0, e
 	}
 	n := z - a
 	if n%8 != 0 {
-		return nil, 0, d.errf(a, "packed fixed64 length %d is not a multiple of 8", n)
+		return nil, 0, d.errf(a, "packed %s length %d is not a multiple of 8", what, n)
 	}
 	if n == 0 {
 		return dst, z, nil
 	}
-	out := d.slabs.packedUint64.alloc(n/8, a, d.n)
+	out := s.alloc(n/8, a, d.n)
 	for i := range out {
-		out[i] = binary.LittleEndian.Uint64(d.b[a+8*i:])
-	}
-	if len(dst) > 0 {
-		out = append(dst, out...)
-	}
-	return out, z, nil
-}
-
-// packedDouble is packedFixed64 for doubles.
-func (d *decoder) packedDouble(dst []float64, q, end int) ([]float64, int, *DecodeError) {
-	a, z, e := d.lenPrefix(q, end)
-	if e != nil {
-		return nil, 0, e
-	}
-	n := z - a
-	if n%8 != 0 {
-		return nil, 0, d.errf(a, "packed double length %d is not a multiple of 8", n)
-	}
-	if n == 0 {
-		return dst, z, nil
-	}
-	out := d.slabs.packedDouble.alloc(n/8, a, d.n)
-	for i := range out {
-		out[i] = math.Float64frombits(binary.LittleEndian.Uint64(d.b[a+8*i:]))
+		bits := binary.LittleEndian.Uint64(d.b[a+8*i:])
+		switch p := any(&out[i]).(type) {
+		case *uint64:
+			*p = bits
+		case *float64:
+			*p = math.Float64frombits(bits)
+		}
 	}
 	if len(dst) > 0 {
 		out = append(dst, out...)

@@ -6,6 +6,7 @@ import (
 	"strconv"
 	"sync"
 
+	"github.com/otelstep/otelstep/internal/fastfloat"
 	"github.com/prometheus/common/model"
 	"github.com/prometheus/prometheus/model/textparse"
 	"github.com/prometheus/prometheus/model/value"
@@ -338,9 +339,9 @@ func intTail(page []byte, i int) (v float64, next int, ok bool) {
 // parseValue parses a sample value as textparse does (strconv.ParseFloat,
 // no hex floats, NaN made Prometheus's NaN). Plain decimals and exponent
 // forms, most values (Prometheus's client libraries write 1.5e+06 for large
-// counters), take a shorter way that gives the same float (parseDecimal).
+// counters), take a shorter way that gives the same float (fastfloat.Parse).
 func parseValue(tok []byte) (float64, bool) {
-	if v, ok := parseDecimal(tok); ok {
+	if v, ok := fastfloat.Parse(tok); ok {
 		return v, true
 	}
 	if bytes.ContainsAny(tok, "pP") { // PromParser refuses hex floats
@@ -352,96 +353,6 @@ func parseValue(tok []byte) (float64, bool) {
 	}
 	if math.IsNaN(v) {
 		v = math.Float64frombits(value.NormalNaN)
-	}
-	return v, true
-}
-
-// pow10 are the powers of ten a float64 holds exactly.
-var pow10 = [...]float64{1e0, 1e1, 1e2, 1e3, 1e4, 1e5, 1e6, 1e7, 1e8, 1e9, 1e10, 1e11,
-	1e12, 1e13, 1e14, 1e15, 1e16, 1e17, 1e18, 1e19, 1e20, 1e21, 1e22}
-
-// parseDecimal parses [+-]digits[.digits][(e|E)[+-]digits] whose digits,
-// without the point, make an integer m of at most 16 digits and at most
-// 2^53, scaled by a power of ten 10^k: for |k| <= 22 both m and 10^k are
-// exact float64s, so their product or quotient, rounded once, is the
-// correctly rounded value that strconv.ParseFloat returns (its own exact
-// fast path is this one, and so is the step below: for k above 22, m times
-// 10^(k-22) is an exact integer while it stays under 10^15). ok is false
-// for anything else, which strconv parses.
-func parseDecimal(tok []byte) (v float64, ok bool) {
-	i, neg := 0, false
-	if len(tok) > 0 && (tok[0] == '-' || tok[0] == '+') {
-		neg, i = tok[0] == '-', 1
-	}
-	var m uint64
-	start := i
-	for ; i < len(tok); i++ {
-		d := tok[i] - '0'
-		if d > 9 {
-			break
-		}
-		m = m*10 + uint64(d)
-	}
-	digits, frac := i-start, 0
-	if i < len(tok) && tok[i] == '.' {
-		i++
-		fs := i
-		for ; i < len(tok); i++ {
-			d := tok[i] - '0'
-			if d > 9 {
-				break
-			}
-			m = m*10 + uint64(d)
-		}
-		frac = i - fs
-		digits += frac
-	}
-	if digits == 0 || digits > 16 || m > 1<<53 { // 16 digits: m cannot have overflowed
-		return 0, false
-	}
-	k := -frac
-	if i < len(tok) && tok[i]|0x20 == 'e' {
-		i++
-		eneg := false
-		if i < len(tok) && (tok[i] == '-' || tok[i] == '+') {
-			eneg, i = tok[i] == '-', i+1
-		}
-		es, e := i, 0
-		for ; i < len(tok) && i-es < 4; i++ {
-			d := tok[i] - '0'
-			if d > 9 {
-				break
-			}
-			e = e*10 + int(d)
-		}
-		if i == es {
-			return 0, false
-		}
-		if eneg {
-			e = -e
-		}
-		k += e
-	}
-	if i != len(tok) {
-		return 0, false
-	}
-	v = float64(m)
-	switch {
-	case m == 0 || k == 0:
-	case k < 0 && k >= -22:
-		v /= pow10[-k]
-	case k > 0 && k <= 22:
-		v *= pow10[k]
-	case k > 22 && k <= 22+15:
-		if v *= pow10[k-22]; v > 1e15 {
-			return 0, false
-		}
-		v *= pow10[22]
-	default:
-		return 0, false
-	}
-	if neg {
-		v = -v
 	}
 	return v, true
 }

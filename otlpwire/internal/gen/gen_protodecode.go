@@ -298,17 +298,18 @@ func scalarRead(f *Field) (scalar, bool) {
 	return scalar{}, false
 }
 
-// packed is a repeated scalar kind: its packed reader, the slab its
-// elements come from, and how one unpacked element is read.
+// packed is a repeated scalar kind: the call of its packed reader (%s is
+// the list appended to), the slab its elements come from, and how one
+// unpacked element is read.
 type packed struct {
-	fn, slab, elem string
-	one            scalar
+	call, slab, elem string
+	one              scalar
 }
 
 var packedReaders = map[protoreflect.Kind]packed{
-	protoreflect.Fixed64Kind: {"packedFixed64", "packedUint64", "uint64", scalar{"wtI64", "d.fixed64(q, end)", "v"}},
-	protoreflect.Uint64Kind:  {"packedVarint", "packedUint64", "uint64", scalar{"wtVarint", "d.varint(q, end)", "v"}},
-	protoreflect.DoubleKind:  {"packedDouble", "packedDouble", "float64", scalar{"wtI64", "d.fixed64(q, end)", "math.Float64frombits(v)"}},
+	protoreflect.Fixed64Kind: {`packed8(d, &d.slabs.packedUint64, "fixed64", %s, q, end)`, "packedUint64", "uint64", scalar{"wtI64", "d.fixed64(q, end)", "v"}},
+	protoreflect.Uint64Kind:  {"d.packedVarint(%s, q, end)", "packedUint64", "uint64", scalar{"wtVarint", "d.varint(q, end)", "v"}},
+	protoreflect.DoubleKind:  {`packed8(d, &d.slabs.packedDouble, "double", %s, q, end)`, "packedDouble", "float64", scalar{"wtI64", "d.fixed64(q, end)", "math.Float64frombits(v)"}},
 }
 
 func (g *protoDecode) p(format string, args ...any) { fmt.Fprintf(&g.b, format, args...) }
@@ -743,7 +744,7 @@ p, last = z, z
 	case f.Repeated:
 		r := packedReaders[f.Kind]
 		g.p("case %d<<3 | wtLen:\n", f.Number)
-		g.p("if %s, p, e = d.%s(%s, q, end); e != nil {\nreturn e.in(%q)\n}\n", target, r.fn, target, f.Name)
+		g.p("if %s, p, e = %s; e != nil {\nreturn e.in(%q)\n}\n", target, fmt.Sprintf(r.call, target), f.Name)
 		g.p("case %d<<3 | %s:\n", f.Number, r.one.wt)
 		g.p("v, z, e := %s\nif e != nil {\nreturn e.in(%q)\n}\n", r.one.read, f.Name)
 		g.p("%s, p = append(%s, %s), z\n", target, target, r.one.conv)

@@ -344,24 +344,12 @@ func (g *recGen) writer(m *encMsg, c recordChoice) error {
 // writeBody is the code writing m's fields from the locals, in the JSON
 // writer's order, keyed as jsonBody keys them.
 func (g *recGen) writeBody(m *encMsg) []byte {
-	saved := g.out
-	g.out = bytes.Buffer{}
-	first := true
-	key := func(name string) {
-		if first {
-			g.p("b = append(b, `\"%s\":`...)", name)
-			g.p("first = false")
-			return
-		}
-		g.p("b = key(b, &first, %q)", name)
-	}
 	call := func(call string) {
 		g.p("if b, ok = %s; !ok {", call)
 		g.p("return b, false")
 		g.p("}")
 	}
-	for i := range m.decl {
-		f := &m.decl[i]
+	return g.jsonFields(m, func(f *encField, key func(string)) {
 		x := recVar(f)
 		switch {
 		case f.oneof != nil:
@@ -392,14 +380,7 @@ func (g *recGen) writeBody(m *encMsg) []byte {
 		default:
 			g.jsonScalar(f, recValue(f, x, x), key)
 		}
-		first = false
-	}
-	body := g.out.Bytes()
-	g.out = saved
-	if !bytes.Contains(body, []byte("&first")) {
-		body = bytes.ReplaceAll(body, []byte("first = false\n"), nil)
-	}
-	return body
+	})
 }
 
 // quick writes m's quick shape (recordChoice.Quick), failing if m does not

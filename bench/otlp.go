@@ -45,7 +45,11 @@ type OTLPOptions struct {
 	// accepted in it, however long that takes (in place of Duration).
 	Count int64
 	Impls []Impl
-	Log   func(format string, a ...any)
+	// Rounds, if above 1, measures every Impl once a round, for this many
+	// rounds, alternating the order (runOrder), and reports each figure's
+	// median over the rounds with its range (OTLPReport).
+	Rounds int
+	Log    func(format string, a ...any)
 }
 
 // OTLPResult is one collector's row.
@@ -61,25 +65,26 @@ type OTLPResult struct {
 	PeakAnonRSSBytes  int64   `json:"peak_anon_rss_bytes"` // RssAnon sampled every 20ms: without the binary's file pages
 	// Refused counts "retry later" answers (HTTP 429/503, gRPC
 	// UNAVAILABLE/RESOURCE_EXHAUSTED): backpressure, not loss. Errors are
-	// any other failure.
-	Refused int64 `json:"refused"`
-	Errors  int64 `json:"errors"`
+	// any other failure. Over several rounds, these and the whole run's
+	// counts below are the rounds' totals.
+	Refused int64 `json:"refused" rounds:"total"`
+	Errors  int64 `json:"errors" rounds:"total"`
 	// Sent and BackendItems count the whole run; BackendItems is what the
 	// discard backend decoded after the collector stopped.
-	Sent         int64 `json:"sent_items"`
-	BackendItems int64 `json:"backend_items"`
-	JSONLBytes   int64 `json:"jsonl_bytes"`
+	Sent         int64 `json:"sent_items" rounds:"total"`
+	BackendItems int64 `json:"backend_items" rounds:"total"`
+	JSONLBytes   int64 `json:"jsonl_bytes" rounds:"total"`
 	// BackendBytes is the request bodies the backend received for the
 	// signal over the whole run, as sent (compressed);
 	// BackendBytesPerItem divides it by BackendItems.
-	BackendBytes        int64   `json:"backend_bytes"`
+	BackendBytes        int64   `json:"backend_bytes" rounds:"total"`
 	BackendBytesPerItem float64 `json:"backend_bytes_per_item"`
 	// BackendRequests and BackendRawBytes (the bodies decompressed) explain
 	// BackendBytesPerItem: items per request is the batch size the
 	// collector sends, raw bytes per item its protobuf encoding.
-	BackendRequests        int64   `json:"backend_requests"`
+	BackendRequests        int64   `json:"backend_requests" rounds:"total"`
 	BackendItemsPerRequest float64 `json:"backend_items_per_request"`
-	BackendRawBytes        int64   `json:"backend_raw_bytes"`
+	BackendRawBytes        int64   `json:"backend_raw_bytes" rounds:"total"`
 	BackendRawBytesPerItem float64 `json:"backend_raw_bytes_per_item"`
 	// AnswerP50MS and AnswerP99MS are the percentiles of the time from a
 	// request's sending to its OK answer, over the window: with otelstep,
@@ -96,6 +101,14 @@ type OTLPReport struct {
 	Attrs    int          `json:"attrs"`
 	Results  []OTLPResult `json:"results"`
 	Ratios   []OTLPRatio  `json:"ratios,omitempty"`
+	// With more than one round, Results hold each figure's median over the
+	// rounds (the whole run's counts, their totals), ResultsMin and
+	// ResultsMax its least and greatest; each of Ratios is the median of
+	// that ratio taken within each round, not a ratio of medians, and
+	// Rounds holds every round's results and order.
+	ResultsMin []OTLPResult                   `json:"results_min,omitempty"`
+	ResultsMax []OTLPResult                   `json:"results_max,omitempty"`
+	Rounds     []Round[OTLPResult, OTLPRatio] `json:"rounds,omitempty"`
 }
 
 // OTLPRatio is otelstep against one peer.
@@ -106,9 +119,13 @@ type OTLPRatio struct {
 	// BackendBytesPerItem is otelstep's compressed bytes per item at the
 	// backend over the peer's: the bandwidth a backend pays for.
 	BackendBytesPerItem float64 `json:"backend_bytes_per_item"`
+	// OverRounds, with more than one round, is each ratio above (by its
+	// JSON name) over the rounds: the figures above are the medians.
+	OverRounds map[string]Spread `json:"over_rounds,omitempty"`
 }
 
-// RunOTLP measures each Impl in turn under the same load.
+// RunOTLP measures each Impl in turn under the same load, in as many
+// rounds as asked.
 func RunOTLP(ctx context.Context, o OTLPOptions) (*OTLPReport, error) {
 	if o.Batch < 1 {
 		o.Batch = 1
@@ -135,21 +152,43 @@ func RunOTLP(ctx context.Context, o OTLPOptions) (*OTLPReport, error) {
 	}
 	reqs := buildRequests(o, 16)
 	rep := &OTLPReport{Signal: o.Signal, Protocol: o.Protocol, Batch: o.Batch, Attrs: o.Attrs}
-	for _, im := range o.Impls {
-		logf("%s: %s over %s, %d items a request, %d workers; warm-up %s, then %s measured", im.Name, o.Signal, o.Protocol, o.Batch, o.Workers, o.Warmup, window(o.Duration, o.Count, "items"))
+	rounds, err := runRounds(ctx, o.Impls, o.Rounds, func(ctx context.Context, round int, im Impl) (OTLPResult, error) {
+		logf("%s%s: %s over %s, %d items a request, %d workers; warm-up %s, then %s measured", roundOf(round, o.Rounds), im.Name, o.Signal, o.Protocol, o.Batch, o.Workers, o.Warmup, window(o.Duration, o.Count, "items"))
 		r, err := otlpOne(ctx, o, im, reqs)
 		if err != nil {
-			return nil, err
+			return OTLPResult{}, err
 		}
-		rep.Results = append(rep.Results, *r)
+		return *r, nil
+	}, otlpRatios)
+	if err != nil {
+		return nil, err
 	}
-	for _, r := range rep.Results[1:] {
-		rep.Ratios = append(rep.Ratios, OTLPRatio{Peer: r.Name,
-			ItemsPerCPUSecond:   safeDiv(rep.Results[0].ItemsPerCPUSecond, r.ItemsPerCPUSecond),
-			PeakRSS:             safeDiv(float64(rep.Results[0].PeakRSSBytes), float64(r.PeakRSSBytes)),
-			BackendBytesPerItem: safeDiv(rep.Results[0].BackendBytesPerItem, r.BackendBytesPerItem)})
-	}
+	rep.setRounds(rounds)
 	return rep, nil
+}
+
+// setRounds sets the results and ratios from the rounds (summarize).
+func (rep *OTLPReport) setRounds(rounds []Round[OTLPResult, OTLPRatio]) {
+	s := summarize(rounds)
+	rep.Results, rep.ResultsMin, rep.ResultsMax, rep.Ratios = s.results, s.lo, s.hi, s.ratios
+	for i := range rep.Ratios {
+		rep.Ratios[i].OverRounds = s.spreads[i]
+	}
+	if len(rounds) > 1 {
+		rep.Rounds = rounds
+	}
+}
+
+// otlpRatios compares otelstep (the first) with each of the others.
+func otlpRatios(results []OTLPResult) []OTLPRatio {
+	var out []OTLPRatio
+	for _, r := range results[1:] {
+		out = append(out, OTLPRatio{Peer: r.Name,
+			ItemsPerCPUSecond:   safeDiv(results[0].ItemsPerCPUSecond, r.ItemsPerCPUSecond),
+			PeakRSS:             safeDiv(float64(results[0].PeakRSSBytes), float64(r.PeakRSSBytes)),
+			BackendBytesPerItem: safeDiv(results[0].BackendBytesPerItem, r.BackendBytesPerItem)})
+	}
+	return out
 }
 
 // request is one pre-built export request: the message (gRPC) and its

@@ -45,6 +45,10 @@ type ScrapeOptions struct {
 	// work rather than of a set time (the tests, on a busy machine).
 	Count int64
 	Impls []Impl
+	// Rounds, if above 1, measures every Impl once a round, for this many
+	// rounds, alternating the order (runOrder), and reports each figure's
+	// median over the rounds with its range (ScrapeReport).
+	Rounds int
 	// Log receives one line per phase; nil is quiet.
 	Log func(format string, a ...any)
 }
@@ -76,11 +80,12 @@ type ScrapeResult struct {
 	// stopped; Dropped is how many more the file holds than the backend got.
 	// For a vmagent, BackendPoints are the pages' samples the backend got by
 	// remote write (no JSONL) and Dropped is how many fewer than the
-	// targets served it while it ran.
-	JSONLPoints   int64 `json:"jsonl_points"`
-	BackendPoints int64 `json:"backend_points"`
-	Dropped       int64 `json:"dropped_points"`
-	BadRequests   int64 `json:"backend_bad_requests"`
+	// targets served it while it ran. Over several rounds, these four are
+	// the rounds' totals.
+	JSONLPoints   int64 `json:"jsonl_points" rounds:"total"`
+	BackendPoints int64 `json:"backend_points" rounds:"total"`
+	Dropped       int64 `json:"dropped_points" rounds:"total"`
+	BadRequests   int64 `json:"backend_bad_requests" rounds:"total"`
 }
 
 // ScrapeReport is the whole run.
@@ -102,6 +107,14 @@ type ScrapeReport struct {
 	// (otelstep/peer, higher is better) and peak RSS (otelstep/peer,
 	// lower is better).
 	Ratios []Ratio `json:"ratios,omitempty"`
+	// With more than one round, Results hold each figure's median over the
+	// rounds (the whole run's counts, their totals), ResultsMin and
+	// ResultsMax its least and greatest; each of Ratios is the median of
+	// that ratio taken within each round, not a ratio of medians, and
+	// Rounds holds every round's results and order.
+	ResultsMin []ScrapeResult               `json:"results_min,omitempty"`
+	ResultsMax []ScrapeResult               `json:"results_max,omitempty"`
+	Rounds     []Round[ScrapeResult, Ratio] `json:"rounds,omitempty"`
 }
 
 // Ratio is otelstep against one peer.
@@ -112,9 +125,13 @@ type Ratio struct {
 	// BackendBytesPerSample is otelstep's compressed bytes per sample at
 	// the backend over the peer's.
 	BackendBytesPerSample float64 `json:"backend_bytes_per_sample"`
+	// OverRounds, with more than one round, is each ratio above (by its
+	// JSON name) over the rounds: the figures above are the medians.
+	OverRounds map[string]Spread `json:"over_rounds,omitempty"`
 }
 
-// RunScrape measures each Impl in turn on the same targets.
+// RunScrape measures each Impl in turn on the same targets, in as many
+// rounds as asked.
 func RunScrape(ctx context.Context, o ScrapeOptions) (*ScrapeReport, error) {
 	if o.Copies < 1 {
 		o.Copies = 1
@@ -137,14 +154,18 @@ func RunScrape(ctx context.Context, o ScrapeOptions) (*ScrapeReport, error) {
 		return nil, err
 	}
 	defer tg.Close()
-	for _, im := range o.Impls {
-		logf("%s: %d targets, %d samples every %s; warm-up %s, then %s measured", im.Name, rep.Targets, rep.SamplesPerPass, o.Interval, o.Warmup, window(o.Duration, o.Count, "samples"))
+	rounds, err := runRounds(ctx, o.Impls, o.Rounds, func(ctx context.Context, round int, im Impl) (ScrapeResult, error) {
+		logf("%s%s: %d targets, %d samples every %s; warm-up %s, then %s measured", roundOf(round, o.Rounds), im.Name, rep.Targets, rep.SamplesPerPass, o.Interval, o.Warmup, window(o.Duration, o.Count, "samples"))
 		r, err := scrapeOne(ctx, o, im, tg)
 		if err != nil {
-			return nil, err
+			return ScrapeResult{}, err
 		}
-		rep.Results = append(rep.Results, *r)
+		return *r, nil
+	}, scrapeRatios)
+	if err != nil {
+		return nil, err
 	}
+	rep.setRounds(rounds)
 	// Measured again after the runs, the faster of the two standing: the
 	// host's speed per CPU-second drifts within minutes, and the slower
 	// reading would flatter the fraction.
@@ -152,13 +173,31 @@ func RunScrape(ctx context.Context, o ScrapeOptions) (*ScrapeReport, error) {
 	if len(rep.Results) > 0 && rep.TextparseSamplesPerSecond > 0 {
 		rep.FractionOfTextparse = rep.Results[0].SamplesPerCPUSecond / rep.TextparseSamplesPerSecond
 	}
-	for _, r := range rep.Results[1:] {
-		rep.Ratios = append(rep.Ratios, Ratio{Peer: r.Name,
-			SamplesPerCPUSecond:   safeDiv(rep.Results[0].SamplesPerCPUSecond, r.SamplesPerCPUSecond),
-			PeakRSS:               safeDiv(float64(rep.Results[0].PeakRSSBytes), float64(r.PeakRSSBytes)),
-			BackendBytesPerSample: safeDiv(rep.Results[0].BackendBytesPerSample, r.BackendBytesPerSample)})
-	}
 	return rep, nil
+}
+
+// setRounds sets the results and ratios from the rounds (summarize).
+func (rep *ScrapeReport) setRounds(rounds []Round[ScrapeResult, Ratio]) {
+	s := summarize(rounds)
+	rep.Results, rep.ResultsMin, rep.ResultsMax, rep.Ratios = s.results, s.lo, s.hi, s.ratios
+	for i := range rep.Ratios {
+		rep.Ratios[i].OverRounds = s.spreads[i]
+	}
+	if len(rounds) > 1 {
+		rep.Rounds = rounds
+	}
+}
+
+// scrapeRatios compares otelstep (the first) with each of the others.
+func scrapeRatios(results []ScrapeResult) []Ratio {
+	var out []Ratio
+	for _, r := range results[1:] {
+		out = append(out, Ratio{Peer: r.Name,
+			SamplesPerCPUSecond:   safeDiv(results[0].SamplesPerCPUSecond, r.SamplesPerCPUSecond),
+			PeakRSS:               safeDiv(float64(results[0].PeakRSSBytes), float64(r.PeakRSSBytes)),
+			BackendBytesPerSample: safeDiv(results[0].BackendBytesPerSample, r.BackendBytesPerSample)})
+	}
+	return out
 }
 
 // window describes the measured window for the log.

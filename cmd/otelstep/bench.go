@@ -28,11 +28,12 @@ func runBench(args []string, stdout, stderr io.Writer) int {
 	peer := fs.String("peer", "", "also measure this collector `command` (split on spaces; --config FILE is appended, or a vmagent's flags)")
 	peerKind := fs.String("peer-kind", "auto", "what the --peer is: collector (takes the collector config), vmagent (takes the scrape jobs and remote-writes to the backend; bench scrape only), or auto: vmagent if the binary was built from VictoriaMetrics' app/vmagent")
 	asJSON := fs.Bool("json", false, "print the report as one JSON object")
-	profile := fs.String("cpuprofile", "", "write otelstep's CPU profile over the run to `file`")
-	memProfile := fs.String("memprofile", "", "write otelstep's heap profile at the end of the run to `file`")
+	profile := fs.String("cpuprofile", "", "write otelstep's CPU profile over the run (with --rounds, the last round's) to `file`")
+	memProfile := fs.String("memprofile", "", "write otelstep's heap profile at the end of the run (with --rounds, the last round's) to `file`")
 	warmup := fs.Duration("warmup", 3*time.Second, "run this long before measuring")
 	duration := fs.Duration("duration", 20*time.Second, "measured window")
 	count := fs.Int64("count", 0, "measure until `N` samples were scraped (scrape) or items accepted (otlp), however long that takes, instead of for --duration")
+	rounds := fs.Int("rounds", 1, "measure every collector once a round for `N` rounds, otelstep first in odd rounds and last in even ones, and report each figure's median and range, each ratio taken within a round")
 	v2 := fs.Bool("v2", false, "also run otelstep on the orchestrator's v2 config (span_metrics, transform/identity) as a row of its own, \"otelstep-v2\"")
 	// scrape
 	pageList := fs.String("pages", "vllm,dcgm,node", "scrape: pages served, comma-separated: vllm, dcgm, node, gen:SERIES:BUCKETS")
@@ -50,6 +51,10 @@ func runBench(args []string, stdout, stderr io.Writer) int {
 	rate := fs.Float64("rate", 0, "otlp: requests per second in all (0: as fast as accepted)")
 	if code, done := parseFlags(fs, benchUsage, args, stdout, stderr); done {
 		return code
+	}
+	if *rounds < 1 {
+		fmt.Fprintf(stderr, "otelstep bench %s: --rounds %d: want 1 or more\n", kind, *rounds)
+		return exitUsage
 	}
 	self, err := os.Executable()
 	if err != nil {
@@ -98,7 +103,7 @@ func runBench(args []string, stdout, stderr io.Writer) int {
 			pages = append(pages, p)
 		}
 		rep, err := bench.RunScrape(ctx, bench.ScrapeOptions{Pages: pages, Copies: *copies, Distinct: *distinct, Frozen: *frozen, Interval: *interval,
-			Warmup: *warmup, Duration: *duration, Count: *count, Impls: impls, Log: logf})
+			Warmup: *warmup, Duration: *duration, Count: *count, Impls: impls, Rounds: *rounds, Log: logf})
 		if err != nil {
 			fmt.Fprintf(stderr, "otelstep bench scrape: %v\n", err)
 			return exitFailure
@@ -109,7 +114,7 @@ func runBench(args []string, stdout, stderr io.Writer) int {
 		}
 	case "otlp":
 		rep, err := bench.RunOTLP(ctx, bench.OTLPOptions{Signal: *sig, Protocol: *proto, Batch: *batch, Attrs: *attrs, AttrBytes: *attrBytes,
-			Workers: *workers, Rate: *rate, Warmup: *warmup, Duration: *duration, Count: *count, Impls: impls, Log: logf})
+			Workers: *workers, Rate: *rate, Warmup: *warmup, Duration: *duration, Count: *count, Impls: impls, Rounds: *rounds, Log: logf})
 		if err != nil {
 			fmt.Fprintf(stderr, "otelstep bench otlp: %v\n", err)
 			return exitFailure
@@ -135,5 +140,11 @@ scenario and config, or a vmagent on the same scrape jobs) as a child
 process and measures it from /proc: CPU seconds (user+system), peak RSS;
 the tool serves the targets and a discard backend that decodes what it
 gets (OTLP/HTTP, and remote write from a vmagent).
+
+With --rounds N, it measures every collector once a round, N rounds on the
+same load, otelstep first in odd rounds and the peers first in even ones,
+and reports each figure's median over the rounds with its least and
+greatest (the counts that must add up, such as dropped points, summed),
+and each ratio as the median of the ratios taken within each round.
 
 `

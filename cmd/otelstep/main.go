@@ -7,7 +7,7 @@
 //	otelstep validate [--config] FILE  check a config, every error at once, and print what would run
 //	otelstep version                   the module version and source revision (also --version)
 //	otelstep replay --endpoint URL PATH...  resend JSONL files to a backend
-//	otelstep bench scrape|otlp [--peer CMD]  throughput against a peer
+//	otelstep bench scrape|otlp [--peer CMD] [--rounds N]  throughput against a peer
 //	otelstep report DIR...             a job's metrics as a page or a summary
 //	otelstep help                      all of the above, with every flag
 package main
@@ -313,7 +313,7 @@ const usageText = `usage:
   otelstep validate [--config] FILE  check FILE, every error at once, and print what would run (secrets redacted)
   otelstep replay --endpoint URL [--token-env OTEL_TOKEN] [--header K=V]... PATH...
                                      resend a job's JSONL files to a backend
-  otelstep bench scrape|otlp [--peer CMD] [--json]
+  otelstep bench scrape|otlp [--peer CMD] [--rounds N] [--json]
                                      measure scrape or OTLP ingest throughput
   otelstep report [--out FILE.html] [--summary json|markdown] DIR...
                                      a job's metrics as a page or a summary

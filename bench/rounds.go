@@ -1,0 +1,204 @@
+package bench
+
+import (
+	"context"
+	"fmt"
+	"reflect"
+	"slices"
+	"strings"
+)
+
+// Round is one round of a run of several (--rounds): every implementation
+// measured once, each a fresh process, on the same load.
+type Round[R, Q any] struct {
+	// Order is the implementations' names in the order they ran.
+	Order []string `json:"order"`
+	// Results are in the report's order (otelstep first) whatever the
+	// order they ran in; Ratios are otelstep's figures in this round over
+	// each peer's in this round.
+	Results []R `json:"results"`
+	Ratios  []Q `json:"ratios,omitempty"`
+}
+
+// Spread is one ratio over the rounds: the median of its per-round values
+// with the least and the greatest.
+type Spread struct {
+	Median float64 `json:"median"`
+	Min    float64 `json:"min"`
+	Max    float64 `json:"max"`
+	Rounds int     `json:"rounds"`
+}
+
+// runOrder is the order (indexes into impls) round number round, from 1,
+// runs them in: odd rounds as given, otelstep first; even rounds reversed,
+// the peers first. The host's speed drifts within minutes, and whoever
+// always ran first would always run on the host as it was.
+func runOrder(n, round int) []int {
+	order := make([]int, n)
+	for i := range order {
+		order[i] = i
+	}
+	if round%2 == 0 {
+		slices.Reverse(order)
+	}
+	return order
+}
+
+// runRounds runs every implementation once a round, for rounds rounds (at
+// least one), in runOrder; run measures one. ratios compares one round's
+// results, given in impls' order.
+func runRounds[R, Q any](ctx context.Context, impls []Impl, rounds int, run func(ctx context.Context, round int, im Impl) (R, error), ratios func([]R) []Q) ([]Round[R, Q], error) {
+	out := make([]Round[R, Q], max(rounds, 1))
+	for i := range out {
+		rd := &out[i]
+		rd.Results = make([]R, len(impls))
+		for _, j := range runOrder(len(impls), i+1) {
+			r, err := run(ctx, i+1, impls[j])
+			if err != nil {
+				return nil, err
+			}
+			rd.Order = append(rd.Order, impls[j].Name)
+			rd.Results[j] = r
+		}
+		rd.Ratios = ratios(rd.Results)
+	}
+	return out, nil
+}
+
+// summary is what a report shows of its rounds: for each implementation
+// (in the report's order) each figure's median over the rounds, with the
+// least (lo) and greatest (hi) it read; for each peer, each ratio's median
+// over the rounds, the ratios taken within each round, and their spreads
+// by the figure's JSON name. With one round, results and ratios are that
+// round's, and lo, hi and the spreads are nil: the report of one round is
+// as it always was.
+type summary[R, Q any] struct {
+	results, lo, hi []R
+	ratios          []Q
+	spreads         []map[string]Spread // one per ratio
+}
+
+// summarize is the summary of rounds (at least one), which hold the same
+// implementations and peers in the same order.
+func summarize[R, Q any](rounds []Round[R, Q]) summary[R, Q] {
+	several := len(rounds) > 1
+	var s summary[R, Q]
+	for i := range rounds[0].Results {
+		med, lo, hi := combine(column(rounds, func(rd Round[R, Q]) R { return rd.Results[i] }))
+		s.results = append(s.results, med)
+		if several {
+			s.lo, s.hi = append(s.lo, lo), append(s.hi, hi)
+		}
+	}
+	s.spreads = make([]map[string]Spread, len(rounds[0].Ratios))
+	for i := range rounds[0].Ratios {
+		med, lo, hi := combine(column(rounds, func(rd Round[R, Q]) Q { return rd.Ratios[i] }))
+		s.ratios = append(s.ratios, med)
+		if several {
+			s.spreads[i] = spreads(med, lo, hi, len(rounds))
+		}
+	}
+	return s
+}
+
+// roundOf names the round in a log line when there are several.
+func roundOf(round, rounds int) string {
+	if rounds <= 1 {
+		return ""
+	}
+	return fmt.Sprintf("round %d of %d: ", round, rounds)
+}
+
+func column[R, Q, T any](rounds []Round[R, Q], f func(Round[R, Q]) T) []T {
+	out := make([]T, len(rounds))
+	for i, rd := range rounds {
+		out[i] = f(rd)
+	}
+	return out
+}
+
+// combine takes a struct's values, one per round, to one, field by field:
+// a float64, int64 or *float64 field is its median over the rounds (of the
+// rounds that have one, for a pointer), lo and hi its least and greatest;
+// a field tagged `rounds:"total"` counts the whole run, so that a loss in
+// any round shows, and is the sum of the rounds' (lo and hi still the least
+// and greatest round's). Any other field (a name) is the first round's.
+func combine[T any](xs []T) (med, lo, hi T) {
+	med, lo, hi = xs[0], xs[0], xs[0]
+	mv, lv, hv := reflect.ValueOf(&med).Elem(), reflect.ValueOf(&lo).Elem(), reflect.ValueOf(&hi).Elem()
+	t := mv.Type()
+	for f := range t.NumField() {
+		total := t.Field(f).Tag.Get("rounds") == "total"
+		field := func(x T) reflect.Value { return reflect.ValueOf(x).Field(f) }
+		switch ft := t.Field(f).Type; {
+		case ft.Kind() == reflect.Float64:
+			vs := make([]float64, len(xs))
+			for i, x := range xs {
+				vs[i] = field(x).Float()
+			}
+			m, l, h := middle(vs, total)
+			mv.Field(f).SetFloat(m)
+			lv.Field(f).SetFloat(l)
+			hv.Field(f).SetFloat(h)
+		case ft.Kind() == reflect.Int64:
+			vs := make([]int64, len(xs))
+			for i, x := range xs {
+				vs[i] = field(x).Int()
+			}
+			m, l, h := middle(vs, total)
+			mv.Field(f).SetInt(m)
+			lv.Field(f).SetInt(l)
+			hv.Field(f).SetInt(h)
+		case ft.Kind() == reflect.Pointer && ft.Elem().Kind() == reflect.Float64:
+			var vs []float64
+			for _, x := range xs {
+				if p := field(x); !p.IsNil() {
+					vs = append(vs, p.Elem().Float())
+				}
+			}
+			if len(vs) == 0 {
+				continue
+			}
+			// New pointers: the copies of xs[0] share its.
+			m, l, h := middle(vs, total)
+			mv.Field(f).Set(reflect.ValueOf(&m))
+			lv.Field(f).Set(reflect.ValueOf(&l))
+			hv.Field(f).Set(reflect.ValueOf(&h))
+		}
+	}
+	return med, lo, hi
+}
+
+// middle is the median of vs (the mean of the two middle values of an even
+// count), or with total their sum, and the least and the greatest.
+func middle[N int64 | float64](vs []N, total bool) (med, lo, hi N) {
+	s := slices.Sorted(slices.Values(vs))
+	n := len(s)
+	lo, hi = s[0], s[n-1]
+	if total {
+		for _, v := range s {
+			med += v
+		}
+		return med, lo, hi
+	}
+	if n%2 == 1 {
+		return s[n/2], lo, hi
+	}
+	return (s[n/2-1] + s[n/2]) / 2, lo, hi
+}
+
+// spreads lists a ratio's float64 figures by their JSON name: med, lo and
+// hi from combine over rounds rounds.
+func spreads[T any](med, lo, hi T, rounds int) map[string]Spread {
+	out := map[string]Spread{}
+	mv, lv, hv := reflect.ValueOf(med), reflect.ValueOf(lo), reflect.ValueOf(hi)
+	t := mv.Type()
+	for f := range t.NumField() {
+		if t.Field(f).Type.Kind() != reflect.Float64 {
+			continue
+		}
+		name, _, _ := strings.Cut(t.Field(f).Tag.Get("json"), ",")
+		out[name] = Spread{Median: mv.Field(f).Float(), Min: lv.Field(f).Float(), Max: hv.Field(f).Float(), Rounds: rounds}
+	}
+	return out
+}

@@ -43,27 +43,52 @@ func TestBenchScrapeRuns(t *testing.T) {
 	}
 }
 
+// TestBenchOTLPRuns runs `otelstep bench otlp` over gRPC, and over HTTP
+// in two rounds: each round's row is whole, and the report's counts are
+// the rounds' totals.
 func TestBenchOTLPRuns(t *testing.T) {
 	const count = 500
-	for _, proto := range []string{"grpc", "http"} {
-		code, out := runBinary(t, nil, "bench", "otlp", "--protocol", proto, "--signal", "traces", "--batch", "50",
-			"--workers", "2", "--warmup", "0s", "--count", fmt.Sprint(count), "--json")
+	for _, c := range []struct {
+		proto  string
+		rounds int
+	}{{"grpc", 1}, {"http", 2}} {
+		code, out := runBinary(t, nil, "bench", "otlp", "--protocol", c.proto, "--signal", "traces", "--batch", "50",
+			"--workers", "2", "--warmup", "0s", "--count", fmt.Sprint(count), "--rounds", fmt.Sprint(c.rounds), "--json")
 		if code != 0 {
-			t.Fatalf("%s: exit %d:\n%s", proto, code, out)
+			t.Fatalf("%s: exit %d:\n%s", c.proto, code, out)
 		}
 		var rep bench.OTLPReport
 		if err := json.Unmarshal([]byte(jsonPart(out)), &rep); err != nil {
-			t.Fatalf("%s: not JSON: %v\n%s", proto, err, out)
+			t.Fatalf("%s: not JSON: %v\n%s", c.proto, err, out)
 		}
-		r := rep.Results[0]
-		if r.Items < count || r.Errors != 0 || r.PeakRSSBytes <= 0 {
-			t.Errorf("%s: %d spans accepted in the window (want at least %d), %d errors: %+v", proto, r.Items, count, r.Errors, r)
+		rows := []bench.OTLPResult{rep.Results[0]}
+		if c.rounds > 1 {
+			if len(rep.Rounds) != c.rounds {
+				t.Fatalf("%s: %d rounds in the report, want %d", c.proto, len(rep.Rounds), c.rounds)
+			}
+			rows = nil
+			var sent, backend int64
+			for _, rd := range rep.Rounds {
+				if len(rd.Results) != 1 || len(rd.Order) != 1 || rd.Order[0] != "otelstep" {
+					t.Fatalf("%s: round %+v", c.proto, rd)
+				}
+				rows = append(rows, rd.Results[0])
+				sent, backend = sent+rd.Results[0].Sent, backend+rd.Results[0].BackendItems
+			}
+			if r := rep.Results[0]; r.Sent != sent || r.BackendItems != backend {
+				t.Errorf("%s: report: %d sent, %d at the backend; the rounds' totals: %d, %d", c.proto, r.Sent, r.BackendItems, sent, backend)
+			}
 		}
-		if r.Sent < r.Items || r.BackendItems != r.Sent {
-			t.Errorf("%s: %d spans accepted in all, %d in the window, %d reached the backend", proto, r.Sent, r.Items, r.BackendItems)
-		}
-		if r.BackendBytes <= 0 || r.BackendBytesPerItem != float64(r.BackendBytes)/float64(r.BackendItems) {
-			t.Errorf("%s: the backend received %d bytes for %d spans, reported as %g a span", proto, r.BackendBytes, r.BackendItems, r.BackendBytesPerItem)
+		for _, r := range rows {
+			if r.Items < count || r.Errors != 0 || r.PeakRSSBytes <= 0 {
+				t.Errorf("%s: %d spans accepted in the window (want at least %d), %d errors: %+v", c.proto, r.Items, count, r.Errors, r)
+			}
+			if r.Sent < r.Items || r.BackendItems != r.Sent {
+				t.Errorf("%s: %d spans accepted in all, %d in the window, %d reached the backend", c.proto, r.Sent, r.Items, r.BackendItems)
+			}
+			if r.BackendBytes <= 0 || r.BackendBytesPerItem != float64(r.BackendBytes)/float64(r.BackendItems) {
+				t.Errorf("%s: the backend received %d bytes for %d spans, reported as %g a span", c.proto, r.BackendBytes, r.BackendItems, r.BackendBytesPerItem)
+			}
 		}
 	}
 }

@@ -72,6 +72,9 @@ func TestHelpOnStdout(t *testing.T) {
 	if code, out, errOut := runSplit(t, nil, "bench", "scrape", "--peer", "/bin/true", "--peer-kind", "vm"); code != 2 || out != "" || !strings.Contains(errOut, `--peer-kind "vm"`) {
 		t.Errorf("bench --peer-kind vm: exit %d, stdout %q, stderr %q", code, out, errOut)
 	}
+	if code, out, errOut := runSplit(t, nil, "bench", "otlp", "--rounds", "0"); code != 2 || out != "" || !strings.Contains(errOut, "--rounds 0: want 1 or more") {
+		t.Errorf("bench --rounds 0: exit %d, stdout %q, stderr %q", code, out, errOut)
+	}
 }
 
 func TestVersion(t *testing.T) {

@@ -53,22 +53,56 @@ func randomSpans(n int) *pipeline.Batch {
 	return &pipeline.Batch{Signal: pipeline.Traces, Items: n, Traces: pipeline.TracesFromProto([]*tracepb.ResourceSpans{{Resource: res, ScopeSpans: []*tracepb.ScopeSpans{{Spans: spans}}}})}
 }
 
+// randomPoints is a metrics batch shaped like `otelstep bench otlp
+// --signal metrics`'s load: one sum whose points each carry 8 attributes
+// of 16 random letters and a random value.
+func randomPoints(n int) *pipeline.Batch {
+	r := rand.New(rand.NewPCG(1, 2))
+	pts := make([]*metricspb.NumberDataPoint, n)
+	for i := range pts {
+		attrs := make([]*commonpb.KeyValue, 8)
+		for j := range attrs {
+			v := make([]byte, 16)
+			for k := range v {
+				v[k] = 'a' + byte(r.IntN(26))
+			}
+			attrs[j] = strKV(fmt.Sprintf("attr.%d", j), string(v))
+		}
+		pts[i] = &metricspb.NumberDataPoint{TimeUnixNano: 1_780_000_000_000_000_000, StartTimeUnixNano: 1_779_999_999_000_000_000,
+			Value: &metricspb.NumberDataPoint_AsDouble{AsDouble: r.Float64()}, Attributes: attrs}
+	}
+	res := &resourcepb.Resource{Attributes: []*commonpb.KeyValue{strKV("service.name", "bench-driver"), strKV("host.name", "node-001")}}
+	b := &pipeline.Batch{Signal: pipeline.Metrics, Metrics: []*metricspb.ResourceMetrics{{Resource: res, ScopeMetrics: []*metricspb.ScopeMetrics{{
+		Metrics: []*metricspb.Metric{{Name: "bench_requests", Data: &metricspb.Metric_Sum{Sum: &metricspb.Sum{IsMonotonic: true,
+			AggregationTemporality: metricspb.AggregationTemporality_AGGREGATION_TEMPORALITY_CUMULATIVE, DataPoints: pts}}}}}}}}}
+	b.Items = pipeline.CountItems(b)
+	return b
+}
+
 // BenchmarkGzipLevel compares the compressors on each signal's export
 // body, reporting with the time the compressed size over the size the
 // collector's default gives it (the standard library's gzip at -1, level
 // 6, "collector" here): the exporter's default is level 6 of the
 // compression library used here for metrics, 7 for spans and log records
-// (Compression.libLevel).
+// (Compression.libLevel). Lx is the library's level x whatever the
+// signal. The metrics bodies run from the bench's random attribute values
+// to the span_metrics connector's few, very repetitive series: which of
+// the library's levels is nearest the collector's bytes depends on them.
 func BenchmarkGzipLevel(b *testing.B) {
 	logs := &pipeline.Batch{Signal: pipeline.Logs, Logs: pipeline.LogsFromProto(logsFixture(b))}
 	batches := []struct {
 		name string
 		b    *pipeline.Batch
-	}{{"traces", randomSpans(100)}, {"traces-telemetrygen", telemetrygenSpans(b, 1800)}, {"logs", logs}, {"metrics", bench1000()}, {"metrics-targets", fixtureTargets(b, 28)}}
+	}{{"traces", randomSpans(100)}, {"traces-telemetrygen", telemetrygenSpans(b, 1800)}, {"logs", logs},
+		{"metrics", bench1000()}, {"metrics-random-attrs", randomPoints(1000)},
+		{"metrics-targets", fixtureTargets(b, 28)}, {"metrics-dcgm", fixtureMetrics(b, 28, "testdata/dcgm.peer.jsonl")},
+		{"metrics-spanmetrics", fixtureMetrics(b, 1, "testdata/spanmetrics.peer.jsonl")}}
 	levels := []struct {
 		name string
 		c    Compression
-	}{{"collector", Compression{}}, {"L1", Compression{Type: "gzip", Level: 1}}, {"L6", DefaultCompression}, {"L9", Compression{Type: "gzip", Level: 9}}, {"zstd", Compression{Type: "zstd"}}, {"snappy", Compression{Type: "snappy"}}}
+	}{{"collector", Compression{}}, {"default", DefaultCompression}, {"L1", Compression{Type: "gzip", Level: 1}},
+		{"L6", Compression{Type: "gzip", Level: 6}}, {"L7", Compression{Type: "gzip", Level: 7}}, {"L8", Compression{Type: "gzip", Level: 8}},
+		{"L9", Compression{Type: "gzip", Level: 9}}, {"zstd", Compression{Type: "zstd"}}, {"snappy", Compression{Type: "snappy"}}}
 	for _, bt := range batches {
 		var raw bytes.Buffer
 		if err := EncodeRequest(bt.b, Compression{}, &raw); err != nil {
@@ -116,9 +150,15 @@ func BenchmarkGzipLevel(b *testing.B) {
 // collector's JSONL of a vLLM page and of the gym job's metrics, from n
 // targets that differ by their instance.
 func fixtureTargets(b testing.TB, n int) *pipeline.Batch {
+	return fixtureMetrics(b, n, "testdata/vllm.peer.jsonl", "testdata/metrics.peer-gym-v1.jsonl")
+}
+
+// fixtureMetrics is one metrics batch of the resources in the JSONL files,
+// copied n times with an instance of their own each.
+func fixtureMetrics(b testing.TB, n int, files ...string) *pipeline.Batch {
 	b.Helper()
 	var base []*metricspb.ResourceMetrics
-	for _, f := range []string{"testdata/vllm.peer.jsonl", "testdata/metrics.peer-gym-v1.jsonl"} {
+	for _, f := range files {
 		forLines(b, f, func(l []byte) {
 			req, err := otlpwire.DecodeMetrics(l)
 			if err != nil {

@@ -13,7 +13,6 @@ import (
 	"time"
 
 	"github.com/otelstep/otelstep/pipeline"
-	"golang.org/x/time/rate"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/credentials/insecure"
@@ -38,9 +37,14 @@ type OTLPOptions struct {
 	// Batch items (spans, log records, points) per request, each with Attrs
 	// string attributes of AttrBytes bytes.
 	Batch, Attrs, AttrBytes int
-	Workers                 int     // concurrent senders
-	Rate                    float64 // requests per second in all; 0 sends as fast as accepted
-	Warmup, Duration        time.Duration
+	Workers                 int // concurrent senders
+	// Rate is requests per second in all, on a schedule that does not
+	// wait for the answers (pacer): request k is due k/Rate seconds after
+	// the load starts and is sent by the first worker free then, late if
+	// none was free, never early; one more than a second late is skipped.
+	// 0 sends as fast as accepted.
+	Rate             float64
+	Warmup, Duration time.Duration
 	// Count, if above 0, ends the window once this many items were
 	// accepted in it, however long that takes (in place of Duration).
 	Count int64
@@ -54,21 +58,32 @@ type OTLPOptions struct {
 
 // OTLPResult is one collector's row.
 type OTLPResult struct {
-	Name              string  `json:"name"`
-	StartToHealthyMS  float64 `json:"start_to_healthy_ms"`
-	WindowSeconds     float64 `json:"window_seconds"`
-	Items             int64   `json:"items"` // accepted in the window
-	ItemsPerSecond    float64 `json:"items_per_second"`
-	CPUSeconds        float64 `json:"cpu_seconds"`
-	ItemsPerCPUSecond float64 `json:"items_per_cpu_second"`
-	PeakRSSBytes      int64   `json:"peak_rss_bytes"`
-	PeakAnonRSSBytes  int64   `json:"peak_anon_rss_bytes"` // RssAnon sampled every 20ms: without the binary's file pages
+	Name             string  `json:"name"`
+	StartToHealthyMS float64 `json:"start_to_healthy_ms"`
+	WindowSeconds    float64 `json:"window_seconds"`
+	Items            int64   `json:"items"` // accepted in the window
+	ItemsPerSecond   float64 `json:"items_per_second"`
+	// OfferedPerSecond is the load --rate offered in the window: the items
+	// of the requests its schedule made due in it, a second; none without
+	// --rate. SentPerSecond is the items of the requests sent in the
+	// window, a second, answered or not. Offered, sent and accepted
+	// (ItemsPerSecond) agree when the collector kept up with the load.
+	OfferedPerSecond  *float64 `json:"offered_items_per_second,omitempty"`
+	SentPerSecond     float64  `json:"sent_items_per_second"`
+	CPUSeconds        float64  `json:"cpu_seconds"`
+	ItemsPerCPUSecond float64  `json:"items_per_cpu_second"`
+	PeakRSSBytes      int64    `json:"peak_rss_bytes"`
+	PeakAnonRSSBytes  int64    `json:"peak_anon_rss_bytes"` // RssAnon sampled every 20ms: without the binary's file pages
 	// Refused counts "retry later" answers (HTTP 429/503, gRPC
 	// UNAVAILABLE/RESOURCE_EXHAUSTED): backpressure, not loss. Errors are
 	// any other failure. Over several rounds, these and the whole run's
 	// counts below are the rounds' totals.
 	Refused int64 `json:"refused" rounds:"total"`
 	Errors  int64 `json:"errors" rounds:"total"`
+	// Skipped counts the requests --rate's schedule skipped, as more than
+	// a second late when a worker was free to send them: the collector
+	// did not keep up with the load.
+	Skipped int64 `json:"skipped_requests" rounds:"total"`
 	// Sent and BackendItems count the whole run; BackendItems is what the
 	// discard backend decoded after the collector stopped.
 	Sent         int64 `json:"sent_items" rounds:"total"`
@@ -280,10 +295,8 @@ func otlpOne(ctx context.Context, o OTLPOptions, im Impl, reqs []request) (*OTLP
 	var stopping atomic.Bool
 	loadCtx, stopLoad := context.WithCancel(ctx)
 	var wg sync.WaitGroup
-	lim := rate.NewLimiter(rate.Inf, 1) // one request at a time: a burst of one
-	if o.Rate > 0 {
-		lim.SetLimit(rate.Limit(o.Rate))
-	}
+	pace := newPacer(time.Now(), o.Rate)
+	var sentReqs atomic.Int64 // requests sent, answered or not
 	// Each worker's answer times in the window (measuring), read once the
 	// workers are done.
 	var measuring atomic.Bool
@@ -292,12 +305,14 @@ func otlpOne(ctx context.Context, o OTLPOptions, im Impl, reqs []request) (*OTLP
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			for i := w; !stopping.Load(); i += o.Workers {
-				if lim.Wait(loadCtx) != nil {
+			for !stopping.Load() {
+				k, err := pace.wait(loadCtx)
+				if err != nil {
 					return
 				}
+				sentReqs.Add(1)
 				sent := time.Now()
-				switch send(ctx, reqs[i%len(reqs)]) {
+				switch send(ctx, reqs[k%int64(len(reqs))]) {
 				case sendOK:
 					if measuring.Load() {
 						took[w] = append(took[w], time.Since(sent))
@@ -319,7 +334,7 @@ func otlpOne(ctx context.Context, o OTLPOptions, im Impl, reqs []request) (*OTLP
 		return nil, err
 	}
 	measuring.Store(true)
-	t0, cpu0, n0 := time.Now(), mustCPU(p), accepted.Load()
+	t0, cpu0, n0, s0 := time.Now(), mustCPU(p), accepted.Load(), sentReqs.Load()
 	if o.Count > 0 {
 		err = waitCount(ctx, p, func() int64 { return accepted.Load() - n0 }, o.Count)
 	} else {
@@ -328,7 +343,7 @@ func otlpOne(ctx context.Context, o OTLPOptions, im Impl, reqs []request) (*OTLP
 	if err != nil {
 		return nil, err
 	}
-	t1, cpu1, n1 := time.Now(), mustCPU(p), accepted.Load()
+	t1, cpu1, n1, s1 := time.Now(), mustCPU(p), accepted.Load(), sentReqs.Load()
 	measuring.Store(false)
 	rss, err := p.PeakRSS()
 	if err != nil {
@@ -345,9 +360,14 @@ func otlpOne(ctx context.Context, o OTLPOptions, im Impl, reqs []request) (*OTLP
 	}
 	r := &OTLPResult{Name: im.Name, StartToHealthyMS: float64(p.Healthy.Microseconds()) / 1000, PeakRSSBytes: rss, PeakAnonRSSBytes: p.PeakAnonRSS(),
 		WindowSeconds: t1.Sub(t0).Seconds(), Items: n1 - n0, CPUSeconds: cpu1 - cpu0,
-		Refused: refused.Load(), Errors: failed.Load(), Sent: accepted.Load(), JSONLBytes: filesSize(dir)}
+		Refused: refused.Load(), Errors: failed.Load(), Sent: accepted.Load(), JSONLBytes: filesSize(dir), Skipped: pace.skippedCount()}
 	r.AnswerP50MS, r.AnswerP99MS = percentileMS(all, 0.50), percentileMS(all, 0.99)
 	r.ItemsPerSecond = float64(r.Items) / r.WindowSeconds
+	r.SentPerSecond = float64((s1-s0)*int64(o.Batch)) / r.WindowSeconds
+	if o.Rate > 0 {
+		offered := float64((pace.dueBefore(t1)-pace.dueBefore(t0))*int64(o.Batch)) / r.WindowSeconds
+		r.OfferedPerSecond = &offered
+	}
 	r.ItemsPerCPUSecond = safeDiv(float64(r.Items), r.CPUSeconds)
 	sig, _ := pipeline.ParseSignal(o.Signal)
 	t := be.Totals(sig)

@@ -48,7 +48,7 @@ func runBench(args []string, stdout, stderr io.Writer) int {
 	attrs := fs.Int("attrs", 8, "otlp: attributes per item")
 	attrBytes := fs.Int("attr-bytes", 16, "otlp: bytes per attribute value")
 	workers := fs.Int("workers", 4, "otlp: concurrent senders")
-	rate := fs.Float64("rate", 0, "otlp: requests per second in all (0: as fast as accepted)")
+	rate := fs.Float64("rate", 0, "otlp: requests per second in all, on a fixed schedule: a request due while every worker waits on an answer is sent as soon as one is free, one over 1s late is skipped (and counted) (0: as fast as accepted)")
 	if code, done := parseFlags(fs, benchUsage, args, stdout, stderr); done {
 		return code
 	}

@@ -43,17 +43,18 @@ func TestBenchScrapeRuns(t *testing.T) {
 	}
 }
 
-// TestBenchOTLPRuns runs `otelstep bench otlp` over gRPC, and over HTTP
-// in two rounds: each round's row is whole, and the report's counts are
-// the rounds' totals.
+// TestBenchOTLPRuns runs `otelstep bench otlp` over gRPC at a --rate,
+// and over HTTP as fast as accepted in two rounds: each round's row is
+// whole, and the report's counts are the rounds' totals.
 func TestBenchOTLPRuns(t *testing.T) {
 	const count = 500
 	for _, c := range []struct {
 		proto  string
+		rate   string
 		rounds int
-	}{{"grpc", 1}, {"http", 2}} {
+	}{{"grpc", "200", 1}, {"http", "0", 2}} {
 		code, out := runBinary(t, nil, "bench", "otlp", "--protocol", c.proto, "--signal", "traces", "--batch", "50",
-			"--workers", "2", "--warmup", "0s", "--count", fmt.Sprint(count), "--rounds", fmt.Sprint(c.rounds), "--json")
+			"--workers", "2", "--warmup", "0s", "--count", fmt.Sprint(count), "--rate", c.rate, "--rounds", fmt.Sprint(c.rounds), "--json")
 		if code != 0 {
 			t.Fatalf("%s: exit %d:\n%s", c.proto, code, out)
 		}
@@ -85,6 +86,12 @@ func TestBenchOTLPRuns(t *testing.T) {
 			}
 			if r.Sent < r.Items || r.BackendItems != r.Sent {
 				t.Errorf("%s: %d spans accepted in all, %d in the window, %d reached the backend", c.proto, r.Sent, r.Items, r.BackendItems)
+			}
+			// Offered only at a rate. Accepted in the window is what was
+			// sent in it, and up to a request a worker (2 of 50 spans)
+			// sent before it.
+			if (c.rate != "0") != (r.OfferedPerSecond != nil) || r.SentPerSecond*r.WindowSeconds+2*50+0.5 < float64(r.Items) {
+				t.Errorf("%s at --rate %s: offered %v, sent %g, accepted %g spans/s", c.proto, c.rate, r.OfferedPerSecond, r.SentPerSecond, r.ItemsPerSecond)
 			}
 			if r.BackendBytes <= 0 || r.BackendBytesPerItem != float64(r.BackendBytes)/float64(r.BackendItems) {
 				t.Errorf("%s: the backend received %d bytes for %d spans, reported as %g a span", c.proto, r.BackendBytes, r.BackendItems, r.BackendBytesPerItem)

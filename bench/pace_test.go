@@ -1,7 +1,10 @@
 package bench
 
 import (
+	"bytes"
 	"context"
+	"encoding/json"
+	"strings"
 	"sync"
 	"testing"
 	"testing/synctest"
@@ -137,4 +140,49 @@ func TestPacerWithoutRate(t *testing.T) {
 			t.Errorf("wait after the context ended: no error")
 		}
 	})
+}
+
+// The report shows each collector's offered load beside what was sent and
+// accepted, so that an unequal load shows in it; without --rate there is
+// no offered load.
+func TestOTLPReportShowsOfferedLoad(t *testing.T) {
+	offered := 20000.0
+	rep := OTLPReport{Signal: "traces", Protocol: "http", Batch: 100, Results: []OTLPResult{
+		{Name: "otelstep", OfferedPerSecond: &offered, SentPerSecond: 19990, ItemsPerSecond: 19980},
+		{Name: "otelcol", OfferedPerSecond: &offered, SentPerSecond: 18700, ItemsPerSecond: 18690, Skipped: 65},
+		{Name: "unpaced", SentPerSecond: 51000, ItemsPerSecond: 50900},
+	}}
+	var out bytes.Buffer
+	WriteOTLP(&out, &rep)
+	var row, skipped []string
+	for _, line := range strings.Split(out.String(), "\n") {
+		if rest, ok := strings.CutPrefix(strings.TrimSpace(line), "spans offered / sent /s"); ok {
+			row = strings.Fields(rest)
+		}
+		if rest, ok := strings.CutPrefix(strings.TrimSpace(line), "requests skipped (over 1s late)"); ok {
+			skipped = strings.Fields(rest)
+		}
+	}
+	if want := strings.Fields("20000 / 19990 20000 / 18700 n/a / 51000"); strings.Join(row, " ") != strings.Join(want, " ") {
+		t.Errorf("offered / sent row %q, want %q:\n%s", row, want, out.String())
+	}
+	if strings.Join(skipped, " ") != "0 65 0" {
+		t.Errorf("skipped row %q, want 0 65 0:\n%s", skipped, out.String())
+	}
+	b, err := json.Marshal(rep.Results)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var rows []map[string]any
+	if err := json.Unmarshal(b, &rows); err != nil {
+		t.Fatal(err)
+	}
+	for i, want := range []any{20000.0, 20000.0, nil} {
+		if got := rows[i]["offered_items_per_second"]; got != want {
+			t.Errorf("%s: offered_items_per_second %v, want %v", rows[i]["name"], got, want)
+		}
+	}
+	if rows[1]["sent_items_per_second"] != 18700.0 || rows[1]["skipped_requests"] != 65.0 {
+		t.Errorf("otelcol's row: %v", rows[1])
+	}
 }

@@ -161,7 +161,7 @@ func (b *Processor) Consume(ctx context.Context, in *pipeline.Batch) error {
 		}
 	}
 	if p.b == nil {
-		p.b = &pipeline.Batch{Signal: in.Signal}
+		p.b = &pipeline.Batch{Signal: in.Signal, Scraped: in.Scraped}
 		p.since = time.Now()
 		select {
 		case b.kick <- struct{}{}:
@@ -188,6 +188,7 @@ func appendBatch(dst, src *pipeline.Batch) {
 	dst.Traces = append(dst.Traces, src.Traces...)
 	dst.Logs = append(dst.Logs, src.Logs...)
 	dst.Items += src.Items
+	dst.Scraped = dst.Scraped && src.Scraped
 	dst.Leases = append(dst.Leases, src.Leases...) // src's references move with it
 	dst.Acks = append(dst.Acks, src.Acks...)       // as do its acks'
 }

@@ -278,3 +278,46 @@ func TestBatcherAckLinger(t *testing.T) {
 		}
 	})
 }
+
+// A batch sent is the scraper's (pipeline.Batch.Scraped) only when every
+// batch merged into it was, and both pieces of a split keep what the whole
+// was: the exporter compresses the two kinds differently.
+func TestBatcherKeepsScraped(t *testing.T) {
+	scraped := func(id string, n int) *pipeline.Batch {
+		b := otlptest.GaugeBatch(id, n)
+		b.Scraped = true
+		return b
+	}
+	for _, tc := range []struct {
+		name string
+		in   []*pipeline.Batch
+		want []bool
+	}{
+		{"scraped", []*pipeline.Batch{scraped("a", 4), scraped("b", 4)}, []bool{true}},
+		{"received", []*pipeline.Batch{otlptest.GaugeBatch("a", 4), otlptest.GaugeBatch("b", 4)}, []bool{false}},
+		{"mixed", []*pipeline.Batch{scraped("a", 4), otlptest.GaugeBatch("b", 4)}, []bool{false}},
+		{"mixed the other way", []*pipeline.Batch{otlptest.GaugeBatch("a", 4), scraped("b", 4)}, []bool{false}},
+		{"split", []*pipeline.Batch{scraped("a", 25)}, []bool{true, true, true}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			rec := &pipelinetest.Recorder{}
+			b := New(Options{SendBatchSize: 10, SendBatchMaxSize: 10, Timeout: time.Hour}, rec)
+			_ = b.Start(context.Background())
+			for _, in := range tc.in {
+				if err := b.Consume(context.Background(), in); err != nil {
+					t.Fatal(err)
+				}
+			}
+			if err := b.Shutdown(ctxT(pipelinetest.Patience)); err != nil {
+				t.Fatal(err)
+			}
+			var got []bool
+			for _, g := range rec.Got() {
+				got = append(got, g.Scraped)
+			}
+			if fmt.Sprint(got) != fmt.Sprint(tc.want) {
+				t.Fatalf("sent batches scraped %v, want %v", got, tc.want)
+			}
+		})
+	}
+}

@@ -10,8 +10,8 @@ import (
 // needed, each with its Items. b is not modified; the pieces share unsplit
 // messages with it.
 func Split(b *pipeline.Batch, n int) (head, rest *pipeline.Batch) {
-	head = &pipeline.Batch{Signal: b.Signal}
-	rest = &pipeline.Batch{Signal: b.Signal}
+	head = &pipeline.Batch{Signal: b.Signal, Scraped: b.Scraped}
+	rest = &pipeline.Batch{Signal: b.Signal, Scraped: b.Scraped}
 	switch b.Signal {
 	case pipeline.Metrics:
 		head.Metrics, rest.Metrics = splitSlice(b.Metrics, n, pipeline.ResourceMetricsPoints, splitRM)

@@ -97,6 +97,13 @@ type Batch struct {
 	// (ack.go): nil for a batch nobody waits on. Read-only once shared,
 	// as Leases.
 	Acks []*Ack
+	// Scraped is true when every item was converted by the scraper from
+	// its targets' pages, as opposed to received over OTLP, derived from
+	// received items (span_metrics) or read back from JSONL. The exporter
+	// compresses the two kinds differently (sink.Compression); whoever
+	// copies, merges or splits batches carries it, a merge keeping it only
+	// when every part has it.
+	Scraped bool
 }
 
 // Len returns the number of resources in the batch.

@@ -472,7 +472,7 @@ func (l *loop) scrapeAndSend(ctx context.Context) {
 		l.round.delivered() // counted all the same: the round goes on
 		return
 	}
-	b := &pipeline.Batch{Signal: pipeline.Metrics, Metrics: rms, Leases: leases}
+	b := &pipeline.Batch{Signal: pipeline.Metrics, Metrics: rms, Leases: leases, Scraped: true}
 	b.Items = pipeline.CountItems(b) // a metric's points at a time, once: every stage after reads it
 	points := b.Items                // before Consume: the batch is then downstream's
 	err := l.m.opts.Next.Consume(ctx, b)

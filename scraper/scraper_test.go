@@ -419,6 +419,11 @@ func TestManagerRun(t *testing.T) {
 	if len(col.b) != 2 || upOf(t, col.b[1]) != 1 {
 		t.Fatalf("batches %d", len(col.b))
 	}
+	for i, b := range col.b {
+		if !b.Scraped {
+			t.Errorf("batch %d is not marked as the scraper's (pipeline.Batch.Scraped)", i)
+		}
+	}
 }
 
 func benchConvert(b *testing.B, file, ct string) { benchConvertPage(b, read(b, file), ct) }

@@ -500,7 +500,7 @@ func (cs fanIn) Flush(ctx context.Context) {
 // b's acks: the sender waits for every pipeline's copy to be written.
 func cloneBatch(b *pipeline.Batch) *pipeline.Batch {
 	b.RetainAcks(1)
-	out := &pipeline.Batch{Signal: b.Signal, Items: b.Items, Acks: b.Acks}
+	out := &pipeline.Batch{Signal: b.Signal, Items: b.Items, Acks: b.Acks, Scraped: b.Scraped}
 	for _, x := range b.Metrics {
 		out.Metrics = append(out.Metrics, proto.CloneOf(x))
 	}

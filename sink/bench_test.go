@@ -193,7 +193,7 @@ func encodeProto(re *requestEncoder, msg proto.Message, gz bool, out *bytes.Buff
 		return err
 	}
 	re.raw = raw
-	zw, err := re.zw.writer(DefaultCompression, pipeline.Metrics, out) // BenchmarkHTTPEncode's request is metrics
+	zw, err := re.zw.writer(DefaultCompression, pipeline.Metrics, true, out) // BenchmarkHTTPEncode's request is the scraper's metrics
 	if err != nil {
 		return err
 	}

@@ -2,6 +2,7 @@ package sink
 
 import (
 	"bytes"
+	stdgzip "compress/gzip"
 	"fmt"
 	"io"
 
@@ -96,7 +97,7 @@ func (c Compression) level() int {
 // which on spans' and log records' high-entropy fields (ids, attribute
 // values) send noticeably more bytes than the collector does, while its
 // level 7 (the lazy matcher) sends as many at the same cost. On metrics,
-// repetitive series, its level 6 is the nearer and the cheaper, and stays.
+// repetitive series, its level 6 is the nearer and the cheaper.
 // docs/decisions.md has the figures.
 func (c Compression) libLevel(sig pipeline.Signal) int {
 	lv := c.level()
@@ -104,6 +105,19 @@ func (c Compression) libLevel(sig pipeline.Signal) int {
 		return 7
 	}
 	return lv
+}
+
+// asCollector reports whether a body of sig, of scraped batches or not,
+// is compressed by the standard library's gzip, the collector's own
+// compressor, rather than this library's. Metrics at the collector's
+// default level that the scraper did not make (received over OTLP,
+// span_metrics' series, lines read back): their protobuf is the one the
+// collector would send, so only its compressor sends its bytes, and this
+// library's levels send up to a fifth more on repetitive series. The
+// scraper's batches hold more of each page than the collector's, which
+// makes up for this library's level 6 at a third of the cost.
+func (c Compression) asCollector(sig pipeline.Signal, scraped bool) bool {
+	return c.Type == "gzip" && c.level() == 6 && sig == pipeline.Metrics && !scraped
 }
 
 // compressor is a stateful compressing writer, reset for each body.
@@ -118,15 +132,25 @@ type compressor interface {
 // CPU as the compression). A writer is remade when the level asked for
 // changes, which a sink never does.
 type compressors struct {
+	std     *stdgzip.Writer // the collector's gzip (Compression.asCollector)
 	gz      *gzip.Writer
 	gzLevel int
 	zs      *zstd.Encoder
 	zsLevel int
 }
 
-// writer returns c's writer for a body of sig, reset to write to out; nil
-// for snappy and none, which are not streamed.
-func (cs *compressors) writer(c Compression, sig pipeline.Signal, out *bytes.Buffer) (compressor, error) {
+// writer returns c's writer for a body of sig (of scraped batches or
+// not), reset to write to out; nil for snappy and none, which are not
+// streamed.
+func (cs *compressors) writer(c Compression, sig pipeline.Signal, scraped bool, out *bytes.Buffer) (compressor, error) {
+	if c.asCollector(sig, scraped) {
+		if cs.std == nil {
+			cs.std, _ = stdgzip.NewWriterLevel(out, stdgzip.DefaultCompression) // a valid level: no error
+			return cs.std, nil
+		}
+		cs.std.Reset(out)
+		return cs.std, nil
+	}
 	lv := c.libLevel(sig)
 	switch c.Type {
 	case "gzip":

@@ -13,6 +13,7 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/klauspost/compress/gzip"
 	"github.com/klauspost/compress/snappy"
@@ -20,6 +21,7 @@ import (
 	"github.com/otelstep/otelstep/batch"
 	"github.com/otelstep/otelstep/otlpwire"
 	"github.com/otelstep/otelstep/pipeline"
+	metricspb "go.opentelemetry.io/proto/otlp/metrics/v1"
 	tracepb "go.opentelemetry.io/proto/otlp/trace/v1"
 	"google.golang.org/protobuf/proto"
 )
@@ -242,6 +244,8 @@ func referenceRequests(t testing.TB) []namedBatch {
 		{"random-1000-spans", randomSpans(1000)},
 		{"logs.peer.jsonl", &pipeline.Batch{Signal: pipeline.Logs, Logs: pipeline.LogsFromProto(logsFixture(t))}},
 		{"metrics-28-targets", fixtureTargets(t, 28)},
+		{"random-1000-points", randomPoints(1000)},
+		{"spanmetrics.peer.jsonl", fixtureMetrics(t, 1, "testdata/spanmetrics.peer.jsonl")},
 	}
 }
 
@@ -349,7 +353,7 @@ func TestGatheredGzipIsOneStream(t *testing.T) {
 	var re requestEncoder
 	var body bytes.Buffer
 	for round := range 2 {
-		if err := re.begin(DefaultCompression, pipeline.Traces, &body); err != nil {
+		if err := re.begin(DefaultCompression, pipeline.Traces, false, &body); err != nil {
 			t.Fatal(err)
 		}
 		for _, b := range batches {
@@ -381,5 +385,50 @@ func TestGatheredGzipIsOneStream(t *testing.T) {
 	t.Logf("%d batches, %d bytes, %.3f× the collector's", len(batches), body.Len(), ratio)
 	if ratio > 1.05 {
 		t.Errorf("%.3f× the collector's bytes", ratio)
+	}
+}
+
+// Metrics batches the scraper made and other metrics batches go in
+// requests of their own, however close they come: the others are
+// compressed by the collector's own gzip (the standard library's, level 6),
+// so the backend gets the collector's bytes for the collector's protobuf;
+// the scraper's by the compression library's level 6.
+func TestHTTPCompressesScrapedMetricsApart(t *testing.T) {
+	be := newBackend(t, nil)
+	h, _ := newTestHTTP(t, be.URL(), HTTPOptions{RequestItems: 1000, RequestWait: time.Hour})
+	_ = h.Start(context.Background())
+	batches := []*pipeline.Batch{scraped(metricsBatch("s1", 10)), scraped(metricsBatch("s2", 10)), metricsBatch("r1", 10), metricsBatch("r2", 10), scraped(metricsBatch("s3", 10))}
+	for _, b := range batches {
+		if err := h.Enqueue(context.Background(), b); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := h.Shutdown(ctxT(patience)); err != nil {
+		t.Fatal(err)
+	}
+	reqs := be.Accepted()
+	var got []string
+	for _, r := range reqs {
+		ids := ""
+		for _, rm := range r.Metrics.GetResourceMetrics() {
+			ids += batchID(&pipeline.Batch{Metrics: []*metricspb.ResourceMetrics{rm}})
+		}
+		got = append(got, ids)
+	}
+	if want := []string{"s1s2", "r1r2", "s3"}; !slices.Equal(got, want) {
+		t.Fatalf("requests hold %q, want %q", got, want)
+	}
+	for i, r := range reqs {
+		var lib bytes.Buffer
+		zw, _ := gzip.NewWriterLevel(&lib, 6)
+		zw.Write(r.Body)
+		zw.Close()
+		want, by := lib.Len(), "the compression library's level 6"
+		if got[i][0] == 'r' {
+			want, by = collectorGzip(r.Body), "the collector's gzip"
+		}
+		if r.WireBytes != want {
+			t.Errorf("request %d (%s): %d bytes on the wire, %s gives %d", i+1, got[i], r.WireBytes, by, want)
+		}
 	}
 }

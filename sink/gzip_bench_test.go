@@ -7,6 +7,7 @@ import (
 	"math/rand/v2"
 	"testing"
 
+	"github.com/klauspost/compress/gzip"
 	"github.com/otelstep/otelstep/otlpwire"
 	"github.com/otelstep/otelstep/pipeline"
 	commonpb "go.opentelemetry.io/proto/otlp/common/v1"
@@ -82,10 +83,11 @@ func randomPoints(n int) *pipeline.Batch {
 // BenchmarkGzipLevel compares the compressors on each signal's export
 // body, reporting with the time the compressed size over the size the
 // collector's default gives it (the standard library's gzip at -1, level
-// 6, "collector" here): the exporter's default is level 6 of the
-// compression library used here for metrics, 7 for spans and log records
-// (Compression.libLevel). Lx is the library's level x whatever the
-// signal. The metrics bodies run from the bench's random attribute values
+// 6, "collector" here). "default" is the exporter's default for the body
+// (Compression.libLevel, Compression.asCollector): the compression
+// library's level 7 for spans and log records, its level 6 for the
+// scraper's metrics, the collector's own gzip for other metrics. Lx is the
+// library's level x whatever the body. The metrics bodies run from the bench's random attribute values
 // to the span_metrics connector's few, very repetitive series: which of
 // the library's levels is nearest the collector's bytes depends on them.
 func BenchmarkGzipLevel(b *testing.B) {
@@ -95,14 +97,15 @@ func BenchmarkGzipLevel(b *testing.B) {
 		b    *pipeline.Batch
 	}{{"traces", randomSpans(100)}, {"traces-telemetrygen", telemetrygenSpans(b, 1800)}, {"logs", logs},
 		{"metrics", bench1000()}, {"metrics-random-attrs", randomPoints(1000)},
-		{"metrics-targets", fixtureTargets(b, 28)}, {"metrics-dcgm", fixtureMetrics(b, 28, "testdata/dcgm.peer.jsonl")},
+		{"metrics-targets", fixtureTargets(b, 28)}, {"metrics-dcgm", scraped(fixtureMetrics(b, 28, "testdata/dcgm.peer.jsonl"))},
 		{"metrics-spanmetrics", fixtureMetrics(b, 1, "testdata/spanmetrics.peer.jsonl")}}
 	levels := []struct {
 		name string
 		c    Compression
-	}{{"collector", Compression{}}, {"default", DefaultCompression}, {"L1", Compression{Type: "gzip", Level: 1}},
-		{"L6", Compression{Type: "gzip", Level: 6}}, {"L7", Compression{Type: "gzip", Level: 7}}, {"L8", Compression{Type: "gzip", Level: 8}},
-		{"L9", Compression{Type: "gzip", Level: 9}}, {"zstd", Compression{Type: "zstd"}}, {"snappy", Compression{Type: "snappy"}}}
+		lib  int // the library's gzip level itself, whatever the signal
+	}{{"collector", Compression{}, 0}, {"default", DefaultCompression, 0}, {"L1", Compression{}, 1},
+		{"L6", Compression{}, 6}, {"L7", Compression{}, 7}, {"L8", Compression{}, 8},
+		{"L9", Compression{}, 9}, {"zstd", Compression{Type: "zstd"}, 0}, {"snappy", Compression{Type: "snappy"}, 0}}
 	for _, bt := range batches {
 		var raw bytes.Buffer
 		if err := EncodeRequest(bt.b, Compression{}, &raw); err != nil {
@@ -114,23 +117,29 @@ func BenchmarkGzipLevel(b *testing.B) {
 				var out bytes.Buffer
 				var cs compressors
 				std, _ := stdgzip.NewWriterLevel(nil, stdgzip.DefaultCompression) // pooled, as the collector's
+				lib, _ := gzip.NewWriterLevel(nil, max(lv.lib, 1))
 				b.SetBytes(int64(raw.Len()))
 				b.ReportAllocs()
 				for b.Loop() {
-					switch lv.c.Type {
-					case "":
+					switch {
+					case lv.lib > 0:
+						out.Reset()
+						lib.Reset(&out)
+						lib.Write(raw.Bytes())
+						lib.Close()
+					case lv.c.Type == "":
 						out.Reset()
 						std.Reset(&out)
 						std.Write(raw.Bytes())
 						std.Close()
-					case "snappy":
+					case lv.c.Type == "snappy":
 						out.Reset()
 						if err := appendSnappy(&out, raw.Bytes()); err != nil {
 							b.Fatal(err)
 						}
 					default:
 						out.Reset()
-						zw, err := cs.writer(lv.c, bt.b.Signal, &out)
+						zw, err := cs.writer(lv.c, bt.b.Signal, bt.b.Scraped, &out)
 						if err != nil {
 							b.Fatal(err)
 						}
@@ -138,7 +147,7 @@ func BenchmarkGzipLevel(b *testing.B) {
 						zw.Close()
 					}
 				}
-				if lv.c.Type != "" {
+				if lv.c.Type != "" || lv.lib > 0 {
 					b.ReportMetric(float64(out.Len())/float64(ref), "size/collector's")
 				}
 			})
@@ -150,7 +159,13 @@ func BenchmarkGzipLevel(b *testing.B) {
 // collector's JSONL of a vLLM page and of the gym job's metrics, from n
 // targets that differ by their instance.
 func fixtureTargets(b testing.TB, n int) *pipeline.Batch {
-	return fixtureMetrics(b, n, "testdata/vllm.peer.jsonl", "testdata/metrics.peer-gym-v1.jsonl")
+	return scraped(fixtureMetrics(b, n, "testdata/vllm.peer.jsonl", "testdata/metrics.peer-gym-v1.jsonl"))
+}
+
+// scraped marks b as the scraper's (pipeline.Batch.Scraped).
+func scraped(b *pipeline.Batch) *pipeline.Batch {
+	b.Scraped = true
+	return b
 }
 
 // fixtureMetrics is one metrics batch of the resources in the JSONL files,

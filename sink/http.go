@@ -464,8 +464,10 @@ func (h *HTTP) enqueuingNow() int { return int(h.enqueuingN.Load()) }
 // openRequest is a signal's request body still taking batches: begun
 // with the first batch after the last was queued, it is queued once it
 // holds RequestItems items, once the next batch would take it past that,
-// or RequestWait after it was begun (its timer). Its encoder holds the
-// compressed stream open between batches.
+// or is of the other kind (scraped or not, which are compressed
+// differently: Compression.asCollector), or RequestWait after it was
+// begun (its timer). Its encoder holds the compressed stream open between
+// batches.
 type openRequest struct {
 	mu    sync.Mutex
 	bd    *body
@@ -482,10 +484,10 @@ func (h *HTTP) add(b *pipeline.Batch, items int, t *ticket) {
 	o := &h.open[sig]
 	o.mu.Lock()
 	defer o.mu.Unlock()
-	if o.bd != nil && o.bd.items+items > h.o.RequestItems {
+	if o.bd != nil && (o.bd.items+items > h.o.RequestItems || o.re.scraped != b.Scraped) {
 		h.endLocked(o)
 	}
-	if o.bd == nil && !h.beginLocked(o, sig) {
+	if o.bd == nil && !h.beginLocked(o, sig, b.Scraped) {
 		b.Release()
 		h.settle(sig, items, LeftRefused, t) // logged
 		return
@@ -509,14 +511,14 @@ func (h *HTTP) add(b *pipeline.Batch, items int, t *ticket) {
 	}
 }
 
-// beginLocked begins o's request of sig; o.mu is held. On an error it
-// logs it and returns false.
-func (h *HTTP) beginLocked(o *openRequest, sig pipeline.Signal) bool {
+// beginLocked begins o's request of sig, for batches scraped or not; o.mu
+// is held. On an error it logs it and returns false.
+func (h *HTTP) beginLocked(o *openRequest, sig pipeline.Signal, scraped bool) bool {
 	bd := h.bodies.Get()
 	bd.sig = sig
 	re := h.encoders.Get()
 	re.enc.Shared = h.o.SharedAttrs
-	if err := re.begin(h.comp, sig, &bd.buf); err != nil {
+	if err := re.begin(h.comp, sig, scraped, &bd.buf); err != nil {
 		h.encoders.Put(re)
 		h.putBody(bd)
 		h.log.Error("otlp/http exporter: encoding failed, batch left in the JSONL", "error", err)

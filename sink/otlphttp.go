@@ -55,10 +55,11 @@ type requestEncoder struct {
 	zw  compressors
 
 	// The body being encoded, from begin to end.
-	c   Compression
-	sig pipeline.Signal
-	out *bytes.Buffer
-	w   compressor // nil: not streamed (snappy, none)
+	c       Compression
+	sig     pipeline.Signal
+	scraped bool // its batches are the scraper's (pipeline.Batch.Scraped)
+	out     *bytes.Buffer
+	w       compressor // nil: not streamed (snappy, none)
 }
 
 // compressPiece is how much raw protobuf a compressed request is encoded
@@ -84,7 +85,7 @@ const maxKeptOut = 4 << 20
 // encode writes b's export request into out (which it resets), compressed
 // as c says.
 func (re *requestEncoder) encode(b *pipeline.Batch, c Compression, out *bytes.Buffer) error {
-	if err := re.begin(c, b.Signal, out); err != nil {
+	if err := re.begin(c, b.Signal, b.Scraped, out); err != nil {
 		return err
 	}
 	if err := re.add(b); err != nil {
@@ -94,19 +95,19 @@ func (re *requestEncoder) encode(b *pipeline.Batch, c Compression, out *bytes.Bu
 }
 
 // begin starts a request body of sig in out (which it resets), compressed
-// as c says.
-func (re *requestEncoder) begin(c Compression, sig pipeline.Signal, out *bytes.Buffer) error {
+// as c says for batches that are the scraper's or not (scraped).
+func (re *requestEncoder) begin(c Compression, sig pipeline.Signal, scraped bool, out *bytes.Buffer) error {
 	if sig > pipeline.Logs {
 		return fmt.Errorf("unknown signal %d", sig)
 	}
 	out.Reset()
-	re.c, re.sig, re.out, re.w = c, sig, out, nil
+	re.c, re.sig, re.scraped, re.out, re.w = c, sig, scraped, out, nil
 	re.raw = re.raw[:0]
 	switch c.Type {
 	case "", "none", "snappy":
 		return nil
 	}
-	zw, err := re.zw.writer(c, sig, out)
+	zw, err := re.zw.writer(c, sig, scraped, out)
 	if err != nil {
 		return err
 	}
@@ -123,6 +124,9 @@ func (re *requestEncoder) add(b *pipeline.Batch) error {
 	defer b.CheckLive() // nor while it read
 	if b.Signal != re.sig {
 		return fmt.Errorf("a %s batch in a %s request", b.Signal, re.sig)
+	}
+	if b.Scraped != re.scraped {
+		return fmt.Errorf("a batch scraped=%t in a request of batches scraped=%t", b.Scraped, re.scraped)
 	}
 	// Every signal through the reflection-free encoder: proto.Marshal's
 	// reflection would be a large part of both paths' CPU.

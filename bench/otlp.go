@@ -186,9 +186,6 @@ func RunOTLP(ctx context.Context, o OTLPOptions) (*OTLPReport, error) {
 func (rep *OTLPReport) setRounds(rounds []Round[OTLPResult, OTLPRatio]) {
 	s := summarize(rounds)
 	rep.Results, rep.ResultsMin, rep.ResultsMax, rep.Ratios = s.results, s.lo, s.hi, s.ratios
-	for i := range rep.Ratios {
-		rep.Ratios[i].OverRounds = s.spreads[i]
-	}
 	if len(rounds) > 1 {
 		rep.Rounds = rounds
 	}

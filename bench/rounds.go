@@ -78,9 +78,19 @@ type summary[R, Q any] struct {
 	spreads         []map[string]Spread // one per ratio
 }
 
+// overRounds is a ratio row that holds its spreads over the rounds.
+type overRounds[Q any] interface {
+	*Q
+	setOverRounds(map[string]Spread)
+}
+
+func (q *Ratio) setOverRounds(s map[string]Spread)     { q.OverRounds = s }
+func (q *OTLPRatio) setOverRounds(s map[string]Spread) { q.OverRounds = s }
+
 // summarize is the summary of rounds (at least one), which hold the same
-// implementations and peers in the same order.
-func summarize[R, Q any](rounds []Round[R, Q]) summary[R, Q] {
+// implementations and peers in the same order; each ratio row holds its
+// spread.
+func summarize[R, Q any, PQ overRounds[Q]](rounds []Round[R, Q]) summary[R, Q] {
 	several := len(rounds) > 1
 	var s summary[R, Q]
 	for i := range rounds[0].Results {
@@ -96,6 +106,7 @@ func summarize[R, Q any](rounds []Round[R, Q]) summary[R, Q] {
 		s.ratios = append(s.ratios, med)
 		if several {
 			s.spreads[i] = spreads(med, lo, hi, len(rounds))
+			PQ(&s.ratios[i]).setOverRounds(s.spreads[i])
 		}
 	}
 	return s

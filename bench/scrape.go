@@ -180,9 +180,6 @@ func RunScrape(ctx context.Context, o ScrapeOptions) (*ScrapeReport, error) {
 func (rep *ScrapeReport) setRounds(rounds []Round[ScrapeResult, Ratio]) {
 	s := summarize(rounds)
 	rep.Results, rep.ResultsMin, rep.ResultsMax, rep.Ratios = s.results, s.lo, s.hi, s.ratios
-	for i := range rep.Ratios {
-		rep.Ratios[i].OverRounds = s.spreads[i]
-	}
 	if len(rounds) > 1 {
 		rep.Rounds = rounds
 	}

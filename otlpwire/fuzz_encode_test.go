@@ -13,6 +13,7 @@ import (
 	coltracepb "go.opentelemetry.io/proto/otlp/collector/trace/v1"
 	logspb "go.opentelemetry.io/proto/otlp/logs/v1"
 	metricspb "go.opentelemetry.io/proto/otlp/metrics/v1"
+	resourcepb "go.opentelemetry.io/proto/otlp/resource/v1"
 	tracepb "go.opentelemetry.io/proto/otlp/trace/v1"
 	"google.golang.org/protobuf/proto"
 )
@@ -86,81 +87,198 @@ func TestEncodeFixtures(t *testing.T) {
 	}
 }
 
-// maxEncodeSeed bounds a seed: large seeds slow the fuzzer down (every new
-// input is minimized, for up to a minute); TestEncodeFixtures checks the
-// fixtures whole.
-const maxEncodeSeed = 4 << 10
+// maxEncodeSeed bounds a seed. An input that brings new coverage is
+// minimized before the fuzzer goes on, and Go's minimizer tries cutting
+// out every range of it: some n²/2 runs of the target for n bytes. A
+// mutation of a whole fixture line takes longer than -fuzzminimizetime (a
+// minute) to minimize; meanwhile a single worker fuzzes nothing, and the
+// runs of a minimization cut short are not counted. At this bound a
+// minimization ends within the time. Seeds over it are cut to fit
+// (fixtureSeeds); TestEncodeFixtures checks the fixtures whole.
+const maxEncodeSeed = 768
 
-// encodeSeeds is the fixtures' requests of sig as protobuf: each line
-// whole when it is small, and cut into one request per metric, span or log
-// record (with its resource and scope), so that every fixture gives seeds.
+// encodeSeeds is the fixtures' requests of sig as protobuf, cut to
+// maxEncodeSeed (see fixtureSeeds).
 func encodeSeeds(t testing.TB, sig pipeline.Signal) [][]byte {
+	lines, items := fixtureSeeds(t, sig, fitsEncodeSeed)
 	var out [][]byte
-	add := func(m proto.Message) {
-		if pb, err := proto.Marshal(m); err == nil && len(pb) <= maxEncodeSeed {
-			out = append(out, pb)
+	for _, m := range append(lines, items...) {
+		pb, err := proto.Marshal(m)
+		if err != nil {
+			t.Fatal(err)
 		}
+		out = append(out, pb)
+	}
+	return out
+}
+
+func fitsEncodeSeed(m proto.Message) bool { return proto.Size(m) <= maxEncodeSeed }
+
+// fixtureSeeds is the fixtures' requests of sig that fit, as fits says,
+// in two kinds, so that every fixture gives seeds and some seeds hold
+// several items of a scope and several points of a metric. lines has each
+// line whole or, when it does not fit, each scope's first two items. items
+// has one request per metric, span or log record, with its resource and
+// scope; a metric that does not fit is cut to its first data points that
+// fit or, when one does not, to its first point without the resource. An
+// item that still does not fit is left out.
+func fixtureSeeds(t testing.TB, sig pipeline.Signal, fits func(proto.Message) bool) (lines, items []proto.Message) {
+	// add adds m to *out if it fits and says whether it did.
+	add := func(out *[]proto.Message, m proto.Message) bool {
+		if fits(m) {
+			*out = append(*out, m)
+		}
+		return fits(m)
+	}
+	// addFirst adds to *out the request of the first n of total items,
+	// mk(n), for the largest n from least that fits, and says whether one
+	// did.
+	addFirst := func(out *[]proto.Message, least, total int, mk func(n int) proto.Message) bool {
+		for n := total; n >= least; n-- {
+			if add(out, mk(n)) {
+				return true
+			}
+		}
+		return false
 	}
 	for _, fl := range fixtureLines(t) {
 		msg, err := signals[sig].decode(fl.data)
 		if err != nil || !bytes.HasPrefix(fl.data, []byte(signals[sig].prefix)) {
 			continue
 		}
-		add(msg)
+		whole := add(&lines, msg)
 		switch r := msg.(type) {
 		case *colmetricspb.ExportMetricsServiceRequest:
 			for _, rm := range r.ResourceMetrics {
 				for _, sm := range rm.ScopeMetrics {
+					req := func(res *resourcepb.Resource, ms ...*metricspb.Metric) proto.Message {
+						return &colmetricspb.ExportMetricsServiceRequest{ResourceMetrics: []*metricspb.ResourceMetrics{{
+							Resource: res, SchemaUrl: rm.SchemaUrl, ScopeMetrics: []*metricspb.ScopeMetrics{{
+								Scope: sm.Scope, SchemaUrl: sm.SchemaUrl, Metrics: ms}}}}}
+					}
+					if !whole {
+						addFirst(&lines, 2, min(len(sm.Metrics), 2), func(n int) proto.Message { return req(rm.Resource, sm.Metrics[:n]...) })
+					}
 					for _, m := range sm.Metrics {
-						add(&colmetricspb.ExportMetricsServiceRequest{ResourceMetrics: []*metricspb.ResourceMetrics{{
-							Resource: rm.Resource, SchemaUrl: rm.SchemaUrl, ScopeMetrics: []*metricspb.ScopeMetrics{{
-								Scope: sm.Scope, SchemaUrl: sm.SchemaUrl, Metrics: []*metricspb.Metric{m}}}}}})
+						if !addFirst(&items, 1, max(numPoints(m), 1), func(n int) proto.Message { return req(rm.Resource, firstPoints(m, n)) }) {
+							add(&items, req(nil, firstPoints(m, 1)))
+						}
 					}
 				}
 			}
 		case *coltracepb.ExportTraceServiceRequest:
 			for _, rs := range r.ResourceSpans {
 				for _, ss := range rs.ScopeSpans {
-					for _, sp := range ss.Spans {
-						add(&coltracepb.ExportTraceServiceRequest{ResourceSpans: []*tracepb.ResourceSpans{{
+					req := func(sps ...*tracepb.Span) proto.Message {
+						return &coltracepb.ExportTraceServiceRequest{ResourceSpans: []*tracepb.ResourceSpans{{
 							Resource: rs.Resource, SchemaUrl: rs.SchemaUrl, ScopeSpans: []*tracepb.ScopeSpans{{
-								Scope: ss.Scope, SchemaUrl: ss.SchemaUrl, Spans: []*tracepb.Span{sp}}}}}})
+								Scope: ss.Scope, SchemaUrl: ss.SchemaUrl, Spans: sps}}}}}
+					}
+					if !whole {
+						addFirst(&lines, 2, min(len(ss.Spans), 2), func(n int) proto.Message { return req(ss.Spans[:n]...) })
+					}
+					for _, sp := range ss.Spans {
+						add(&items, req(sp))
 					}
 				}
 			}
 		case *collogspb.ExportLogsServiceRequest:
 			for _, rl := range r.ResourceLogs {
 				for _, sl := range rl.ScopeLogs {
-					for _, lr := range sl.LogRecords {
-						add(&collogspb.ExportLogsServiceRequest{ResourceLogs: []*logspb.ResourceLogs{{
+					req := func(lrs ...*logspb.LogRecord) proto.Message {
+						return &collogspb.ExportLogsServiceRequest{ResourceLogs: []*logspb.ResourceLogs{{
 							Resource: rl.Resource, SchemaUrl: rl.SchemaUrl, ScopeLogs: []*logspb.ScopeLogs{{
-								Scope: sl.Scope, SchemaUrl: sl.SchemaUrl, LogRecords: []*logspb.LogRecord{lr}}}}}})
+								Scope: sl.Scope, SchemaUrl: sl.SchemaUrl, LogRecords: lrs}}}}}
+					}
+					if !whole {
+						addFirst(&lines, 2, min(len(sl.LogRecords), 2), func(n int) proto.Message { return req(sl.LogRecords[:n]...) })
+					}
+					for _, lr := range sl.LogRecords {
+						add(&items, req(lr))
 					}
 				}
 			}
 		}
 	}
-	return out
+	return lines, items
 }
 
-// Every signal's encoder fuzz target starts from seeds of the fixtures: a
-// fixture file renamed or cut, or a seed bound too low, would leave it
-// fuzzing from nothing.
+// numPoints is the number of m's data points, whichever its type.
+func numPoints(m *metricspb.Metric) int {
+	r := m.ProtoReflect()
+	fd := r.WhichOneof(r.Descriptor().Oneofs().ByName("data"))
+	if fd == nil {
+		return 0
+	}
+	data := r.Get(fd).Message()
+	return data.Get(data.Descriptor().Fields().ByName("data_points")).List().Len()
+}
+
+// firstPoints is a copy of m holding its first n data points.
+func firstPoints(m *metricspb.Metric, n int) *metricspb.Metric {
+	c := proto.Clone(m).(*metricspb.Metric)
+	r := c.ProtoReflect()
+	if fd := r.WhichOneof(r.Descriptor().Oneofs().ByName("data")); fd != nil {
+		data := r.Mutable(fd).Message()
+		if pts := data.Mutable(data.Descriptor().Fields().ByName("data_points")).List(); pts.Len() > n {
+			pts.Truncate(n)
+		}
+	}
+	return c
+}
+
+// Every signal's encoder fuzz target starts from seeds of the fixtures,
+// none over maxEncodeSeed, some holding several items: a fixture file
+// renamed or cut, or a seed bound too low, would leave it fuzzing from
+// nothing or from lone items only.
 func TestEncodeSeedsFromFixtures(t *testing.T) {
 	for _, sig := range []pipeline.Signal{pipeline.Metrics, pipeline.Traces, pipeline.Logs} {
 		seeds := encodeSeeds(t, sig)
-		items := 0
+		items, most := 0, 0
 		for _, pb := range seeds {
+			if len(pb) > maxEncodeSeed {
+				t.Errorf("%s: a seed of %d bytes, over maxEncodeSeed", sig, len(pb))
+			}
 			b, err := UnmarshalRequest(sig, pb)
 			if err != nil {
 				t.Fatalf("%s: a seed the decoder refuses: %v", sig, err)
 			}
 			items += b.Items
+			most = max(most, b.Items)
 		}
-		if len(seeds) < 2 || items == 0 {
-			t.Errorf("%s: %d seeds holding %d items from the fixtures", sig, len(seeds), items)
+		if len(seeds) < 2 || items == 0 || most < 2 {
+			t.Errorf("%s: %d seeds holding %d items from the fixtures, at most %d in one", sig, len(seeds), items, most)
 		}
 		t.Logf("%s: %d seeds, %d items", sig, len(seeds), items)
+	}
+}
+
+// The metrics fixtures' lines are all over maxEncodeSeed, and some of
+// their metrics are: cut to fit, every metric still gives a seed, and
+// seeds hold several metrics of a scope and a metric's several data
+// points.
+func TestEncodeSeedsCutToFit(t *testing.T) {
+	_, all := fixtureSeeds(t, pipeline.Metrics, func(proto.Message) bool { return true })
+	if _, items := fixtureSeeds(t, pipeline.Metrics, fitsEncodeSeed); len(items) != len(all) {
+		t.Errorf("%d of the fixtures' %d metrics give a seed", len(items), len(all))
+	}
+	metrics, points := 0, 0
+	for _, pb := range encodeSeeds(t, pipeline.Metrics) {
+		req := &colmetricspb.ExportMetricsServiceRequest{}
+		if err := proto.Unmarshal(pb, req); err != nil {
+			t.Fatal(err)
+		}
+		for _, rm := range req.ResourceMetrics {
+			for _, sm := range rm.ScopeMetrics {
+				metrics = max(metrics, len(sm.Metrics))
+				for _, m := range sm.Metrics {
+					points = max(points, numPoints(m))
+				}
+			}
+		}
+	}
+	if metrics < 2 || points < 2 {
+		t.Errorf("the metrics seeds hold at most %d metrics of a scope and %d points of a metric, want several of each", metrics, points)
 	}
 }
 

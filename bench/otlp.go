@@ -84,8 +84,10 @@ type OTLPResult struct {
 	// a second late when a worker was free to send them: the collector
 	// did not keep up with the load.
 	Skipped int64 `json:"skipped_requests" rounds:"total"`
-	// Sent and BackendItems count the whole run; BackendItems is what the
-	// discard backend decoded after the collector stopped.
+	// Sent (its JSON name kept from before offered and sent rates were
+	// reported) is the items the collector accepted over the whole run,
+	// BackendItems what the discard backend decoded of them after the
+	// collector stopped: the two are equal when nothing was lost.
 	Sent         int64 `json:"sent_items" rounds:"total"`
 	BackendItems int64 `json:"backend_items" rounds:"total"`
 	JSONLBytes   int64 `json:"jsonl_bytes" rounds:"total"`

@@ -120,21 +120,23 @@ func fitsEncodeSeed(m proto.Message) bool { return proto.Size(m) <= maxEncodeSee
 // line whole or, when it does not fit, each scope's first two items. items
 // has one request per metric, span or log record, with its resource and
 // scope; a metric that does not fit is cut to its first data points that
-// fit or, when one does not, to its first point without the resource. An
-// item that still does not fit is left out.
+// fit. A request that still does not fit is tried without its resource
+// (with a metric's first point), and left out if it still does not.
 func fixtureSeeds(t testing.TB, sig pipeline.Signal, fits func(proto.Message) bool) (lines, items []proto.Message) {
-	// add adds m to *out if it fits and says whether it did.
-	add := func(out *[]proto.Message, m proto.Message) bool {
-		if fits(m) {
-			*out = append(*out, m)
+	// add adds to *out the first of ms that fits and says whether one did.
+	add := func(out *[]proto.Message, ms ...proto.Message) bool {
+		for _, m := range ms {
+			if fits(m) {
+				*out = append(*out, m)
+				return true
+			}
 		}
-		return fits(m)
+		return false
 	}
 	// addFirst adds to *out the request of the first n of total items,
-	// mk(n), for the largest n from least that fits, and says whether one
-	// did.
-	addFirst := func(out *[]proto.Message, least, total int, mk func(n int) proto.Message) bool {
-		for n := total; n >= least; n-- {
+	// mk(n), for the largest n that fits, and says whether one did.
+	addFirst := func(out *[]proto.Message, total int, mk func(n int) proto.Message) bool {
+		for n := total; n >= 1; n-- {
 			if add(out, mk(n)) {
 				return true
 			}
@@ -156,11 +158,11 @@ func fixtureSeeds(t testing.TB, sig pipeline.Signal, fits func(proto.Message) bo
 							Resource: res, SchemaUrl: rm.SchemaUrl, ScopeMetrics: []*metricspb.ScopeMetrics{{
 								Scope: sm.Scope, SchemaUrl: sm.SchemaUrl, Metrics: ms}}}}}
 					}
-					if !whole {
-						addFirst(&lines, 2, min(len(sm.Metrics), 2), func(n int) proto.Message { return req(rm.Resource, sm.Metrics[:n]...) })
+					if !whole && len(sm.Metrics) >= 2 {
+						add(&lines, req(rm.Resource, sm.Metrics[:2]...), req(nil, sm.Metrics[:2]...))
 					}
 					for _, m := range sm.Metrics {
-						if !addFirst(&items, 1, max(numPoints(m), 1), func(n int) proto.Message { return req(rm.Resource, firstPoints(m, n)) }) {
+						if !addFirst(&items, max(numPoints(m), 1), func(n int) proto.Message { return req(rm.Resource, firstPoints(m, n)) }) {
 							add(&items, req(nil, firstPoints(m, 1)))
 						}
 					}
@@ -169,32 +171,32 @@ func fixtureSeeds(t testing.TB, sig pipeline.Signal, fits func(proto.Message) bo
 		case *coltracepb.ExportTraceServiceRequest:
 			for _, rs := range r.ResourceSpans {
 				for _, ss := range rs.ScopeSpans {
-					req := func(sps ...*tracepb.Span) proto.Message {
+					req := func(res *resourcepb.Resource, sps ...*tracepb.Span) proto.Message {
 						return &coltracepb.ExportTraceServiceRequest{ResourceSpans: []*tracepb.ResourceSpans{{
-							Resource: rs.Resource, SchemaUrl: rs.SchemaUrl, ScopeSpans: []*tracepb.ScopeSpans{{
+							Resource: res, SchemaUrl: rs.SchemaUrl, ScopeSpans: []*tracepb.ScopeSpans{{
 								Scope: ss.Scope, SchemaUrl: ss.SchemaUrl, Spans: sps}}}}}
 					}
-					if !whole {
-						addFirst(&lines, 2, min(len(ss.Spans), 2), func(n int) proto.Message { return req(ss.Spans[:n]...) })
+					if !whole && len(ss.Spans) >= 2 {
+						add(&lines, req(rs.Resource, ss.Spans[:2]...), req(nil, ss.Spans[:2]...))
 					}
 					for _, sp := range ss.Spans {
-						add(&items, req(sp))
+						add(&items, req(rs.Resource, sp), req(nil, sp))
 					}
 				}
 			}
 		case *collogspb.ExportLogsServiceRequest:
 			for _, rl := range r.ResourceLogs {
 				for _, sl := range rl.ScopeLogs {
-					req := func(lrs ...*logspb.LogRecord) proto.Message {
+					req := func(res *resourcepb.Resource, lrs ...*logspb.LogRecord) proto.Message {
 						return &collogspb.ExportLogsServiceRequest{ResourceLogs: []*logspb.ResourceLogs{{
-							Resource: rl.Resource, SchemaUrl: rl.SchemaUrl, ScopeLogs: []*logspb.ScopeLogs{{
+							Resource: res, SchemaUrl: rl.SchemaUrl, ScopeLogs: []*logspb.ScopeLogs{{
 								Scope: sl.Scope, SchemaUrl: sl.SchemaUrl, LogRecords: lrs}}}}}
 					}
-					if !whole {
-						addFirst(&lines, 2, min(len(sl.LogRecords), 2), func(n int) proto.Message { return req(sl.LogRecords[:n]...) })
+					if !whole && len(sl.LogRecords) >= 2 {
+						add(&lines, req(rl.Resource, sl.LogRecords[:2]...), req(nil, sl.LogRecords[:2]...))
 					}
 					for _, lr := range sl.LogRecords {
-						add(&items, req(lr))
+						add(&items, req(rl.Resource, lr), req(nil, lr))
 					}
 				}
 			}

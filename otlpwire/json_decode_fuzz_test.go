@@ -1,6 +1,7 @@
 package otlpwire
 
 import (
+	"bytes"
 	"testing"
 
 	"github.com/otelstep/otelstep/pipeline"
@@ -11,32 +12,18 @@ func FuzzJSONDecodeMetrics(f *testing.F) { fuzzDecode(f, pipeline.Metrics) }
 func FuzzJSONDecodeTraces(f *testing.F)  { fuzzDecode(f, pipeline.Traces) }
 func FuzzJSONDecodeLogs(f *testing.F)    { fuzzDecode(f, pipeline.Logs) }
 
-// maxJSONSeed bounds a seed: with the fixtures' 50 KB lines as seeds the
-// fuzzer spent its two minutes minimizing one (every new input is, for up
-// to a minute) and ran some 20 inputs. TestDecodeMatchesProtojsonOnFixtures
-// checks the fixtures whole.
-const maxJSONSeed = 4 << 10
+// maxJSONSeed bounds a seed as maxEncodeSeed does the encoders', for the
+// same reason: the minimizer's work grows with the square of an input's
+// size. TestDecodeMatchesProtojsonOnFixtures checks the fixtures whole.
+const maxJSONSeed = maxEncodeSeed
 
 // fuzzDecode checks, for any input, that the decoder does not panic, that
 // it accepts everything the protojson path accepts with an equal result,
 // and that what it accepts survives re-encoding with the package's encoder.
 func fuzzDecode(f *testing.F, sig pipeline.Signal) {
 	s := signals[sig]
-	for _, fl := range fixtureLines(f) {
-		if len(fl.data) <= maxJSONSeed {
-			f.Add(fl.data) // every signal's lines: the others exercise unknown fields
-		}
-	}
-	// The signal's fixtures cut into one request per metric, span or log
-	// record, as OTLP/JSON.
-	for _, pb := range encodeSeeds(f, sig) {
-		m := newRequestOf(sig)
-		if err := proto.Unmarshal(pb, m); err != nil {
-			f.Fatal(err)
-		}
-		if js := s.encode(m); len(js) <= maxJSONSeed {
-			f.Add(js)
-		}
+	for _, js := range jsonSeeds(f, sig) {
+		f.Add(js)
 	}
 	for _, seed := range []string{
 		`{}`, `{"resourceMetrics":[{"scopeMetrics":[{"metrics":[{"gauge":{"dataPoints":[{"asDouble":"NaN","asInt":null}]}}]}]}]}`,
@@ -70,4 +57,59 @@ func fuzzDecode(f *testing.F, sig pipeline.Signal) {
 			t.Fatalf("re-encoding is not stable\nfirst:  %v\nsecond: %v\n%s", got, again, enc)
 		}
 	})
+}
+
+// jsonSeeds is the fixtures' requests as OTLP/JSON cut to maxJSONSeed (see
+// fixtureSeeds): sig's lines and items, then the other signals' lines,
+// which exercise unknown fields.
+func jsonSeeds(t testing.TB, sig pipeline.Signal) [][]byte {
+	var own, others [][]byte
+	for i, s := range signals {
+		lines, items := fixtureSeeds(t, pipeline.Signal(i), func(m proto.Message) bool { return len(s.encode(m)) <= maxJSONSeed })
+		if pipeline.Signal(i) != sig {
+			for _, m := range lines {
+				others = append(others, s.encode(m))
+			}
+			continue
+		}
+		for _, m := range append(lines, items...) {
+			own = append(own, s.encode(m))
+		}
+	}
+	return append(own, others...)
+}
+
+// Every signal's OTLP/JSON decoder fuzz target starts from seeds of its
+// fixtures, none over maxJSONSeed: a fixture file renamed or cut, or a
+// seed bound too low, would leave it fuzzing from nothing.
+func TestJSONSeedsFromFixtures(t *testing.T) {
+	for _, sig := range []pipeline.Signal{pipeline.Metrics, pipeline.Traces, pipeline.Logs} {
+		n, items := 0, 0
+		for _, js := range jsonSeeds(t, sig) {
+			if len(js) > maxJSONSeed {
+				t.Errorf("%s: a seed of %d bytes, over maxJSONSeed", sig, len(js))
+			}
+			if !bytes.HasPrefix(js, []byte(signals[sig].prefix)) {
+				continue
+			}
+			m, err := signals[sig].decode(js)
+			if err != nil {
+				t.Fatalf("%s: a seed the decoder refuses: %v\n%s", sig, err, js)
+			}
+			pb, err := proto.Marshal(m)
+			if err != nil {
+				t.Fatal(err)
+			}
+			b, err := UnmarshalRequest(sig, pb)
+			if err != nil {
+				t.Fatal(err)
+			}
+			n++
+			items += b.Items
+		}
+		if n < 2 || items == 0 {
+			t.Errorf("%s: %d seeds of the signal holding %d items from the fixtures", sig, n, items)
+		}
+		t.Logf("%s: %d seeds of the signal, %d items", sig, n, items)
+	}
 }

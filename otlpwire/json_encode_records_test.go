@@ -6,6 +6,7 @@ import (
 	"math/rand/v2"
 	"strconv"
 	"strings"
+	"sync"
 	"testing"
 
 	collogspb "go.opentelemetry.io/proto/otlp/collector/logs/v1"
@@ -244,21 +245,8 @@ func TestLogRecordJSONFallsBack(t *testing.T) {
 // records directly and by decoding each.
 func BenchmarkSpanRecordJSON(b *testing.B) {
 	r := rand.New(rand.NewPCG(1, 2))
-	const letters = "abcdefghijklmnopqrstuvwxyz0123456789"
-	str := func() string {
-		s := make([]byte, 16)
-		for i := range s {
-			s[i] = letters[r.IntN(len(letters))]
-		}
-		return string(s)
-	}
-	id := func(n int) []byte {
-		s := make([]byte, n)
-		for i := range s {
-			s[i] = byte(r.Uint32())
-		}
-		return s
-	}
+	str := func() string { return randString(r, "abcdefghijklmnopqrstuvwxyz0123456789", 16) }
+	id := func(n int) []byte { return randBytes(r, n) }
 	ss := &tracepb.ScopeSpans{}
 	for i := range 100 {
 		s := &tracepb.Span{TraceId: id(16), SpanId: id(8), ParentSpanId: id(8), Name: "op-" + strconv.Itoa(i%7),
@@ -274,40 +262,15 @@ func BenchmarkSpanRecordJSON(b *testing.B) {
 	if err != nil {
 		b.Fatal(err)
 	}
-	records := kept[0].ScopeSpans[0].Records
-	for _, bc := range []struct {
-		name   string
-		direct func(b, rec []byte) ([]byte, bool)
-	}{{"direct", appendSpanRecord}, {"decoded", nil}} {
-		b.Run(bc.name, func(b *testing.B) {
-			var out []byte
-			for b.Loop() {
-				out = fieldItems(out[:0], new(bool), "spans", nil, records, bc.direct, &spanDecoders, appendSpan)
-			}
-			b.SetBytes(int64(len(out)))
-			b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N)/100, "ns/span")
-		})
-	}
+	benchRecordsJSON(b, "spans", kept[0].ScopeSpans[0].Records, appendSpanRecord, &spanDecoders, appendSpan, "ns/span")
 }
 
 // BenchmarkLogRecordJSON is BenchmarkSpanRecordJSON for log records: a
 // string body, five attributes (one an int), ids, times and severity.
 func BenchmarkLogRecordJSON(b *testing.B) {
 	r := rand.New(rand.NewPCG(3, 4))
-	str := func(n int) string {
-		s := make([]byte, n)
-		for i := range s {
-			s[i] = "abcdefghijklmnopqrstuvwxyz0123456789 "[r.IntN(37)]
-		}
-		return string(s)
-	}
-	id := func(n int) []byte {
-		s := make([]byte, n)
-		for i := range s {
-			s[i] = byte(r.Uint32())
-		}
-		return s
-	}
+	str := func(n int) string { return randString(r, "abcdefghijklmnopqrstuvwxyz0123456789 ", n) }
+	id := func(n int) []byte { return randBytes(r, n) }
 	sl := &logspb.ScopeLogs{}
 	for i := range 100 {
 		lr := &logspb.LogRecord{TimeUnixNano: 1_780_000_000_000_000_000 + uint64(i), ObservedTimeUnixNano: 1_780_000_000_100_000_000,
@@ -324,20 +287,43 @@ func BenchmarkLogRecordJSON(b *testing.B) {
 	if err != nil {
 		b.Fatal(err)
 	}
-	records := kept[0].ScopeLogs[0].Records
+	benchRecordsJSON(b, "logRecords", kept[0].ScopeLogs[0].Records, appendLogRecordRecord, &logRecordDecoders, appendLogRecord, "ns/record")
+}
+
+// benchRecordsJSON writes the JSON of 100 records as field name, from the
+// records (direct) and by decoding each, reporting unit per record.
+func benchRecordsJSON[T any](b *testing.B, name string, records pipeline.Records, direct func(b, rec []byte) ([]byte, bool), decoders *sync.Pool, fn func([]byte, *T) []byte, unit string) {
 	for _, bc := range []struct {
 		name   string
 		direct func(b, rec []byte) ([]byte, bool)
-	}{{"direct", appendLogRecordRecord}, {"decoded", nil}} {
+	}{{"direct", direct}, {"decoded", nil}} {
 		b.Run(bc.name, func(b *testing.B) {
 			var out []byte
 			for b.Loop() {
-				out = fieldItems(out[:0], new(bool), "logRecords", nil, records, bc.direct, &logRecordDecoders, appendLogRecord)
+				out = fieldItems(out[:0], new(bool), name, nil, records, bc.direct, decoders, fn)
 			}
 			b.SetBytes(int64(len(out)))
-			b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N)/100, "ns/record")
+			b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N)/100, unit)
 		})
 	}
+}
+
+// randString is n characters drawn from letters by r.
+func randString(r *rand.Rand, letters string, n int) string {
+	s := make([]byte, n)
+	for i := range s {
+		s[i] = letters[r.IntN(len(letters))]
+	}
+	return string(s)
+}
+
+// randBytes is n random bytes from r.
+func randBytes(r *rand.Rand, n int) []byte {
+	s := make([]byte, n)
+	for i := range s {
+		s[i] = byte(r.Uint32())
+	}
+	return s
 }
 
 // A KeyValue record's JSON is the decoded KeyValue's, for keys and string

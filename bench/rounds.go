@@ -142,24 +142,15 @@ func combine[T any](xs []T) (med, lo, hi T) {
 		total := t.Field(f).Tag.Get("rounds") == "total"
 		field := func(x T) reflect.Value { return reflect.ValueOf(x).Field(f) }
 		switch ft := t.Field(f).Type; {
-		case ft.Kind() == reflect.Float64:
+		case ft.Kind() == reflect.Float64 || ft.Kind() == reflect.Int64:
 			vs := make([]float64, len(xs))
 			for i, x := range xs {
-				vs[i] = field(x).Float()
+				vs[i] = number(field(x))
 			}
 			m, l, h := middle(vs, total)
-			mv.Field(f).SetFloat(m)
-			lv.Field(f).SetFloat(l)
-			hv.Field(f).SetFloat(h)
-		case ft.Kind() == reflect.Int64:
-			vs := make([]int64, len(xs))
-			for i, x := range xs {
-				vs[i] = field(x).Int()
-			}
-			m, l, h := middle(vs, total)
-			mv.Field(f).SetInt(m)
-			lv.Field(f).SetInt(l)
-			hv.Field(f).SetInt(h)
+			setNumber(mv.Field(f), m)
+			setNumber(lv.Field(f), l)
+			setNumber(hv.Field(f), h)
 		case ft.Kind() == reflect.Pointer && ft.Elem().Kind() == reflect.Float64:
 			var vs []float64
 			for _, x := range xs {
@@ -180,9 +171,28 @@ func combine[T any](xs []T) (med, lo, hi T) {
 	return med, lo, hi
 }
 
+// number is a float64 or int64 field's value. The counts held in int64
+// fields are far below 2^53: a float64 holds them exactly.
+func number(v reflect.Value) float64 {
+	if v.Kind() == reflect.Int64 {
+		return float64(v.Int())
+	}
+	return v.Float()
+}
+
+// setNumber sets a float64 or int64 field to x (an int64 one to x
+// truncated, as the mean of two counts is).
+func setNumber(v reflect.Value, x float64) {
+	if v.Kind() == reflect.Int64 {
+		v.SetInt(int64(x))
+		return
+	}
+	v.SetFloat(x)
+}
+
 // middle is the median of vs (the mean of the two middle values of an even
 // count), or with total their sum, and the least and the greatest.
-func middle[N int64 | float64](vs []N, total bool) (med, lo, hi N) {
+func middle(vs []float64, total bool) (med, lo, hi float64) {
 	s := slices.Sorted(slices.Values(vs))
 	n := len(s)
 	lo, hi = s[0], s[n-1]

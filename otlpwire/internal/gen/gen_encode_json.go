@@ -39,11 +39,7 @@ func (g *encGen) jsonFile() ([]byte, error) {
 		g.p("if m == nil {")
 		g.p("return append(b, '}')")
 		g.p("}")
-		body := g.jsonBody(em)
-		if bytes.Contains(body, []byte("&first")) {
-			g.p("first := true")
-		}
-		g.out.Write(body)
+		g.out.Write(g.jsonBody(em))
 		g.p("return append(b, '}')")
 		g.p("}\n")
 	}
@@ -75,7 +71,8 @@ func (g *encGen) args(m *encMsg) string {
 
 // jsonFields is the code writing m's fields in the JSON writer's order,
 // each by field, which writes a field's key with key: the comma rule of the
-// JSON writers and the records writers, in one place.
+// JSON writers and the records writers, in one place, the comma state
+// declared when a key reads it.
 func (g *encGen) jsonFields(m *encMsg, field func(f *encField, key func(string))) []byte {
 	saved := g.out
 	g.out = bytes.Buffer{}
@@ -98,9 +95,9 @@ func (g *encGen) jsonFields(m *encMsg, field func(f *encField, key func(string))
 	g.out = saved
 	// A "first = false" no later key reads is dropped.
 	if !bytes.Contains(body, []byte("&first")) {
-		body = bytes.ReplaceAll(body, []byte("first = false\n"), nil)
+		return bytes.ReplaceAll(body, []byte("first = false\n"), nil)
 	}
-	return body
+	return append([]byte("first := true\n"), body...)
 }
 
 // jsonBody is the code writing m's fields, m being known not nil.

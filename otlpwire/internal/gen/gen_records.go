@@ -1,7 +1,6 @@
 package main
 
 import (
-	"bytes"
 	"fmt"
 	"sort"
 	"strings"
@@ -331,11 +330,7 @@ func (g *recGen) writer(m *encMsg, c recordChoice) error {
 	g.p("}")
 
 	g.p("b = append(b, '{')")
-	body := g.writeBody(m)
-	if bytes.Contains(body, []byte("&first")) {
-		g.p("first := true")
-	}
-	g.out.Write(body)
+	g.out.Write(g.writeBody(m))
 	g.p("return append(b, '}'), true")
 	g.p("}\n")
 	return nil

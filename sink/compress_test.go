@@ -433,3 +433,23 @@ func TestHTTPCompressesScrapedMetricsApart(t *testing.T) {
 		}
 	}
 }
+
+// Where the two kinds are compressed alike (here zstd), they share
+// requests as any batches of a signal do.
+func TestHTTPGathersScrapedMetricsCompressedAlike(t *testing.T) {
+	be := newBackend(t, nil)
+	be.encoding = "zstd"
+	h, _ := newTestHTTP(t, be.URL(), HTTPOptions{Compression: "zstd", RequestItems: 1000, RequestWait: time.Hour})
+	_ = h.Start(context.Background())
+	for _, b := range []*pipeline.Batch{scraped(metricsBatch("s1", 10)), metricsBatch("r1", 10), scraped(metricsBatch("s2", 10))} {
+		if err := h.Enqueue(context.Background(), b); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := h.Shutdown(ctxT(patience)); err != nil {
+		t.Fatal(err)
+	}
+	if reqs := be.Accepted(); len(reqs) != 1 || len(reqs[0].Metrics.GetResourceMetrics()) != 3 {
+		t.Fatalf("%d requests, want the 3 batches in one", len(reqs))
+	}
+}

@@ -463,9 +463,8 @@ func (h *HTTP) enqueuingNow() int { return int(h.enqueuingN.Load()) }
 
 // openRequest is a signal's request body still taking batches: begun
 // with the first batch after the last was queued, it is queued once it
-// holds RequestItems items, once the next batch would take it past that,
-// or is of the other kind (scraped or not, which are compressed
-// differently: Compression.asCollector), or RequestWait after it was
+// holds RequestItems items, once the next batch would take it past that
+// or is compressed otherwise (requestEncoder.takes), or RequestWait after it was
 // begun (its timer). Its encoder holds the compressed stream open between
 // batches.
 type openRequest struct {
@@ -484,7 +483,7 @@ func (h *HTTP) add(b *pipeline.Batch, items int, t *ticket) {
 	o := &h.open[sig]
 	o.mu.Lock()
 	defer o.mu.Unlock()
-	if o.bd != nil && (o.bd.items+items > h.o.RequestItems || o.re.scraped != b.Scraped) {
+	if o.bd != nil && (o.bd.items+items > h.o.RequestItems || !o.re.takes(b)) {
 		h.endLocked(o)
 	}
 	if o.bd == nil && !h.beginLocked(o, sig, b.Scraped) {

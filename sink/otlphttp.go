@@ -118,15 +118,23 @@ func (re *requestEncoder) begin(c Compression, sig pipeline.Signal, scraped bool
 	return nil
 }
 
-// add appends b's resources to the body begun; b must be of its signal.
+// takes reports whether b, of the body's signal, is compressed as the
+// body begun is: a scraped batch and another differ for metrics gzipped at
+// the collector's level (Compression.asCollector), nowhere else.
+func (re *requestEncoder) takes(b *pipeline.Batch) bool {
+	return re.c.asCollector(re.sig, b.Scraped) == re.c.asCollector(re.sig, re.scraped)
+}
+
+// add appends b's resources to the body begun; b must be of its signal and
+// compressed as it is (takes).
 func (re *requestEncoder) add(b *pipeline.Batch) error {
 	b.CheckLive()       // what it is about to read was not given back (pipeline.Lease)
 	defer b.CheckLive() // nor while it read
 	if b.Signal != re.sig {
 		return fmt.Errorf("a %s batch in a %s request", b.Signal, re.sig)
 	}
-	if b.Scraped != re.scraped {
-		return fmt.Errorf("a batch scraped=%t in a request of batches scraped=%t", b.Scraped, re.scraped)
+	if !re.takes(b) {
+		return fmt.Errorf("a batch scraped=%t in a request of batches scraped=%t, compressed otherwise", b.Scraped, re.scraped)
 	}
 	// Every signal through the reflection-free encoder: proto.Marshal's
 	// reflection would be a large part of both paths' CPU.

@@ -84,11 +84,10 @@ type OTLPResult struct {
 	// a second late when a worker was free to send them: the collector
 	// did not keep up with the load.
 	Skipped int64 `json:"skipped_requests" rounds:"total"`
-	// Sent (its JSON name kept from before offered and sent rates were
-	// reported) is the items the collector accepted over the whole run,
+	// Accepted is the items the collector accepted over the whole run,
 	// BackendItems what the discard backend decoded of them after the
 	// collector stopped: the two are equal when nothing was lost.
-	Sent         int64 `json:"sent_items" rounds:"total"`
+	Accepted     int64 `json:"accepted_items" rounds:"total"`
 	BackendItems int64 `json:"backend_items" rounds:"total"`
 	JSONLBytes   int64 `json:"jsonl_bytes" rounds:"total"`
 	// BackendBytes is the request bodies the backend received for the
@@ -359,7 +358,7 @@ func otlpOne(ctx context.Context, o OTLPOptions, im Impl, reqs []request) (*OTLP
 	}
 	r := &OTLPResult{Name: im.Name, StartToHealthyMS: float64(p.Healthy.Microseconds()) / 1000, PeakRSSBytes: rss, PeakAnonRSSBytes: p.PeakAnonRSS(),
 		WindowSeconds: t1.Sub(t0).Seconds(), Items: n1 - n0, CPUSeconds: cpu1 - cpu0,
-		Refused: refused.Load(), Errors: failed.Load(), Sent: accepted.Load(), JSONLBytes: filesSize(dir), Skipped: pace.skippedCount()}
+		Refused: refused.Load(), Errors: failed.Load(), Accepted: accepted.Load(), JSONLBytes: filesSize(dir), Skipped: pace.skippedCount()}
 	r.AnswerP50MS, r.AnswerP99MS = percentileMS(all, 0.50), percentileMS(all, 0.99)
 	r.ItemsPerSecond = float64(r.Items) / r.WindowSeconds
 	r.SentPerSecond = float64((s1-s0)*int64(o.Batch)) / r.WindowSeconds

@@ -85,7 +85,7 @@ func WriteOTLP(w io.Writer, r *OTLPReport) {
 	p99 := c.figure(func(x OTLPResult) string { return fmt.Sprintf("%.2f", x.AnswerP99MS) })
 	row("answer p50 / p99 ms", func(i int) string { return p50(i) + " / " + p99(i) })
 	row("errors", c.value(func(x OTLPResult) string { return fmt.Sprintf("%d", x.Errors) }))
-	row("accepted / at backend", c.value(func(x OTLPResult) string { return fmt.Sprintf("%d / %d", x.Sent, x.BackendItems) }))
+	row("accepted / at backend", c.value(func(x OTLPResult) string { return fmt.Sprintf("%d / %d", x.Accepted, x.BackendItems) }))
 	one := map[string]string{"traces": "span", "logs": "log record", "metrics": "point"}[r.Signal]
 	row("backend bytes per "+one, c.figure(func(x OTLPResult) string { return fmt.Sprintf("%.2f", x.BackendBytesPerItem) }))
 	requests := c.value(func(x OTLPResult) string { return fmt.Sprintf("%d", x.BackendRequests) })

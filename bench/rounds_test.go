@@ -227,8 +227,8 @@ func otlpRounds(n int) []Round[OTLPResult, OTLPRatio] {
 	var out []Round[OTLPResult, OTLPRatio]
 	for i := range n {
 		results := []OTLPResult{
-			{Name: "otelstep", ItemsPerCPUSecond: float64(100 + i), PeakRSSBytes: 10 << 20, Sent: 500, BackendItems: 500, BackendBytes: 5000, BackendBytesPerItem: 10},
-			{Name: "otelcol", ItemsPerCPUSecond: 40, PeakRSSBytes: 100 << 20, Sent: 500, BackendItems: 500, BackendBytes: 5000, BackendBytesPerItem: 10},
+			{Name: "otelstep", ItemsPerCPUSecond: float64(100 + i), PeakRSSBytes: 10 << 20, Accepted: 500, BackendItems: 500, BackendBytes: 5000, BackendBytesPerItem: 10},
+			{Name: "otelcol", ItemsPerCPUSecond: 40, PeakRSSBytes: 100 << 20, Accepted: 500, BackendItems: 500, BackendBytes: 5000, BackendBytesPerItem: 10},
 		}
 		out = append(out, Round[OTLPResult, OTLPRatio]{Order: []string{"otelstep", "otelcol"}, Results: results, Ratios: otlpRatios(results)})
 	}

@@ -74,18 +74,18 @@ func TestBenchOTLPRuns(t *testing.T) {
 					t.Fatalf("%s: round %+v", c.proto, rd)
 				}
 				rows = append(rows, rd.Results[0])
-				sent, backend = sent+rd.Results[0].Sent, backend+rd.Results[0].BackendItems
+				sent, backend = sent+rd.Results[0].Accepted, backend+rd.Results[0].BackendItems
 			}
-			if r := rep.Results[0]; r.Sent != sent || r.BackendItems != backend {
-				t.Errorf("%s: report: %d sent, %d at the backend; the rounds' totals: %d, %d", c.proto, r.Sent, r.BackendItems, sent, backend)
+			if r := rep.Results[0]; r.Accepted != sent || r.BackendItems != backend {
+				t.Errorf("%s: report: %d accepted, %d at the backend; the rounds' totals: %d, %d", c.proto, r.Accepted, r.BackendItems, sent, backend)
 			}
 		}
 		for _, r := range rows {
 			if r.Items < count || r.Errors != 0 || r.PeakRSSBytes <= 0 {
 				t.Errorf("%s: %d spans accepted in the window (want at least %d), %d errors: %+v", c.proto, r.Items, count, r.Errors, r)
 			}
-			if r.Sent < r.Items || r.BackendItems != r.Sent {
-				t.Errorf("%s: %d spans accepted in all, %d in the window, %d reached the backend", c.proto, r.Sent, r.Items, r.BackendItems)
+			if r.Accepted < r.Items || r.BackendItems != r.Accepted {
+				t.Errorf("%s: %d spans accepted in all, %d in the window, %d reached the backend", c.proto, r.Accepted, r.Items, r.BackendItems)
 			}
 			// Offered only at a rate. Accepted in the window is what was
 			// sent in it, and up to a request a worker (2 of 50 spans)

@@ -111,20 +111,11 @@ type OTLPResult struct {
 
 // OTLPReport is the whole run.
 type OTLPReport struct {
-	Signal   string       `json:"signal"`
-	Protocol string       `json:"protocol"`
-	Batch    int          `json:"batch"`
-	Attrs    int          `json:"attrs"`
-	Results  []OTLPResult `json:"results"`
-	Ratios   []OTLPRatio  `json:"ratios,omitempty"`
-	// With more than one round, Results hold each figure's median over the
-	// rounds (the whole run's counts, their totals), ResultsMin and
-	// ResultsMax its least and greatest; each of Ratios is the median of
-	// that ratio taken within each round, not a ratio of medians, and
-	// Rounds holds every round's results and order.
-	ResultsMin []OTLPResult                   `json:"results_min,omitempty"`
-	ResultsMax []OTLPResult                   `json:"results_max,omitempty"`
-	Rounds     []Round[OTLPResult, OTLPRatio] `json:"rounds,omitempty"`
+	Signal   string `json:"signal"`
+	Protocol string `json:"protocol"`
+	Batch    int    `json:"batch"`
+	Attrs    int    `json:"attrs"`
+	Summary[OTLPResult, OTLPRatio]
 }
 
 // OTLPRatio is otelstep against one peer.
@@ -179,17 +170,8 @@ func RunOTLP(ctx context.Context, o OTLPOptions) (*OTLPReport, error) {
 	if err != nil {
 		return nil, err
 	}
-	rep.setRounds(rounds)
+	rep.Summary = summarize(rounds)
 	return rep, nil
-}
-
-// setRounds sets the results and ratios from the rounds (summarize).
-func (rep *OTLPReport) setRounds(rounds []Round[OTLPResult, OTLPRatio]) {
-	s := summarize(rounds)
-	rep.Results, rep.ResultsMin, rep.ResultsMax, rep.Ratios = s.results, s.lo, s.hi, s.ratios
-	if len(rounds) > 1 {
-		rep.Rounds = rounds
-	}
 }
 
 // otlpRatios compares otelstep (the first) with each of the others.

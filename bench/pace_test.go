@@ -147,11 +147,11 @@ func TestPacerWithoutRate(t *testing.T) {
 // no offered load.
 func TestOTLPReportShowsOfferedLoad(t *testing.T) {
 	offered := 20000.0
-	rep := OTLPReport{Signal: "traces", Protocol: "http", Batch: 100, Results: []OTLPResult{
+	rep := OTLPReport{Signal: "traces", Protocol: "http", Batch: 100, Summary: Summary[OTLPResult, OTLPRatio]{Results: []OTLPResult{
 		{Name: "otelstep", OfferedPerSecond: &offered, SentPerSecond: 19990, ItemsPerSecond: 19980},
 		{Name: "otelcol", OfferedPerSecond: &offered, SentPerSecond: 18700, ItemsPerSecond: 18690, Skipped: 65},
 		{Name: "unpaced", SentPerSecond: 51000, ItemsPerSecond: 50900},
-	}}
+	}}}
 	var out bytes.Buffer
 	WriteOTLP(&out, &rep)
 	var row, skipped []string

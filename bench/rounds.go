@@ -65,17 +65,21 @@ func runRounds[R, Q any](ctx context.Context, impls []Impl, rounds int, run func
 	return out, nil
 }
 
-// summary is what a report shows of its rounds: for each implementation
-// (in the report's order) each figure's median over the rounds, with the
-// least (lo) and greatest (hi) it read; for each peer, each ratio's median
-// over the rounds, the ratios taken within each round, and their spreads
-// by the figure's JSON name. With one round, results and ratios are that
-// round's, and lo, hi and the spreads are nil: the report of one round is
-// as it always was.
-type summary[R, Q any] struct {
-	results, lo, hi []R
-	ratios          []Q
-	spreads         []map[string]Spread // one per ratio
+// Summary is what a report shows of its rounds, embedded in each report:
+// for each implementation (in the report's order) each figure in Results,
+// for each peer each ratio in Ratios. With one round they are that round's
+// and the rest is empty: the report of one round is as it always was. With
+// more, Results hold each figure's median over the rounds (the whole run's
+// counts, their totals), ResultsMin and ResultsMax its least and greatest;
+// each of Ratios is the median of that ratio taken within each round, not
+// a ratio of medians, with its spread over the rounds by the figure's JSON
+// name; and Rounds holds every round's results and order.
+type Summary[R, Q any] struct {
+	Results    []R           `json:"results"`
+	Ratios     []Q           `json:"ratios,omitempty"`
+	ResultsMin []R           `json:"results_min,omitempty"`
+	ResultsMax []R           `json:"results_max,omitempty"`
+	Rounds     []Round[R, Q] `json:"rounds,omitempty"`
 }
 
 // overRounds is a ratio row that holds its spreads over the rounds.
@@ -90,24 +94,25 @@ func (q *OTLPRatio) setOverRounds(s map[string]Spread) { q.OverRounds = s }
 // summarize is the summary of rounds (at least one), which hold the same
 // implementations and peers in the same order; each ratio row holds its
 // spread.
-func summarize[R, Q any, PQ overRounds[Q]](rounds []Round[R, Q]) summary[R, Q] {
+func summarize[R, Q any, PQ overRounds[Q]](rounds []Round[R, Q]) Summary[R, Q] {
 	several := len(rounds) > 1
-	var s summary[R, Q]
+	var s Summary[R, Q]
 	for i := range rounds[0].Results {
 		med, lo, hi := combine(column(rounds, func(rd Round[R, Q]) R { return rd.Results[i] }))
-		s.results = append(s.results, med)
+		s.Results = append(s.Results, med)
 		if several {
-			s.lo, s.hi = append(s.lo, lo), append(s.hi, hi)
+			s.ResultsMin, s.ResultsMax = append(s.ResultsMin, lo), append(s.ResultsMax, hi)
 		}
 	}
-	s.spreads = make([]map[string]Spread, len(rounds[0].Ratios))
 	for i := range rounds[0].Ratios {
 		med, lo, hi := combine(column(rounds, func(rd Round[R, Q]) Q { return rd.Ratios[i] }))
-		s.ratios = append(s.ratios, med)
+		s.Ratios = append(s.Ratios, med)
 		if several {
-			s.spreads[i] = spreads(med, lo, hi, len(rounds))
-			PQ(&s.ratios[i]).setOverRounds(s.spreads[i])
+			PQ(&s.Ratios[i]).setOverRounds(spreads(med, lo, hi, len(rounds)))
 		}
+	}
+	if several {
+		s.Rounds = rounds
 	}
 	return s
 }

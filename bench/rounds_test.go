@@ -97,7 +97,7 @@ func TestRoundsRatioOfEachRound(t *testing.T) {
 		[]ScrapeResult{{Samples: 1, SamplesPerCPUSecond: 10, PeakRSSBytes: 100}, {Samples: 1, SamplesPerCPUSecond: 20, PeakRSSBytes: 100}, {Samples: 1, SamplesPerCPUSecond: 30, PeakRSSBytes: 100}},
 		[]ScrapeResult{{Samples: 1, SamplesPerCPUSecond: 10, PeakRSSBytes: 50}, {Samples: 1, SamplesPerCPUSecond: 5, PeakRSSBytes: 200}, {Samples: 1, SamplesPerCPUSecond: 30, PeakRSSBytes: 400}})
 	var rep ScrapeReport
-	rep.setRounds(rounds)
+	rep.Summary = summarize(rounds)
 	if got, ofMedians := rep.Results[0].SamplesPerCPUSecond/rep.Results[1].SamplesPerCPUSecond, 2.0; got != ofMedians {
 		t.Fatalf("medians %g and %g: the case is not one where the two differ", rep.Results[0].SamplesPerCPUSecond, rep.Results[1].SamplesPerCPUSecond)
 	}
@@ -141,7 +141,7 @@ func TestRoundsFigures(t *testing.T) {
 		},
 		[]ScrapeResult{{Samples: 1}, {Samples: 1}, {Samples: 1}, {Samples: 1}})
 	var rep ScrapeReport
-	rep.setRounds(rounds)
+	rep.Summary = summarize(rounds)
 	med, lo, hi := rep.Results[0], rep.ResultsMin[0], rep.ResultsMax[0]
 	if med.Name != "otelstep" || med.BackendProtocol != "otlp" {
 		t.Errorf("names: %q, %q", med.Name, med.BackendProtocol)
@@ -182,7 +182,7 @@ func TestRoundsFigures(t *testing.T) {
 
 	// An odd count: the middle one.
 	var odd ScrapeReport
-	odd.setRounds(rounds[:3])
+	odd.Summary = summarize(rounds[:3])
 	if got := odd.Results[0].SamplesPerCPUSecond; got != 2000 {
 		t.Errorf("median of 1000, 2000, 10000: %g", got)
 	}
@@ -193,7 +193,7 @@ func TestRoundsFigures(t *testing.T) {
 func TestRoundsOne(t *testing.T) {
 	for _, rounds := range [][]Round[OTLPResult, OTLPRatio]{otlpRounds(1), otlpRounds(2)} {
 		var rep OTLPReport
-		rep.setRounds(rounds)
+		rep.Summary = summarize(rounds)
 		b, err := json.Marshal(rep)
 		if err != nil {
 			t.Fatal(err)

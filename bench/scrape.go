@@ -94,27 +94,18 @@ type ScrapeReport struct {
 	Targets        int      `json:"targets"`
 	SamplesPerPass int      `json:"samples_per_pass"` // one scrape of every target
 	// Frozen: the targets served the same values at every scrape.
-	Frozen      bool           `json:"frozen_values"`
-	IntervalSec float64        `json:"interval_seconds"`
-	Results     []ScrapeResult `json:"results"`
+	Frozen      bool    `json:"frozen_values"`
+	IntervalSec float64 `json:"interval_seconds"`
+	// The results and, against each peer, Ratios: samples per CPU-second
+	// (otelstep/peer, higher is better) and peak RSS (otelstep/peer, lower
+	// is better).
+	Summary[ScrapeResult, Ratio]
 	// TextparseSamplesPerSecond is the ceiling: model/textparse alone over
 	// the same pages, samples per CPU-second of one thread in this process,
 	// the faster of a reading before the runs and one after.
 	TextparseSamplesPerSecond float64 `json:"textparse_samples_per_second"`
 	// FractionOfTextparse is otelstep's samples per CPU-second over it.
 	FractionOfTextparse float64 `json:"otelstep_fraction_of_textparse"`
-	// Ratios compare otelstep with each peer: samples per CPU-second
-	// (otelstep/peer, higher is better) and peak RSS (otelstep/peer,
-	// lower is better).
-	Ratios []Ratio `json:"ratios,omitempty"`
-	// With more than one round, Results hold each figure's median over the
-	// rounds (the whole run's counts, their totals), ResultsMin and
-	// ResultsMax its least and greatest; each of Ratios is the median of
-	// that ratio taken within each round, not a ratio of medians, and
-	// Rounds holds every round's results and order.
-	ResultsMin []ScrapeResult               `json:"results_min,omitempty"`
-	ResultsMax []ScrapeResult               `json:"results_max,omitempty"`
-	Rounds     []Round[ScrapeResult, Ratio] `json:"rounds,omitempty"`
 }
 
 // Ratio is otelstep against one peer.
@@ -165,7 +156,7 @@ func RunScrape(ctx context.Context, o ScrapeOptions) (*ScrapeReport, error) {
 	if err != nil {
 		return nil, err
 	}
-	rep.setRounds(rounds)
+	rep.Summary = summarize(rounds)
 	// Measured again after the runs, the faster of the two standing: the
 	// host's speed per CPU-second drifts within minutes, and the slower
 	// reading would flatter the fraction.
@@ -174,15 +165,6 @@ func RunScrape(ctx context.Context, o ScrapeOptions) (*ScrapeReport, error) {
 		rep.FractionOfTextparse = rep.Results[0].SamplesPerCPUSecond / rep.TextparseSamplesPerSecond
 	}
 	return rep, nil
-}
-
-// setRounds sets the results and ratios from the rounds (summarize).
-func (rep *ScrapeReport) setRounds(rounds []Round[ScrapeResult, Ratio]) {
-	s := summarize(rounds)
-	rep.Results, rep.ResultsMin, rep.ResultsMax, rep.Ratios = s.results, s.lo, s.hi, s.ratios
-	if len(rounds) > 1 {
-		rep.Rounds = rounds
-	}
 }
 
 // scrapeRatios compares otelstep (the first) with each of the others.

@@ -142,14 +142,7 @@ func (g *encGen) flushes(m *encMsg, seen map[*encMsg]bool) bool {
 // protoSingle writes sizeX and appendX of one message.
 func (g *encGen) protoSingle(m *encMsg) {
 	g.p("func (e *ProtoEncoder) size%s(m %s) int {", m.name, m.goType)
-	if m.marked {
-		g.p("idx := e.mark()")
-	}
-	g.p("n := 0")
-	g.protoSizeBody(m, "m", "n")
-	if m.marked {
-		g.p("e.sizes[idx] = n")
-	}
+	g.protoSizeMarked(m, "n")
 	g.p("return n")
 	g.p("}\n")
 	g.p("func (e *ProtoEncoder) append%s(dst []byte, m %s) []byte {", m.name, m.goType)
@@ -158,20 +151,27 @@ func (g *encGen) protoSingle(m *encMsg) {
 	g.p("}\n")
 }
 
+// protoSizeMarked writes the code declaring v and summing into it the
+// size of m's message m, keeping that size for the append (e.sizes) when m
+// is marked.
+func (g *encGen) protoSizeMarked(m *encMsg, v string) {
+	if m.marked {
+		g.p("idx := e.mark()")
+	}
+	g.p("%s := 0", v)
+	g.protoSizeBody(m, "m", v)
+	if m.marked {
+		g.p("e.sizes[idx] = %s", v)
+	}
+}
+
 // protoList writes the list functions of m, each holding m's code.
 func (g *encGen) protoList(m *encMsg, flush bool) {
 	name := encListName(m, flush)
 	g.p("func (e *ProtoEncoder) size%s(num protowire.Number, xs []%s) int {", name, m.goType)
 	g.p("n := 0")
 	g.p("for _, m := range xs {")
-	if m.marked {
-		g.p("idx := e.mark()")
-	}
-	g.p("s := 0")
-	g.protoSizeBody(m, "m", "s")
-	if m.marked {
-		g.p("e.sizes[idx] = s")
-	}
+	g.protoSizeMarked(m, "s")
 	g.p("n += lenField(num, s)")
 	g.p("}")
 	g.p("return n")

@@ -23,26 +23,12 @@ func Parse(tok []byte) (v float64, ok bool) {
 	if len(tok) > 0 && (tok[0] == '-' || tok[0] == '+') {
 		neg, i = tok[0] == '-', 1
 	}
-	var m uint64
 	start := i
-	for ; i < len(tok); i++ {
-		d := tok[i] - '0'
-		if d > 9 {
-			break
-		}
-		m = m*10 + uint64(d)
-	}
+	i, m := readDigits(tok, i, 0)
 	digits, frac := i-start, 0
 	if i < len(tok) && tok[i] == '.' {
-		i++
-		fs := i
-		for ; i < len(tok); i++ {
-			d := tok[i] - '0'
-			if d > 9 {
-				break
-			}
-			m = m*10 + uint64(d)
-		}
+		fs := i + 1
+		i, m = readDigits(tok, fs, m)
 		frac = i - fs
 		digits += frac
 	}
@@ -94,4 +80,17 @@ func Parse(tok []byte) (v float64, ok bool) {
 		v = -v
 	}
 	return v, true
+}
+
+// readDigits reads the decimal digits of tok from i on into m, each as
+// m*10+d, and returns where they end and m.
+func readDigits(tok []byte, i int, m uint64) (int, uint64) {
+	for ; i < len(tok); i++ {
+		d := tok[i] - '0'
+		if d > 9 {
+			break
+		}
+		m = m*10 + uint64(d)
+	}
+	return i, m
 }
